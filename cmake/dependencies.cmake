@@ -1,0 +1,28 @@
+# Third-party dependencies, all from Debian packages (see README.md).
+find_package(OpenMP REQUIRED)
+find_package(Threads REQUIRED)
+find_package(tomlplusplus REQUIRED)
+find_package(nlohmann_json REQUIRED)
+find_package(CLI11 REQUIRED)
+find_package(fmt REQUIRED)
+
+# OpenBLAS: prefer the OpenMP build so BLAS threads and our OpenMP loops share one pool.
+find_path(OPENBLAS_INCLUDE_DIR cblas.h
+  HINTS /usr/include/x86_64-linux-gnu/openblas-openmp /usr/include/x86_64-linux-gnu/openblas-pthread
+        /usr/include/openblas ENV OPENBLAS_ROOT PATH_SUFFIXES include NO_DEFAULT_PATH)
+find_path(OPENBLAS_INCLUDE_DIR cblas.h)
+find_library(OPENBLAS_LIBRARY openblas
+  HINTS /usr/lib/x86_64-linux-gnu/openblas-openmp /usr/lib/x86_64-linux-gnu/openblas-pthread
+        ENV OPENBLAS_ROOT PATH_SUFFIXES lib NO_DEFAULT_PATH)
+find_library(OPENBLAS_LIBRARY openblas)
+if(NOT OPENBLAS_INCLUDE_DIR OR NOT OPENBLAS_LIBRARY)
+  message(FATAL_ERROR "OpenBLAS not found: install libopenblas-openmp-dev (apt-get)")
+endif()
+add_library(hetrec_openblas INTERFACE)
+target_include_directories(hetrec_openblas SYSTEM INTERFACE ${OPENBLAS_INCLUDE_DIR})
+target_link_libraries(hetrec_openblas INTERFACE ${OPENBLAS_LIBRARY})
+message(STATUS "OpenBLAS: ${OPENBLAS_LIBRARY}")
+
+if(HETREC_TESTS)
+  find_package(GTest REQUIRED)
+endif()

@@ -1,0 +1,19 @@
+# Warnings as errors on our own code; third-party headers come in as SYSTEM includes.
+add_library(hetrec_warnings INTERFACE)
+target_compile_options(hetrec_warnings INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor
+                            -Wno-error=maybe-uninitialized>)
+
+# hetrec_layer(NAME SOURCES... DEPS ...): one static library per layer of the layer map.
+function(hetrec_layer name)
+  cmake_parse_arguments(L "" "" "SOURCES;DEPS" ${ARGN})
+  if(L_SOURCES)
+    add_library(hetrec_${name} STATIC ${L_SOURCES})
+    target_include_directories(hetrec_${name} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(hetrec_${name} PUBLIC ${L_DEPS} PRIVATE hetrec_warnings)
+  else()
+    add_library(hetrec_${name} INTERFACE)
+    target_include_directories(hetrec_${name} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(hetrec_${name} INTERFACE ${L_DEPS})
+  endif()
+endfunction()

@@ -1,0 +1,35 @@
+#pragma once
+// Where batches come from. Parsed and validated from the [data] section by train/config.cpp.
+#include <cstdint>
+#include <string>
+
+namespace hetrec {
+
+enum class DataFormat { synthetic, criteo_tsv, binary };
+enum class CategoricalMapping { hash, modulo };  // raw 32-bit categorical -> row id
+enum class OnError { fail, skip };
+
+// The planted-teacher synthetic dataset (see data/synthetic.h).
+struct SyntheticConfig {
+  int64_t train_samples = 1 << 20;
+  int64_t eval_samples = 1 << 16;
+  uint64_t seed = 7;           // teacher and sample generation
+  double zipf_exponent = 1.05; // id popularity follows rank^-s
+  int teacher_dim = 4;         // width of the teacher's own embedding vectors
+  double teacher_scale = 1.0;  // multiplies the teacher logit: larger = less label noise
+  double label_flip = 0.0;     // extra noise: probability that a drawn label is flipped
+};
+
+struct DataConfig {
+  DataFormat format = DataFormat::synthetic;
+  std::string train_path;  // criteo_tsv / binary
+  std::string eval_path;
+  CategoricalMapping categorical = CategoricalMapping::modulo;
+  int64_t missing_categorical_id = 0;  // row used for an empty categorical field
+  OnError on_error = OnError::fail;
+  int prefetch_batches = 4;  // batches produced ahead by the pipeline
+  int reader_threads = 2;    // threads that generate or parse inside the pipeline
+  SyntheticConfig synthetic;
+};
+
+}  // namespace hetrec
