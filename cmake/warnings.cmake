@@ -17,3 +17,11 @@ function(hetrec_layer name)
     target_link_libraries(hetrec_${name} INTERFACE ${L_DEPS})
   endif()
 endfunction()
+
+# hetrec_layer_glob(NAME DEPS ...): a layer library made of every .cpp in the current
+# source directory (files are added by dropping them in; CMake re-globs on build).
+function(hetrec_layer_glob name)
+  cmake_parse_arguments(L "" "" "DEPS" ${ARGN})
+  file(GLOB sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  hetrec_layer(${name} SOURCES ${sources} DEPS ${L_DEPS})
+endfunction()
