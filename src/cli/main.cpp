@@ -1,0 +1,61 @@
+// hetrec: train, evaluate and plan recommendation models (see `hetrec --help`).
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+// Exit codes by error kind, so scripts can tell a bad config from bad data.
+constexpr int kExitInternal = 1;
+constexpr int kExitConfig = 2;
+constexpr int kExitData = 3;
+constexpr int kExitIo = 4;
+constexpr int kExitNumeric = 5;
+constexpr int kExitMemory = 6;
+constexpr int kExitDevice = 7;
+
+int report(const char* kind, const std::exception& e, int code) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "hetrec: %s: %s\n", kind, e.what());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"hetrec: recommendation-model training at the speed limit of the hardware"};
+  app.require_subcommand(1);
+  hetrec::cli::Action action;
+  hetrec::cli::add_train_command(app, action);
+  hetrec::cli::add_eval_command(app, action);
+  hetrec::cli::add_data_command(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    action();
+  } catch (const hetrec::ConfigError& e) {
+    return report("config error", e, kExitConfig);
+  } catch (const hetrec::DataError& e) {
+    return report("data error", e, kExitData);
+  } catch (const hetrec::CheckpointError& e) {
+    return report("checkpoint error", e, kExitIo);
+  } catch (const hetrec::IoError& e) {
+    return report("I/O error", e, kExitIo);
+  } catch (const hetrec::NumericError& e) {
+    return report("numeric error", e, kExitNumeric);
+  } catch (const hetrec::OutOfMemoryError& e) {
+    return report("out of memory", e, kExitMemory);
+  } catch (const hetrec::DeviceError& e) {
+    return report("device error", e, kExitDevice);
+  } catch (const std::bad_alloc& e) {
+    return report("out of memory", e, kExitMemory);
+  } catch (const std::exception& e) {
+    return report("internal error", e, kExitInternal);
+  }
+  return 0;
+}

@@ -1,0 +1,92 @@
+// `hetrec train` and `hetrec eval`.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "data/source_factory.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+#include "train/model_factory.h"
+#include "train/trainer.h"
+
+namespace hetrec::cli {
+namespace {
+
+struct RunOptions {
+  std::string config;
+  std::string recipe;
+  std::vector<std::string> overrides;
+};
+
+void add_run_options(CLI::App* cmd, RunOptions& o) {
+  cmd->add_option("--config,-c", o.config, "model/data/train config (TOML)")->required();
+  cmd->add_option("--recipe", o.recipe, "recipe from `hetrec plan` (TOML with a [recipe] table)");
+  cmd->add_option("--set", o.overrides, "override a config key, e.g. --set train.steps=100 (repeatable)");
+}
+
+void print_summary(const TrainSummary& s) {
+  std::printf("\n== hetrec train: done ==\n");
+  std::printf("device            %s\n", s.device.c_str());
+  std::printf("steps             %lld (%lld samples in %.1f s)\n", static_cast<long long>(s.steps),
+              static_cast<long long>(s.samples), s.seconds);
+  std::printf("throughput        %.0f samples/s\n", s.samples_per_s);
+  std::printf("last train loss   %.5f\n", s.last_loss);
+  if (s.eval.samples > 0) {
+    std::printf("eval AUC          %.5f (%lld samples)\n", s.eval.auc, static_cast<long long>(s.eval.samples));
+    std::printf("eval log-loss     %.5f\n", s.eval.log_loss);
+  }
+  if (s.bayes_optimal_auc >= 0) {
+    std::printf("teacher AUC       %.5f (Bayes-optimal for the synthetic data)\n", s.bayes_optimal_auc);
+    if (s.eval.samples > 0) std::printf("gap to optimum    %.5f\n", s.bayes_optimal_auc - s.eval.auc);
+  }
+  if (!s.checkpoint.empty()) std::printf("checkpoint        %s\n", s.checkpoint.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, Action& action) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App* cmd = app.add_subcommand("train", "train a model (GPU if built and present, else CPU)");
+  add_run_options(cmd, *opts);
+  cmd->callback([opts, &action] {
+    action = [opts] {
+      RunConfig cfg = load_run_config(opts->config, opts->overrides, opts->recipe);
+      Logger log(parse_log_level(cfg.train.log_level));
+      Trainer trainer(cfg, log);
+      print_summary(trainer.run());
+    };
+  });
+}
+
+void add_eval_command(CLI::App& app, Action& action) {
+  auto opts = std::make_shared<RunOptions>();
+  auto checkpoint = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("eval", "evaluate a checkpoint on the evaluation data (AUC, log-loss)");
+  add_run_options(cmd, *opts);
+  cmd->add_option("--checkpoint", *checkpoint, "checkpoint file (ckpt-*.hck)")->required();
+  cmd->callback([opts, checkpoint, &action] {
+    action = [opts, checkpoint] {
+      RunConfig cfg = load_run_config(opts->config, opts->overrides, opts->recipe);
+      Logger log(parse_log_level(cfg.train.log_level));
+      std::string device;
+      auto model = make_model(cfg, log, &device);
+      const CheckpointMeta meta = verify_checkpoint(*checkpoint);
+      if (meta.model_signature != model_signature(cfg.model))
+        throw CheckpointError("checkpoint '" + *checkpoint + "' was written for model '" + meta.model_signature +
+                              "', the config describes '" + model_signature(cfg.model) + "'");
+      load_checkpoint(*checkpoint, model->state());
+      auto source = make_eval_source(cfg.data, cfg.model);
+      if (!source) throw ConfigError(cfg.source + ": config key 'data.eval_path': needed for evaluation");
+      const EvalResult r = evaluate(*model, *source, cfg.train.eval_batch_size, cfg.train.eval_samples);
+      std::printf("checkpoint  %s (step %lld)\n", checkpoint->c_str(), static_cast<long long>(meta.step));
+      std::printf("eval AUC    %.5f (%lld samples)\neval loss   %.5f\n", r.auc, static_cast<long long>(r.samples),
+                  r.log_loss);
+    };
+  });
+}
+
+}  // namespace hetrec::cli

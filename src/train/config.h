@@ -1,0 +1,34 @@
+#pragma once
+// The run configuration: a TOML file with [model], [optim], [data], [train] and an
+// optional [recipe] (the planner's output), plus `--set key=value` overrides. Every key
+// is validated: unknown keys, wrong types and out-of-range values are ConfigErrors that
+// name the file and the key and say what was expected.
+#include <string>
+#include <vector>
+
+#include "data/data_config.h"
+#include "model/model_config.h"
+#include "train/train_config.h"
+
+namespace hetrec {
+
+struct RunConfig {
+  ModelConfig model;
+  OptimConfig optim;
+  DataConfig data;
+  TrainConfig train;
+  std::string source;  // the file it came from (for messages)
+};
+
+// `overrides` are "dotted.key=value" strings; the value is read as a TOML value
+// (numbers, booleans, "strings", [arrays]) and a bare word is taken as a string.
+// `recipe_path`, when not empty, is a TOML file whose [recipe] table is applied on top.
+RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides = {},
+                          const std::string& recipe_path = "");
+
+// Same from TOML text (tests; `name` stands for the file in messages).
+RunConfig parse_run_config(const std::string& toml_text, const std::string& name,
+                           const std::vector<std::string>& overrides = {}, const std::string& recipe_text = "",
+                           const std::string& recipe_name = "recipe");
+
+}  // namespace hetrec

@@ -1,0 +1,27 @@
+#include "train/metrics_log.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace hetrec {
+
+MetricsLog::MetricsLog(const std::string& path) : path_(path) {
+  if (path.empty()) return;
+  file_ = std::fopen(path.c_str(), "a");
+  if (!file_) throw IoError("train.metrics_path '" + path + "': cannot open for appending: " + std::strerror(errno));
+}
+
+MetricsLog::~MetricsLog() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsLog::write(const nlohmann::json& record) {
+  if (!file_) return;
+  const std::string line = record.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    throw IoError("train.metrics_path '" + path_ + "': write failed: " + std::strerror(errno));
+}
+
+}  // namespace hetrec

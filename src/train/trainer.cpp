@@ -1,0 +1,223 @@
+#include "train/trainer.h"
+
+#include <omp.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "core/error.h"
+#include "data/pipeline.h"
+#include "data/source_factory.h"
+#include "data/synthetic.h"
+#include "train/auc.h"
+#include "train/checkpoint.h"
+#include "train/metrics_log.h"
+#include "train/model_factory.h"
+#include "train/progress.h"
+
+namespace hetrec {
+
+EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64_t max_samples) {
+  source.seek(0);
+  std::vector<float> logits, labels, chunk;
+  Batch batch;
+  for (;;) {
+    int64_t want = batch_size;
+    if (max_samples > 0) want = std::min<int64_t>(want, max_samples - static_cast<int64_t>(labels.size()));
+    if (want <= 0 || !source.next(batch, want)) break;
+    chunk.resize(static_cast<std::size_t>(batch.size));
+    model.predict(batch, chunk);
+    logits.insert(logits.end(), chunk.begin(), chunk.end());
+    labels.insert(labels.end(), batch.labels.begin(), batch.labels.end());
+  }
+  EvalResult r;
+  r.samples = static_cast<int64_t>(labels.size());
+  if (r.samples == 0) return r;
+  r.auc = roc_auc(logits, labels);
+  r.log_loss = log_loss_from_logits(logits, labels);
+  return r;
+}
+
+Trainer::Trainer(RunConfig config, const Logger& log) : cfg_(std::move(config)), log_(log) {}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Finds the newest checkpoint that verifies; damaged ones are reported and skipped.
+std::string newest_valid_checkpoint(const std::string& dir, const Logger& log) {
+  for (const auto& path : list_checkpoints(dir)) {
+    try {
+      verify_checkpoint(path);
+      return path;
+    } catch (const Error& e) {
+      log.warn(std::string("skipping damaged checkpoint: ") + e.what());
+    }
+  }
+  return {};
+}
+
+void prune_checkpoints(const std::string& dir, int64_t keep, const Logger& log) {
+  const auto all = list_checkpoints(dir);
+  for (std::size_t i = static_cast<std::size_t>(keep); i < all.size(); ++i) {
+    std::error_code ec;
+    std::filesystem::remove(all[i], ec);
+    if (ec) log.warn("could not remove old checkpoint " + all[i] + ": " + ec.message());
+  }
+}
+
+}  // namespace
+
+TrainSummary Trainer::run() {
+  const TrainConfig& tc = cfg_.train;
+  if (tc.threads > 0) omp_set_num_threads(tc.threads);
+
+  TrainSummary summary;
+  std::unique_ptr<Model> model = make_model(cfg_, log_, &summary.device);
+  log_.info("model: " + model->describe());
+
+  std::unique_ptr<BatchSource> eval_source = make_eval_source(cfg_.data, cfg_.model);
+  Pipeline pipeline(make_source(cfg_.data, cfg_.model, Split::train), cfg_.data.prefetch_batches);
+  log_.info("train data: " + pipeline.describe());
+  if (eval_source) log_.info("eval data: " + eval_source->describe());
+  else log_.warn("no evaluation data (set data.eval_path): AUC is not computed");
+
+  MetricsLog metrics(tc.metrics_path);
+  const std::string signature = model_signature(cfg_.model);
+
+  // Resume: restore every tensor and the position in the data.
+  CheckpointMeta pos;
+  if (!tc.checkpoint_dir.empty()) std::filesystem::create_directories(tc.checkpoint_dir);
+  if (tc.resume) {
+    const std::string path = newest_valid_checkpoint(tc.checkpoint_dir, log_);
+    if (path.empty()) {
+      log_.info("resume: no checkpoint in " + tc.checkpoint_dir + ", starting from step 0");
+    } else {
+      const CheckpointMeta found = verify_checkpoint(path);
+      if (found.model_signature != signature)
+        throw CheckpointError("checkpoint '" + path + "' was written for model '" + found.model_signature +
+                              "', the config describes '" + signature + "'");
+      pos = load_checkpoint(path, model->state());
+      log_.info("resumed from " + path + " at step " + std::to_string(pos.step));
+    }
+  }
+
+  const int64_t train_size = pipeline.size_hint();
+  const int64_t steps_per_epoch = train_size > 0 ? (train_size + tc.batch_size - 1) / tc.batch_size : -1;
+  const int64_t total_steps = tc.steps > 0 ? tc.steps : (steps_per_epoch > 0 ? steps_per_epoch * tc.epochs : -1);
+
+  if (eval_source) {
+    if (const auto* syn = dynamic_cast<SyntheticSource*>(eval_source.get())) {
+      const int64_t n = tc.eval_samples > 0 ? std::min(tc.eval_samples, syn->size_hint()) : syn->size_hint();
+      summary.bayes_optimal_auc = bayes_optimal_auc(*syn, n);
+      log_.info("synthetic teacher: Bayes-optimal AUC on the evaluation set = " + std::to_string(summary.bayes_optimal_auc));
+    }
+  }
+
+  int64_t step = pos.step, epoch = pos.epoch, position = pos.data_position;
+  pipeline.seek(position);
+  const bool show_progress = tc.progress == ProgressMode::on ||
+                             (tc.progress == ProgressMode::auto_detect && ProgressLine::stream_is_terminal(stderr));
+  ProgressLine progress(show_progress || tc.progress == ProgressMode::auto_detect, stderr);
+
+  auto save = [&](const std::string& why) {
+    if (tc.checkpoint_dir.empty()) return;
+    const std::string path = checkpoint_path(tc.checkpoint_dir, step);
+    save_checkpoint(path, CheckpointMeta{step, epoch, position, signature}, model->state());
+    prune_checkpoints(tc.checkpoint_dir, tc.keep_checkpoints, log_);
+    summary.checkpoint = path;
+    metrics.write({{"type", "checkpoint"}, {"step", step}, {"path", path}, {"reason", why}});
+  };
+  double last_auc = std::numeric_limits<double>::quiet_NaN();
+  auto run_eval = [&]() {
+    if (!eval_source) return;
+    const auto t0 = Clock::now();
+    summary.eval = evaluate(*model, *eval_source, tc.eval_batch_size, tc.eval_samples);
+    last_auc = summary.eval.auc;
+    metrics.write({{"type", "eval"}, {"step", step}, {"auc", summary.eval.auc}, {"log_loss", summary.eval.log_loss},
+                   {"samples", summary.eval.samples}, {"seconds", seconds_since(t0)}});
+  };
+
+  Batch batch;
+  const auto t_start = Clock::now();
+  auto t_window = t_start;
+  int64_t window_samples = 0, run_steps = 0;
+  double window_loss = 0.0;
+  int64_t window_steps = 0;
+  double rate = 0.0;
+  while (total_steps < 0 || step < total_steps) {
+    if (!pipeline.next(batch, tc.batch_size)) {
+      if (position == 0) throw DataError("training data is empty: " + pipeline.describe());
+      ++epoch;
+      position = 0;
+      if (tc.steps == 0 && epoch >= tc.epochs) break;
+      pipeline.seek(0);
+      continue;
+    }
+    const StepRates rates = scheduled_rates(cfg_.optim, step);
+    const double loss = model->train_step(batch, rates);
+    if (!std::isfinite(loss)) {
+      progress.finish();
+      throw NumericError("step " + std::to_string(step + 1) + " (samples " + std::to_string(batch.first_sample) +
+                         ".." + std::to_string(batch.first_sample + batch.size - 1) + " of the training data): loss is " +
+                         (std::isnan(loss) ? "NaN" : "infinite") + "; lower optim.lr or check the input. " +
+                         (summary.checkpoint.empty() ? std::string("No checkpoint was written in this run.")
+                                                     : "The last checkpoint, " + summary.checkpoint + ", is intact."));
+    }
+    ++step;
+    ++run_steps;
+    position += batch.size;
+    summary.samples += batch.size;
+    summary.last_loss = loss;
+    window_samples += batch.size;
+    window_loss += loss;
+    ++window_steps;
+    const double window_s = seconds_since(t_window);
+    if (window_s > 0) rate = static_cast<double>(window_samples) / window_s;
+    if (step % tc.log_every == 0 || step == total_steps) {
+      metrics.write({{"type", "train"}, {"step", step}, {"epoch", epoch}, {"loss", window_loss / static_cast<double>(window_steps)},
+                     {"last_loss", loss}, {"dense_lr", rates.dense_lr}, {"sparse_lr", rates.sparse_lr},
+                     {"samples_per_s", rate}, {"elapsed_s", seconds_since(t_start)},
+                     {"skipped_lines", pipeline.counters().skipped_lines}});
+      window_loss = 0.0;
+      window_steps = 0;
+    }
+    if (window_s > 5.0) {  // a sliding window keeps samples/s current
+      t_window = Clock::now();
+      window_samples = 0;
+    }
+    const double per_step = seconds_since(t_start) / static_cast<double>(run_steps);
+    progress.update(step, total_steps, rate, loss, last_auc,
+                    total_steps > 0 ? per_step * static_cast<double>(total_steps - step) : -1.0);
+    if (tc.eval_every > 0 && step % tc.eval_every == 0 && step != total_steps) run_eval();
+    if (tc.checkpoint_every > 0 && step % tc.checkpoint_every == 0 && step != total_steps) save("periodic");
+  }
+  progress.finish();
+  summary.seconds = seconds_since(t_start);
+  summary.steps = step;
+  summary.samples_per_s = summary.seconds > 0 ? static_cast<double>(summary.samples) / summary.seconds : 0.0;
+  run_eval();
+  save("final");
+  nlohmann::json final_record = {{"type", "final"},
+                                 {"step", step},
+                                 {"samples", summary.samples},
+                                 {"seconds", summary.seconds},
+                                 {"samples_per_s", summary.samples_per_s},
+                                 {"loss", summary.last_loss},
+                                 {"device", summary.device},
+                                 {"skipped_lines", pipeline.counters().skipped_lines}};
+  if (summary.eval.samples > 0) {
+    final_record["auc"] = summary.eval.auc;
+    final_record["log_loss"] = summary.eval.log_loss;
+  }
+  if (summary.bayes_optimal_auc >= 0) final_record["bayes_optimal_auc"] = summary.bayes_optimal_auc;
+  metrics.write(final_record);
+  return summary;
+}
+
+}  // namespace hetrec

@@ -1,0 +1,48 @@
+#pragma once
+// The training loop: batches from the data pipeline, the model's fused train step, the
+// MLPerf learning-rate schedule, periodic evaluation (exact AUC and log-loss over the
+// whole evaluation set), JSON-lines metrics, a live progress line, atomic checkpoints and
+// exact resume.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/log.h"
+#include "data/source.h"
+#include "model/model.h"
+#include "train/config.h"
+
+namespace hetrec {
+
+struct EvalResult {
+  double auc = 0.0;
+  double log_loss = 0.0;
+  int64_t samples = 0;
+};
+
+struct TrainSummary {
+  int64_t steps = 0;            // optimizer steps at the end (including resumed ones)
+  int64_t samples = 0;          // samples trained in this run
+  double seconds = 0.0;         // wall time of the training loop in this run
+  double samples_per_s = 0.0;
+  double last_loss = 0.0;
+  EvalResult eval;              // final evaluation (eval.samples == 0 when none)
+  double bayes_optimal_auc = -1.0;  // the synthetic teacher's, when known
+  std::string checkpoint;       // last checkpoint written, if any
+  std::string device;
+};
+
+// Evaluates `model` on up to `max_samples` samples of `source` from its start (0 = all).
+EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64_t max_samples);
+
+class Trainer {
+ public:
+  Trainer(RunConfig config, const Logger& log);
+  TrainSummary run();
+
+ private:
+  RunConfig cfg_;
+  const Logger& log_;
+};
+
+}  // namespace hetrec

@@ -1,0 +1,119 @@
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "train/config.h"
+
+using namespace hetrec;
+
+namespace {
+
+const char* kBase = R"(
+[model]
+arch = "dlrm"
+embedding_dim = 8
+table_rows = [100, 200]
+table_hotness = [1, 3]
+bottom_mlp = [16, 8]
+top_mlp = [16, 1]
+
+[train]
+batch_size = 64
+steps = 10
+)";
+
+// Expects a ConfigError whose message contains every fragment.
+void expect_config_error(const std::string& text, const std::vector<std::string>& overrides,
+                         const std::vector<std::string>& fragments) {
+  try {
+    parse_run_config(text, "test.toml", overrides);
+    FAIL() << "no error for overrides " << (overrides.empty() ? "" : overrides[0]);
+  } catch (const ConfigError& e) {
+    for (const auto& f : fragments) EXPECT_NE(std::string(e.what()).find(f), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+
+TEST(Config, ParsesAndAppliesDefaults) {
+  RunConfig c = parse_run_config(kBase, "test.toml");
+  EXPECT_EQ(c.model.arch, Arch::dlrm);
+  ASSERT_EQ(c.model.tables.size(), 2u);
+  EXPECT_EQ(c.model.tables[1].rows, 200);
+  EXPECT_EQ(c.model.tables[1].hotness, 3);
+  EXPECT_EQ(c.train.batch_size, 64);
+  EXPECT_EQ(c.optim.sparse, OptimizerKind::rowwise_adagrad);
+  EXPECT_DOUBLE_EQ(c.optim.sparse_lr, c.optim.lr);
+  EXPECT_EQ(c.data.format, DataFormat::synthetic);
+}
+
+TEST(Config, OverridesAndRecipe) {
+  RunConfig c = parse_run_config(kBase, "test.toml",
+                                 {"train.steps=99", "optim.lr=0.5", "model.row_dtype=bf16", "data.synthetic.seed=11",
+                                  "train.metrics_path=out/m.jsonl"},
+                                 "[recipe]\nbatch_size = 4096\nrow_dtype = \"fp16\"\nhardware = \"h200_sxm\"\n");
+  EXPECT_EQ(c.train.steps, 99);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 0.5);
+  EXPECT_EQ(c.model.row_dtype, DType::f16);  // the recipe is applied last
+  EXPECT_EQ(c.train.batch_size, 4096);
+  EXPECT_EQ(c.data.synthetic.seed, 11u);
+  EXPECT_EQ(c.train.metrics_path, "out/m.jsonl");
+}
+
+TEST(Config, ErrorsNameTheKey) {
+  expect_config_error(kBase, {"train.stepz=3"}, {"unknown config key 'train.stepz'", "valid keys"});
+  expect_config_error(kBase, {"train.steps=\"ten\""}, {"'train.steps'", "expected an integer, got a string"});
+  expect_config_error(kBase, {"train.batch_size=0"}, {"'train.batch_size'", "expected an integer in [1,"});
+  expect_config_error(kBase, {"model.arch=\"dlrm2\""}, {"'model.arch'", "expected one of dlrm, dcnv2"});
+  expect_config_error(kBase, {"model.bottom_mlp=[16, 9]"}, {"'model.bottom_mlp'", "embedding_dim = 8"});
+  expect_config_error(kBase, {"model.top_mlp=[16, 2]"}, {"'model.top_mlp'", "must be 1"});
+  expect_config_error(kBase, {"model.table_hotness=[1]"}, {"'model.table_hotness'", "expected 2 entries"});
+  expect_config_error(kBase, {"model.table_rows=[100, -1]"}, {"'model.table_rows'", "element 1"});
+  expect_config_error(kBase, {"optim.dense=\"rowwise_adagrad\""}, {"'optim.dense'", "sgd, adagrad, adam"});
+  expect_config_error(kBase, {"optim.decay_start=10"}, {"'optim.decay_steps'"});
+  expect_config_error(kBase, {"data.format=\"criteo_tsv\""}, {"'data.train_path'", "required"});
+  expect_config_error(kBase, {"data.missing_categorical_id=150"}, {"data.missing_categorical_id", "rows 100"});
+  expect_config_error(kBase, {"train.resume=true"}, {"'train.resume'", "checkpoint_dir"});
+  expect_config_error(kBase, {"train.steps"}, {"--set 'train.steps'", "key=value"});
+  expect_config_error(std::string(kBase) + "\n[bogus]\nx = 1\n", {}, {"unknown config key 'bogus'"});
+  expect_config_error("[model\narch=1", {}, {"test.toml:1", "invalid TOML"});
+  try {
+    parse_run_config(kBase, "test.toml", {}, "[recipe]\nbatch = 3\n", "plan.toml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("plan.toml"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'recipe.batch'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, LineNumbersInMessages) {
+  const std::string text = std::string(kBase) + "\n[optim]\nlr = \"fast\"\n";
+  try {
+    parse_run_config(text, "cfg.toml");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("cfg.toml:15"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Config, MissingFileIsAnIoError) {
+  EXPECT_THROW(load_run_config("/nonexistent/hetrec.toml"), IoError);
+}
+
+TEST(Config, BundledConfigsParse) {
+  for (const char* name : {"demo.toml", "dlrm_dcnv2_mlperf.toml", "dlrm_dcnv2_capped.toml"}) {
+    RunConfig c = load_run_config(std::string(HETREC_SOURCE_DIR) + "/configs/" + name);
+    EXPECT_FALSE(c.model.tables.empty()) << name;
+  }
+  RunConfig m = load_run_config(std::string(HETREC_SOURCE_DIR) + "/configs/dlrm_dcnv2_mlperf.toml");
+  int64_t rows = 0, lookups = 0;
+  for (const auto& t : m.model.tables) {
+    rows += t.rows;
+    lookups += t.hotness;
+  }
+  EXPECT_EQ(rows, 204184588);  // 204.2 M rows
+  EXPECT_EQ(lookups, 214);     // lookups per sample
+  EXPECT_EQ(m.model.interaction_width(), 27 * 128);
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Downloads the Debian packages hetrec builds against into .carry/debs, for a GPU
+# machine that has the CUDA toolkit, CMake and a compiler but no Debian -dev packages.
+# Run from the repository root on a Debian 12 machine with network access to its mirror.
+set -euo pipefail
+dest=.carry/debs
+mkdir -p "$dest"
+cd "$dest"
+pkgs=(libopenblas-openmp-dev libopenblas0-openmp libgfortran5 libquadmath0
+      libtomlplusplus-dev libtomlplusplus3 nlohmann-json3-dev libcli11-dev
+      libfmt-dev libfmt9 libgtest-dev)
+apt-get download "${pkgs[@]}"
+ls -1 | wc -l

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Installs the Debian packages hetrec builds against (idempotent).
+set -euo pipefail
+pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtomlplusplus-dev
+      nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo_cmd=""
+  [ "$(id -u)" -ne 0 ] && sudo_cmd="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
