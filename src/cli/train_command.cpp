@@ -6,7 +6,6 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "data/source_factory.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/model_factory.h"

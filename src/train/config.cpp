@@ -290,6 +290,9 @@ void parse_train(Section t, TrainConfig& tr) {
   tr.checkpoint_dir = t.string("checkpoint_dir", "");
   tr.checkpoint_every = t.integer("checkpoint_every", 0, 0, kMaxI);
   tr.keep_checkpoints = t.integer("keep_checkpoints", 3, 1, 1000000);
+  tr.checkpoint_at_start = t.boolean("checkpoint_at_start", false);
+  if (tr.checkpoint_at_start && tr.checkpoint_dir.empty())
+    t.fail("checkpoint_at_start", "needs train.checkpoint_dir to be set");
   tr.resume = t.boolean("resume", false);
   if (tr.resume && tr.checkpoint_dir.empty()) t.fail("resume", "needs train.checkpoint_dir to be set");
   tr.metrics_path = t.string("metrics_path", "");

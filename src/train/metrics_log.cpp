@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "core/error.h"
 
@@ -9,6 +10,9 @@ namespace hetrec {
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path) {
   if (path.empty()) return;
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows at fopen
   file_ = std::fopen(path.c_str(), "a");
   if (!file_) throw IoError("train.metrics_path '" + path + "': cannot open for appending: " + std::strerror(errno));
 }

@@ -18,6 +18,7 @@ struct TrainConfig {
   std::string checkpoint_dir;  // empty: no checkpoints
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: only at the end)
   int64_t keep_checkpoints = 3;
+  bool checkpoint_at_start = false;  // also save the initial state (step 0)
   bool resume = false;      // continue from the newest valid checkpoint in checkpoint_dir
   std::string metrics_path;  // JSON lines; empty: none
   int64_t log_every = 100;   // steps between "train" metric lines

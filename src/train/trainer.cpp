@@ -10,7 +10,8 @@
 
 #include "core/error.h"
 #include "data/pipeline.h"
-#include "data/source_factory.h"
+#include "data/bayes_auc.h"
+#include "data/make_source.h"
 #include "data/synthetic.h"
 #include "train/auc.h"
 #include "train/checkpoint.h"
@@ -19,6 +20,11 @@
 #include "train/progress.h"
 
 namespace hetrec {
+
+std::unique_ptr<BatchSource> make_eval_source(const DataConfig& data, const ModelConfig& model) {
+  if (data.format != DataFormat::synthetic && data.eval_path.empty()) return nullptr;
+  return make_source(data, model, Split::eval);
+}
 
 EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64_t max_samples) {
   source.seek(0);
@@ -82,7 +88,7 @@ TrainSummary Trainer::run() {
   log_.info("model: " + model->describe());
 
   std::unique_ptr<BatchSource> eval_source = make_eval_source(cfg_.data, cfg_.model);
-  Pipeline pipeline(make_source(cfg_.data, cfg_.model, Split::train), cfg_.data.prefetch_batches);
+  Pipeline pipeline(make_source(cfg_.data, cfg_.model, Split::train), tc.batch_size, cfg_.data.prefetch_batches);
   log_.info("train data: " + pipeline.describe());
   if (eval_source) log_.info("eval data: " + eval_source->describe());
   else log_.warn("no evaluation data (set data.eval_path): AUC is not computed");
@@ -92,6 +98,11 @@ TrainSummary Trainer::run() {
 
   // Resume: restore every tensor and the position in the data.
   CheckpointMeta pos;
+  std::string last_checkpoint;  // the newest checkpoint on disk that this run knows is good
+  auto kept_note = [&]() {
+    return last_checkpoint.empty() ? std::string(" No checkpoint has been written.")
+                                   : " The last checkpoint, " + last_checkpoint + ", is intact.";
+  };
   if (!tc.checkpoint_dir.empty()) std::filesystem::create_directories(tc.checkpoint_dir);
   if (tc.resume) {
     const std::string path = newest_valid_checkpoint(tc.checkpoint_dir, log_);
@@ -103,6 +114,7 @@ TrainSummary Trainer::run() {
         throw CheckpointError("checkpoint '" + path + "' was written for model '" + found.model_signature +
                               "', the config describes '" + signature + "'");
       pos = load_checkpoint(path, model->state());
+      last_checkpoint = path;
       log_.info("resumed from " + path + " at step " + std::to_string(pos.step));
     }
   }
@@ -131,6 +143,7 @@ TrainSummary Trainer::run() {
     save_checkpoint(path, CheckpointMeta{step, epoch, position, signature}, model->state());
     prune_checkpoints(tc.checkpoint_dir, tc.keep_checkpoints, log_);
     summary.checkpoint = path;
+    last_checkpoint = path;
     metrics.write({{"type", "checkpoint"}, {"step", step}, {"path", path}, {"reason", why}});
   };
   double last_auc = std::numeric_limits<double>::quiet_NaN();
@@ -143,6 +156,8 @@ TrainSummary Trainer::run() {
                    {"samples", summary.eval.samples}, {"seconds", seconds_since(t0)}});
   };
 
+  if (tc.checkpoint_at_start && step == 0) save("initial");
+
   Batch batch;
   const auto t_start = Clock::now();
   auto t_window = t_start;
@@ -151,7 +166,7 @@ TrainSummary Trainer::run() {
   int64_t window_steps = 0;
   double rate = 0.0;
   while (total_steps < 0 || step < total_steps) {
-    if (!pipeline.next(batch, tc.batch_size)) {
+    if (!pipeline.next(batch)) {
       if (position == 0) throw DataError("training data is empty: " + pipeline.describe());
       ++epoch;
       position = 0;
@@ -160,14 +175,18 @@ TrainSummary Trainer::run() {
       continue;
     }
     const StepRates rates = scheduled_rates(cfg_.optim, step);
-    const double loss = model->train_step(batch, rates);
+    double loss = 0.0;
+    try {
+      loss = model->train_step(batch, rates);
+    } catch (const NumericError& e) {
+      progress.finish();
+      throw NumericError(std::string(e.what()) + kept_note());
+    }
     if (!std::isfinite(loss)) {
       progress.finish();
       throw NumericError("step " + std::to_string(step + 1) + " (samples " + std::to_string(batch.first_sample) +
                          ".." + std::to_string(batch.first_sample + batch.size - 1) + " of the training data): loss is " +
-                         (std::isnan(loss) ? "NaN" : "infinite") + "; lower optim.lr or check the input. " +
-                         (summary.checkpoint.empty() ? std::string("No checkpoint was written in this run.")
-                                                     : "The last checkpoint, " + summary.checkpoint + ", is intact."));
+                         (std::isnan(loss) ? "NaN" : "infinite") + "; lower optim.lr or check the input." + kept_note());
     }
     ++step;
     ++run_steps;

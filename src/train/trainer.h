@@ -32,6 +32,10 @@ struct TrainSummary {
   std::string device;
 };
 
+// The evaluation split: synthetic data has one built in; file formats need data.eval_path
+// (nullptr when it is not set).
+std::unique_ptr<BatchSource> make_eval_source(const DataConfig& data, const ModelConfig& model);
+
 // Evaluates `model` on up to `max_samples` samples of `source` from its start (0 = all).
 EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64_t max_samples);
 
