@@ -16,12 +16,17 @@ namespace hetrec {
 class EmbeddingCollection {
  public:
   // Rows initialised uniform in [-1/sqrt(rows), 1/sqrt(rows)] (the DLRM reference
-  // initialisation) from `seed`; optimizer state from `optim`.
+  // initialisation) from `seed`: row r of table t comes from the counter-based stream
+  // (seed, t, r), so the values do not depend on the thread count. Optimizer state from
+  // `optim`. Throws ConfigError for a row dtype other than fp32/fp16/bf16, a sparse
+  // optimizer other than SGD/Adagrad/row-wise Adagrad, or a table without rows.
   EmbeddingCollection(const ModelConfig& model, const OptimConfig& optim, uint64_t seed);
 
   int num_tables() const;
   int dim() const;
   int64_t rows(int table) const;
+  const TableConfig& table(int table) const;
+  DType row_dtype() const { return row_dtype_; }
 
   // pooled: batch.size x num_tables x dim, row-major ([b][t][d]). Sum or mean pooling per
   // table; an empty bag pools to zeros. Throws DataError naming the table, sample and id
@@ -29,13 +34,17 @@ class EmbeddingCollection {
   void forward(const Batch& batch, float* pooled) const;
 
   // grad_pooled has the layout of `pooled`. Gradients of duplicate ids across the batch
-  // are summed per unique row, then the sparse optimizer (SGD, Adagrad or row-wise
-  // Adagrad, from OptimConfig::sparse) updates each touched row once, in place.
-  // `step` seeds the stochastic rounding of 16-bit rows (deterministic per step and row).
+  // are summed per unique row (in sample order, so the result does not depend on the
+  // thread count), then the sparse optimizer (SGD, Adagrad or row-wise Adagrad, from
+  // OptimConfig::sparse) updates each touched row once, in place.
+  // `step` seeds the stochastic rounding of 16-bit rows (deterministic per step and row;
+  // see optim/sparse_row_storage.h).
   void backward_update(const Batch& batch, const float* grad_pooled, float lr, int64_t step);
 
   // Tables ("embedding.<name>.weight", rows x dim) and optimizer slots
-  // ("embedding.<name>.<slot>"), sharing storage with the collection.
+  // ("embedding.<name>.<slot>"), sharing storage with the collection. Table by table in
+  // config order: the weight (row dtype), then for both Adagrads the fp32
+  // "embedding.<name>.accumulator" (Adagrad: rows x dim; row-wise Adagrad: rows).
   std::vector<NamedTensor> state();
 
  private:
@@ -44,11 +53,31 @@ class EmbeddingCollection {
     Tensor weight;       // rows x dim in the row dtype
     Tensor accumulator;  // Adagrad: rows x dim; row-wise Adagrad: rows; SGD: undefined
   };
+  // Throws DataError when the batch's shape, offsets or ids do not fit the tables.
+  void validate(const Batch& batch) const;
+  template <class Rows>
+  void forward_rows(const Batch& batch, float* pooled) const;
+  template <class Rows>
+  void update_rows(const Batch& batch, const float* grad_pooled, float lr, int64_t step);
+  // Fills table t's slice of sort_keys_ with (id << 32 | sample), sorts it by id keeping
+  // samples ascending, and records where each unique id's run begins.
+  void group_by_row(const Batch& batch, int t, uint32_t* histogram);
+
   std::vector<Table> tables_;
   int dim_;
   DType row_dtype_;
   OptimConfig optim_;
   uint64_t seed_;
+
+  // Scratch of backward_update, kept between steps to avoid per-step allocation. The
+  // sort buffers are indexed like batch.ids (each table owns its slice of ids).
+  std::vector<uint64_t> sort_keys_;       // (id << 32 | sample), sorted per table
+  std::vector<uint64_t> sort_scratch_;    // radix-sort ping-pong buffer
+  std::vector<int64_t> run_begin_;        // table t: run starts from its first id + t on
+  std::vector<int64_t> num_runs_;         // unique ids of each table in this batch
+  std::vector<int> table_order_;          // tables by descending id count
+  std::vector<uint32_t> histograms_;      // one radix histogram per thread
+  std::vector<float> row_scratch_;        // per thread: summed gradient + fp32 row
 };
 
 }  // namespace hetrec

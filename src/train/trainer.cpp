@@ -87,8 +87,8 @@ TrainSummary Trainer::run() {
   std::unique_ptr<Model> model = make_model(cfg_, log_, &summary.device);
   log_.info("model: " + model->describe());
 
-  std::unique_ptr<BatchSource> eval_source = make_eval_source(cfg_.data, cfg_.model);
   Pipeline pipeline(make_source(cfg_.data, cfg_.model, Split::train), tc.batch_size, cfg_.data.prefetch_batches);
+  std::unique_ptr<BatchSource> eval_source = make_eval_source(cfg_.data, cfg_.model);
   log_.info("train data: " + pipeline.describe());
   if (eval_source) log_.info("eval data: " + eval_source->describe());
   else log_.warn("no evaluation data (set data.eval_path): AUC is not computed");

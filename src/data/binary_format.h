@@ -1,0 +1,134 @@
+#pragma once
+// The hetrec binary columnar data format (specification: docs/data_format.md): a
+// header, row groups of up to `group_samples` samples stored column by column, each
+// with its own CRC-32C, and a trailer indexing the groups. Ids are stored as final row
+// ids (the categorical mapping is applied when the file is written), so a reader does
+// no hashing; bags may hold any number of ids (multi-hot, variable length).
+//
+// This file holds the format itself: its constants, the writer, and the validating
+// reader of headers, trailers and groups shared by BinarySource and inspect_binary.
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "data/batch.h"
+
+namespace hetrec {
+
+inline constexpr char kBinaryMagic[8] = {'H', 'R', 'E', 'C', 'D', 'A', 'T', 'A'};
+inline constexpr char kBinaryEndMagic[8] = {'H', 'R', 'E', 'C', 'T', 'A', 'I', 'L'};
+inline constexpr char kRowGroupMagic[4] = {'R', 'G', 'R', 'P'};
+inline constexpr uint32_t kBinaryVersion = 1;
+// Samples per row group: 64Ki keeps a group of the reference workload (214 ids a
+// sample) near 60 MB, and the group index of a 4-billion-sample file near 0.5 MB.
+inline constexpr int64_t kDefaultGroupSamples = 65536;
+// Bytes: the fixed part of the header (before the per-table rows), a group's header,
+// and the fixed tail of the trailer (counts, checksum, end magic).
+inline constexpr int64_t kHeaderFixedBytes = 32;
+inline constexpr int64_t kGroupHeaderBytes = 24;
+inline constexpr int64_t kTrailerTailBytes = 32;
+
+// How the stored ids were derived from the raw data (informational).
+enum class IdMapping : uint32_t { generated = 0, modulo = 1, hash = 2 };
+const char* id_mapping_name(IdMapping mapping);
+
+struct BinaryHeader {
+  uint32_t version = kBinaryVersion;
+  int num_dense = 0;
+  std::vector<int64_t> rows;  // per table: every stored id is in [0, rows)
+  int64_t group_samples = kDefaultGroupSamples;
+  IdMapping mapping = IdMapping::generated;
+
+  int num_tables() const { return static_cast<int>(rows.size()); }
+  int64_t bytes() const { return kHeaderFixedBytes + 8 * static_cast<int64_t>(rows.size()) + 4; }
+};
+
+// One decoded row group, laid out for batch assembly.
+struct RowGroup {
+  int64_t index = -1;
+  int64_t first_sample = 0;
+  int64_t size = 0;
+  std::vector<float> labels;                    // size
+  std::vector<float> dense;                     // size x num_dense, row-major
+  std::vector<std::vector<int32_t>> lengths;    // per table, size bag lengths
+  std::vector<std::vector<int64_t>> bag_begin;  // per table, size + 1 prefix offsets into ids
+  std::vector<std::vector<int32_t>> ids;        // per table
+};
+
+// Streams samples into a file in constant memory (one row group is staged).
+class BinaryWriter {
+ public:
+  // Creates (truncates) `path` and writes the header. Throws IoError / ConfigError.
+  BinaryWriter(std::string path, BinaryHeader header);
+  // Closes the file; without finish() it has no trailer and readers reject it as truncated.
+  ~BinaryWriter();
+  BinaryWriter(const BinaryWriter&) = delete;
+  BinaryWriter& operator=(const BinaryWriter&) = delete;
+
+  // Appends every sample of `batch`. Throws DataError when its shape differs from the
+  // header or an id is outside its table.
+  void append(const Batch& batch);
+  // Writes the last group and the trailer, and closes the file.
+  void finish();
+
+  int64_t samples() const { return samples_; }
+  int64_t groups() const { return static_cast<int64_t>(group_offsets_.size()); }
+  int64_t bytes() const { return bytes_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  void write_bytes(const void* data, std::size_t size);
+  void flush_group();
+
+  std::string path_;
+  BinaryHeader header_;
+  std::FILE* file_ = nullptr;
+  int64_t samples_ = 0;
+  int64_t bytes_ = 0;
+  std::vector<uint64_t> group_offsets_;
+  // The staged group: labels, dense columns (column j at [j * group_samples]), bags.
+  int64_t staged_ = 0;
+  std::vector<uint8_t> labels_;
+  std::vector<float> dense_columns_;
+  std::vector<std::vector<uint32_t>> lengths_, ids_;
+  std::vector<char> payload_;
+};
+
+// An opened binary file whose header and trailer have been validated. Throws DataError
+// naming the file for a foreign file (bad magic), another version, a truncated file
+// (short header, missing trailer) or a corrupt header or index; IoError when it cannot
+// be read.
+class BinaryFile {
+ public:
+  explicit BinaryFile(std::string path, const std::string& what = "");
+  ~BinaryFile();
+  BinaryFile(const BinaryFile&) = delete;
+  BinaryFile& operator=(const BinaryFile&) = delete;
+
+  const BinaryHeader& header() const { return header_; }
+  int64_t samples() const { return samples_; }
+  int64_t groups() const { return static_cast<int64_t>(group_offsets_.size()); }
+  int64_t file_bytes() const { return file_bytes_; }
+  const std::string& path() const { return path_; }
+
+  // Reads, checks (CRC-32C, sizes, labels in {0,1}, finite dense values, ids in range)
+  // and decodes group g. Throws DataError naming the file, the group and, for a bad
+  // value, the sample and table.
+  void read_group(int64_t g, RowGroup& out);
+
+ private:
+  void read_at(int64_t offset, void* data, std::size_t size);
+  std::string group_name(int64_t g) const;
+
+  std::string path_;
+  std::FILE* file_ = nullptr;
+  int64_t file_bytes_ = 0;
+  BinaryHeader header_;
+  int64_t samples_ = 0;
+  int64_t index_offset_ = 0;
+  std::vector<uint64_t> group_offsets_;
+  std::vector<char> buffer_;
+};
+
+}  // namespace hetrec

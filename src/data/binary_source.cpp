@@ -1,0 +1,77 @@
+#include "data/binary_source.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace hetrec {
+
+BinarySource::BinarySource(std::string path, const std::string& what) : file_(std::move(path), what) {}
+
+BinarySource::BinarySource(std::string path, const ModelConfig& model, const std::string& what)
+    : BinarySource(std::move(path), what) {
+  const BinaryHeader& h = file_.header();
+  if (h.num_dense != model.num_dense || h.num_tables() != model.num_tables())
+    throw DataError(fmt::format("{}: holds {} dense features and {} tables, the model (model.num_dense, "
+                                "model.tables) expects {} and {}",
+                                file_.path(), h.num_dense, h.num_tables(), model.num_dense, model.num_tables()));
+  for (int t = 0; t < h.num_tables(); ++t) {
+    const TableConfig& table = model.tables[static_cast<std::size_t>(t)];
+    if (h.rows[static_cast<std::size_t>(t)] > table.rows)
+      throw DataError(fmt::format("{}: table {} holds ids up to {} rows, more than model.tables[{}] ({}).rows = {}",
+                                  file_.path(), t, h.rows[static_cast<std::size_t>(t)], t, table.name, table.rows));
+  }
+}
+
+bool BinarySource::next(Batch& batch, int64_t batch_size) {
+  if (batch_size < 1) throw ConfigError(fmt::format("batch size {}: expected >= 1", batch_size));
+  const BinaryHeader& h = file_.header();
+  const int64_t first = position_;
+  assembler_.begin(h.num_dense, h.num_tables());
+  while (assembler_.size() < batch_size && position_ < file_.samples()) {
+    const int64_t g = position_ / h.group_samples;
+    if (group_.index != g) {
+      group_.index = -1;  // a failed read leaves no half-decoded group behind
+      try {
+        file_.read_group(g, group_);
+      } catch (...) {
+        position_ = first;  // nothing of this batch was delivered
+        throw;
+      }
+    }
+    // The samples [position_, end) are contiguous in every column of the group.
+    const int64_t end = std::min(group_.first_sample + group_.size, position_ + batch_size - assembler_.size());
+    const auto i0 = static_cast<std::size_t>(position_ - group_.first_sample);
+    const auto i1 = static_cast<std::size_t>(end - group_.first_sample);
+    const auto count = static_cast<int64_t>(i1 - i0);
+    assembler_.add_samples(count, group_.labels.data() + i0, group_.dense.data() + i0 * static_cast<std::size_t>(h.num_dense));
+    for (int t = 0; t < h.num_tables(); ++t) {
+      const auto st = static_cast<std::size_t>(t);
+      const auto& begin = group_.bag_begin[st];
+      assembler_.add_bags(t, group_.lengths[st].data() + i0, count, group_.ids[st].data() + begin[i0],
+                          begin[i1] - begin[i0]);
+    }
+    position_ = end;
+  }
+  if (assembler_.size() == 0) return false;
+  assembler_.finish(batch, first);
+  return true;
+}
+
+void BinarySource::seek(int64_t sample) {
+  if (sample < 0 || sample > file_.samples())
+    throw DataError(fmt::format("{}: cannot seek to sample {}: expected 0 to {}", file_.path(), sample,
+                                file_.samples()));
+  position_ = sample;
+}
+
+std::string BinarySource::describe() const {
+  const BinaryHeader& h = file_.header();
+  return fmt::format("binary columnar {} ({} samples in {} row groups; {} dense, {} tables, {} ids)", file_.path(),
+                     file_.samples(), file_.groups(), h.num_dense, h.num_tables(), id_mapping_name(h.mapping));
+}
+
+}  // namespace hetrec

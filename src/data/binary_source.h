@@ -1,0 +1,40 @@
+#pragma once
+// Reads a hetrec binary columnar file (see data/binary_format.h). Seeking is O(1): the
+// trailer indexes the row groups and every group but the last is full. One decoded
+// group is held in memory at a time.
+#include <cstdint>
+#include <string>
+
+#include "data/batch_assembler.h"
+#include "data/binary_format.h"
+#include "data/source.h"
+#include "model/model_config.h"
+
+namespace hetrec {
+
+class BinarySource final : public BatchSource {
+ public:
+  // Opens and validates `path` (see BinaryFile); `what` names its origin in errors
+  // (e.g. "data.train_path").
+  explicit BinarySource(std::string path, const std::string& what = "");
+  // Also checks the file fits the model: same numbers of dense features and tables,
+  // and no table of the file larger than the model's (DataError otherwise).
+  BinarySource(std::string path, const ModelConfig& model, const std::string& what = "");
+
+  bool next(Batch& batch, int64_t batch_size) override;
+  int64_t position() const override { return position_; }
+  void seek(int64_t sample) override;
+  int64_t size_hint() const override { return file_.samples(); }
+  DataCounters counters() const override { return DataCounters{position_, 0}; }
+  std::string describe() const override;
+
+  const BinaryHeader& header() const { return file_.header(); }
+
+ private:
+  BinaryFile file_;
+  int64_t position_ = 0;
+  RowGroup group_;
+  BatchAssembler assembler_;
+};
+
+}  // namespace hetrec

@@ -1,0 +1,18 @@
+#pragma once
+// Builds the batch source a [data] config describes, for one split.
+#include <memory>
+
+#include "data/data_config.h"
+#include "data/source.h"
+#include "data/split.h"
+#include "model/model_config.h"
+
+namespace hetrec {
+
+// synthetic -> SyntheticSource; criteo_tsv -> CriteoTsvSource; binary -> BinarySource
+// (checked against the model). Files come from data.train_path or data.eval_path:
+// ConfigError when the key is empty, IoError naming the path and the key when the file
+// cannot be opened.
+std::unique_ptr<BatchSource> make_source(const DataConfig& data, const ModelConfig& model, Split split);
+
+}  // namespace hetrec

@@ -1,0 +1,298 @@
+#include "model/dlrm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "nn/bce_loss.h"
+#include "nn/cross_net.h"
+#include "nn/dot_interaction.h"
+#include "nn/embedding_collection.h"
+#include "nn/mlp.h"
+#include "nn/parallel_threshold.h"
+#include "optim/dense_optimizer.h"
+
+namespace hetrec {
+namespace {
+
+// The dense layers draw from hash_combine(init_seed, kDenseInitDomain), apart from the
+// tables (which derive their own domain from init_seed); each module from its own block
+// of streams, one stream per layer.
+constexpr uint64_t kDenseInitDomain = 0x64656E7365ull;  // "dense"
+constexpr uint64_t kBottomMlpStreams = 0;
+constexpr uint64_t kCrossNetStreams = uint64_t{1} << 16;
+constexpr uint64_t kTopMlpStreams = uint64_t{2} << 16;
+
+std::string widths_str(int in, const std::vector<int>& widths) {
+  std::string s = std::to_string(in);
+  for (int w : widths) {
+    s += '-';
+    s += std::to_string(w);
+  }
+  return s;
+}
+
+void check_widths(const std::vector<int>& widths, const char* key) {
+  if (widths.empty()) throw ConfigError(std::string(key) + ": expected at least one layer width, got none");
+  for (std::size_t i = 0; i < widths.size(); ++i)
+    if (widths[i] <= 0)
+      throw ConfigError(std::string(key) + "[" + std::to_string(i) + "] = " + std::to_string(widths[i]) +
+                        ": expected a positive layer width");
+}
+
+// Vectors of the workspace start as NaN so that an element read before it is written
+// shows up in the loss.
+void reserve_poisoned(std::vector<float>& v, int64_t n) {
+  v.assign(static_cast<std::size_t>(n), std::numeric_limits<float>::quiet_NaN());
+}
+
+class CpuDlrm final : public Model {
+ public:
+  CpuDlrm(const ModelConfig& model, const OptimConfig& optim)
+      : config_(model),
+        bottom_mlp_(model.num_dense, model.bottom_mlp, /*relu_last=*/true),
+        top_mlp_(model.interaction_width(), model.top_mlp, /*relu_last=*/false),
+        embeddings_(model, optim, model.init_seed),
+        step_(Tensor::zeros({1}, DType::i64)) {
+    const uint64_t dense_seed = hash_combine(model.init_seed, kDenseInitDomain);
+    bottom_mlp_.init(dense_seed, kBottomMlpStreams);
+    top_mlp_.init(dense_seed, kTopMlpStreams);
+    const int dim = model.embedding_dim;
+    if (model.arch == Arch::dlrm) {
+      dot_.emplace(model.num_tables(), dim, model.interaction_self);
+      HETREC_CHECK(dot_->output_width() == model.interaction_width(), "dot interaction width");
+    } else if (model.cross_layers > 0) {
+      cross_.emplace(model.interaction_width(), model.cross_layers, model.cross_rank);
+      cross_->init(dense_seed, kCrossNetStreams);
+    }
+    std::vector<DenseParam> params = bottom_mlp_.parameters("bottom_mlp.");
+    if (cross_)
+      for (auto& p : cross_->parameters("cross_net.")) params.push_back(std::move(p));
+    for (auto& p : top_mlp_.parameters("top_mlp.")) params.push_back(std::move(p));
+    params_ = params;
+    optimizer_ = DenseOptimizer::create(optim, std::move(params));
+  }
+
+  double train_step(const Batch& batch, const StepRates& rates) override {
+    check_batch(batch, /*need_labels=*/true);
+    const int64_t b = batch.size;
+    const float* logits = forward(batch);
+    const double loss = bce_with_logits(logits, batch.labels.data(), b, grad_logits_.data());
+    int64_t& step = step_.data<int64_t>()[0];
+    if (!std::isfinite(loss))
+      throw NumericError("train step " + std::to_string(step) + " (batch from sample " +
+                         std::to_string(batch.first_sample) + "): the loss is " + std::to_string(loss) +
+                         "; no update was applied");
+    backward(batch);
+    embeddings_.backward_update(batch, grad_pooled_.data(), rates.sparse_lr, step);
+    optimizer_->step(rates.dense_lr, step + 1);
+    ++step;
+    return loss;
+  }
+
+  void predict(const Batch& batch, std::span<float> logits) override {
+    check_batch(batch, /*need_labels=*/false);
+    if (static_cast<int64_t>(logits.size()) != batch.size)
+      throw InternalError("predict: " + std::to_string(logits.size()) + " logits for a batch of " +
+                          std::to_string(batch.size));
+    const float* out = forward(batch);
+    std::copy(out, out + batch.size, logits.begin());
+  }
+
+  std::vector<NamedTensor> state() override {
+    std::vector<NamedTensor> out;
+    for (const DenseParam& p : params_) out.push_back({p.name, p.value});
+    for (auto& s : optimizer_->state()) out.push_back({std::move(s.name), std::move(s.tensor)});
+    for (auto& s : embeddings_.state()) out.push_back(std::move(s));
+    out.push_back({"step", step_});
+    return out;
+  }
+
+  const ModelConfig& config() const override { return config_; }
+
+  std::string describe() const override {
+    const ModelConfig& m = config_;
+    int64_t dense_params = 0;
+    for (const DenseParam& p : params_) dense_params += p.value.numel();
+    int64_t rows = 0;
+    for (const TableConfig& t : m.tables) rows += t.rows;
+    std::string s = m.arch == Arch::dlrm ? "DLRM" : "DLRM-DCNv2";
+    s += " (cpu, fp32 dense): bottom MLP " + widths_str(m.num_dense, m.bottom_mlp) + ", " +
+         std::to_string(m.num_tables()) + " tables (" + std::to_string(rows) + " rows, dim " +
+         std::to_string(m.embedding_dim) + ", " + std::string(dtype_name(m.row_dtype)) + " rows), ";
+    if (m.arch == Arch::dlrm) {
+      s += std::string("dot interaction") + (m.interaction_self ? " with self terms" : "");
+    } else if (m.cross_layers == 0) {
+      s += "no cross layers (concatenation only)";
+    } else {
+      s += std::to_string(m.cross_layers) + " cross layers" +
+           (m.cross_rank > 0 ? " of rank " + std::to_string(m.cross_rank) : std::string(" (full rank)"));
+    }
+    s += ", top MLP " + widths_str(m.interaction_width(), m.top_mlp) + "; " + std::to_string(dense_params) +
+         " dense parameters, dense optimizer " + optimizer_->name();
+    return s;
+  }
+
+ private:
+  void check_batch(const Batch& batch, bool need_labels) const {
+    const auto expect = [&](bool ok, const std::string& what) {
+      if (!ok)
+        throw DataError("batch from sample " + std::to_string(batch.first_sample) + ": " + what);
+    };
+    expect(batch.size > 0, "expected at least one sample, got " + std::to_string(batch.size));
+    expect(batch.num_dense == config_.num_dense, "has " + std::to_string(batch.num_dense) +
+                                                     " dense features, the model (model.num_dense) expects " +
+                                                     std::to_string(config_.num_dense));
+    expect(batch.num_tables == config_.num_tables(), "has " + std::to_string(batch.num_tables) +
+                                                         " sparse features, the model has " +
+                                                         std::to_string(config_.num_tables()) + " tables");
+    expect(static_cast<int64_t>(batch.dense.size()) == batch.size * batch.num_dense,
+           "dense holds " + std::to_string(batch.dense.size()) + " values, expected size x num_dense = " +
+               std::to_string(batch.size * batch.num_dense));
+    if (need_labels)
+      expect(static_cast<int64_t>(batch.labels.size()) == batch.size,
+             "labels holds " + std::to_string(batch.labels.size()) + " values, expected " + std::to_string(batch.size));
+  }
+
+  void reserve(int64_t batch) {
+    if (batch <= capacity_) return;
+    const int64_t pooled = batch * config_.num_tables() * config_.embedding_dim;
+    const int64_t width = batch * config_.interaction_width();
+    reserve_poisoned(pooled_, pooled);
+    reserve_poisoned(interaction_, width);
+    reserve_poisoned(grad_logits_, batch);
+    reserve_poisoned(grad_top_in_, width);
+    reserve_poisoned(grad_concat_, cross_ ? width : 0);
+    reserve_poisoned(grad_bottom_, batch * config_.embedding_dim);
+    reserve_poisoned(grad_pooled_, pooled);
+    capacity_ = batch;
+  }
+
+  // Returns the logits (batch.size values, valid until the next forward).
+  const float* forward(const Batch& batch) {
+    const int64_t b = batch.size;
+    reserve(b);
+    bottom_out_ = bottom_mlp_.forward(batch.dense.data(), b);
+    embeddings_.forward(batch, pooled_.data());
+    if (dot_) {
+      dot_->forward(bottom_out_, pooled_.data(), b, interaction_.data());
+      top_in_ = interaction_.data();
+    } else {
+      concatenate(b);
+      top_in_ = cross_ ? cross_->forward(interaction_.data(), b) : interaction_.data();
+    }
+    return top_mlp_.forward(top_in_, b);
+  }
+
+  // DCNv2 input row: [bottom output (D), pooled embeddings of every table (T x D)].
+  void concatenate(int64_t batch) {
+    const int64_t d = config_.embedding_dim;
+    const int64_t td = config_.num_tables() * d;
+    const int64_t width = d + td;
+    float* cat = interaction_.data();
+    const float* pooled = pooled_.data();
+#pragma omp parallel for schedule(static) if (batch * width > kParallelMinElements)
+    for (int64_t i = 0; i < batch; ++i) {
+      std::copy(bottom_out_ + i * d, bottom_out_ + (i + 1) * d, cat + i * width);
+      std::copy(pooled + i * td, pooled + (i + 1) * td, cat + i * width + d);
+    }
+  }
+
+  // Gradients of every dense parameter, of the bottom output and of the pooled
+  // embeddings, from grad_logits_.
+  void backward(const Batch& batch) {
+    const int64_t b = batch.size;
+    top_mlp_.backward(top_in_, grad_logits_.data(), grad_top_in_.data());
+    if (dot_) {
+      dot_->backward(bottom_out_, pooled_.data(), grad_top_in_.data(), b, grad_bottom_.data(), grad_pooled_.data());
+    } else {
+      const float* grad_cat = grad_top_in_.data();
+      if (cross_) {
+        cross_->backward(interaction_.data(), grad_top_in_.data(), grad_concat_.data());
+        grad_cat = grad_concat_.data();
+      }
+      split_concatenation(grad_cat, b);
+    }
+    bottom_mlp_.backward(batch.dense.data(), grad_bottom_.data(), nullptr);
+  }
+
+  void split_concatenation(const float* grad_cat, int64_t batch) {
+    const int64_t d = config_.embedding_dim;
+    const int64_t td = config_.num_tables() * d;
+    const int64_t width = d + td;
+    float* gb = grad_bottom_.data();
+    float* gp = grad_pooled_.data();
+#pragma omp parallel for schedule(static) if (batch * width > kParallelMinElements)
+    for (int64_t i = 0; i < batch; ++i) {
+      std::copy(grad_cat + i * width, grad_cat + i * width + d, gb + i * d);
+      std::copy(grad_cat + i * width + d, grad_cat + (i + 1) * width, gp + i * td);
+    }
+  }
+
+  ModelConfig config_;
+  Mlp<float> bottom_mlp_;
+  Mlp<float> top_mlp_;
+  std::optional<DotInteraction<float>> dot_;  // DLRM
+  std::optional<CrossNet<float>> cross_;      // DCNv2 with cross_layers > 0
+  EmbeddingCollection embeddings_;
+  std::vector<DenseParam> params_;  // bottom, cross, top: the optimizer's order
+  std::unique_ptr<DenseOptimizer> optimizer_;
+  Tensor step_;  // i64 [1]: updates applied so far (read on every step: restorable)
+
+  // Workspace, sized for the largest batch seen.
+  int64_t capacity_ = 0;
+  std::vector<float> pooled_;        // B x T x D
+  std::vector<float> interaction_;   // B x interaction_width: dot output or concatenation
+  std::vector<float> grad_logits_;   // B
+  std::vector<float> grad_top_in_;   // B x interaction_width
+  std::vector<float> grad_concat_;   // DCNv2 with a cross net: B x interaction_width
+  std::vector<float> grad_bottom_;   // B x D
+  std::vector<float> grad_pooled_;   // B x T x D
+  const float* bottom_out_ = nullptr;  // bottom MLP output of the last forward
+  const float* top_in_ = nullptr;      // top MLP input of the last forward
+};
+
+}  // namespace
+
+void validate_cpu_model_config(const ModelConfig& m, const OptimConfig& optim) {
+  if (m.num_dense <= 0)
+    throw ConfigError("model.num_dense = " + std::to_string(m.num_dense) + ": expected a positive count");
+  if (m.embedding_dim <= 0)
+    throw ConfigError("model.embedding_dim = " + std::to_string(m.embedding_dim) + ": expected a positive size");
+  if (m.tables.empty()) throw ConfigError("model.tables: expected at least one table, got none");
+  for (std::size_t t = 0; t < m.tables.size(); ++t)
+    if (m.tables[t].rows <= 0)
+      throw ConfigError("model.tables[" + std::to_string(t) + "].rows (table \"" + m.tables[t].name +
+                        "\") = " + std::to_string(m.tables[t].rows) + ": expected a positive row count");
+  check_widths(m.bottom_mlp, "model.bottom_mlp");
+  if (m.bottom_mlp.back() != m.embedding_dim)
+    throw ConfigError("model.bottom_mlp: the last width must equal model.embedding_dim = " +
+                      std::to_string(m.embedding_dim) + ", got " + std::to_string(m.bottom_mlp.back()));
+  check_widths(m.top_mlp, "model.top_mlp");
+  if (m.top_mlp.back() != 1)
+    throw ConfigError("model.top_mlp: the last width must be 1 (the logit), got " + std::to_string(m.top_mlp.back()));
+  if (m.arch == Arch::dcnv2) {
+    if (m.cross_layers < 0)
+      throw ConfigError("model.cross_layers = " + std::to_string(m.cross_layers) + ": expected a count >= 0");
+    if (m.cross_rank < 0)
+      throw ConfigError("model.cross_rank = " + std::to_string(m.cross_rank) +
+                        ": expected 0 (full rank) or a positive rank");
+  }
+  if (m.dense_dtype != DType::f32)
+    throw ConfigError("model.dense_dtype = \"" + std::string(dtype_name(m.dense_dtype)) +
+                      "\": the CPU backend computes the dense layers in fp32 only");
+  if (optim.dense != OptimizerKind::sgd && optim.dense != OptimizerKind::adagrad && optim.dense != OptimizerKind::adam)
+    throw ConfigError("optim.dense: expected sgd, adagrad or adam (row-wise Adagrad is for embeddings only)");
+}
+
+std::unique_ptr<Model> make_cpu_model(const ModelConfig& model, const OptimConfig& optim) {
+  validate_cpu_model_config(model, optim);
+  return std::make_unique<CpuDlrm>(model, optim);
+}
+
+}  // namespace hetrec
