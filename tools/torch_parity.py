@@ -102,10 +102,10 @@ def read_binary_data(path):
     }
 
 
-def batch_slices(data, first, size):
+def batch_slices(data, first, size, dtype):
     """Dense, labels and per-table (ids, offsets) of samples [first, first + size)."""
-    out = {"dense": torch.from_numpy(data["dense"][first:first + size].copy()),
-           "labels": torch.from_numpy(data["labels"][first:first + size].copy()), "bags": []}
+    out = {"dense": torch.from_numpy(data["dense"][first:first + size].copy()).to(dtype),
+           "labels": torch.from_numpy(data["labels"][first:first + size].copy()).to(dtype), "bags": []}
     for t in range(len(data["lengths"])):
         ln = data["lengths"][t]
         starts = np.concatenate([[0], np.cumsum(ln)])
@@ -118,14 +118,14 @@ def batch_slices(data, first, size):
 class Reference(torch.nn.Module):
     """DLRM / DLRM-DCNv2 as the DLRM and TorchRec references define them."""
 
-    def __init__(self, cfg, state):
+    def __init__(self, cfg, state, dtype):
         super().__init__()
         m = cfg["model"]
         self.arch = m.get("arch", "dlrm")
         self.dim = m["embedding_dim"]
         self.interaction_self = m.get("interaction_self", False)
         self.pooling = m.get("pooling", "sum")
-        p = lambda name: torch.nn.Parameter(torch.from_numpy(state[name].copy()))
+        p = lambda name: torch.nn.Parameter(torch.from_numpy(state[name].copy()).to(dtype))
         self.bottom = torch.nn.ParameterList()
         for i in range(len(m["bottom_mlp"])):
             self.bottom.extend([p(f"bottom_mlp.{i}.weight"), p(f"bottom_mlp.{i}.bias")])
@@ -187,29 +187,10 @@ def lr_scale(o, step):
     return 1.0
 
 
-def run_config(hetrec, config_path, steps, workdir):
-    with open(config_path, "rb") as f:
-        cfg = tomllib.load(f)
+def train_reference(cfg, initial, data, steps, dtype):
+    """Trains the PyTorch model from the initial state; returns (losses, final tensors)."""
     batch = cfg["train"]["batch_size"]
-    samples = steps * batch
-    data_file = os.path.join(workdir, "train.hbin")
-    ckpt_dir = os.path.join(workdir, "ckpt")
-    metrics = os.path.join(workdir, "metrics.jsonl")
-    subprocess.run([hetrec, "data", "synth", "--config", config_path, "--samples", str(samples), "--output", data_file],
-                   check=True, stdout=subprocess.DEVNULL)
-    train_cmd = [hetrec, "train", "--config", config_path, "--set", "data.format=binary",
-                 "--set", f"data.train_path='{data_file}'", "--set", f"train.steps={steps}",
-                 "--set", "train.log_every=1", "--set", f"train.checkpoint_dir='{ckpt_dir}'",
-                 "--set", "train.checkpoint_at_start=true", "--set", "train.keep_checkpoints=10",
-                 "--set", f"train.metrics_path='{metrics}'", "--set", "train.progress=off",
-                 "--set", "train.log_level=error", "--set", "train.threads=1"]
-    subprocess.run(train_cmd, check=True, stdout=subprocess.DEVNULL)
-    hetrec_losses = [r["last_loss"] for r in map(json.loads, open(metrics)) if r["type"] == "train"]
-    _, initial = read_checkpoint(os.path.join(ckpt_dir, "ckpt-%012d.hck" % 0))
-    _, final = read_checkpoint(os.path.join(ckpt_dir, "ckpt-%012d.hck" % steps))
-
-    data = read_binary_data(data_file)
-    model = Reference(cfg, initial)
+    model = Reference(cfg, initial, dtype)
     o = cfg.get("optim", {})
     lr, sparse_lr, eps = o.get("lr", 0.005), o.get("sparse_lr", o.get("lr", 0.005)), o.get("eps", 1e-8)
     dense_params = list(model.bottom) + list(model.cross) + list(model.top)
@@ -229,11 +210,11 @@ def run_config(hetrec, config_path, steps, workdir):
         sparse_opt = torch.optim.SGD(list(model.tables), lr=sparse_lr, foreach=False)
     else:  # row-wise Adagrad (FBGEMM EXACT_ROWWISE_ADAGRAD): one accumulator per row
         sparse_opt = None
-        row_acc = [torch.zeros(w.shape[0]) for w in model.tables]
+        row_acc = [torch.full((w.shape[0],), o.get("adagrad_initial_accumulator", 0.0), dtype=dtype) for w in model.tables]
 
     torch_losses = []
     for step in range(steps):
-        b = batch_slices(data, step * batch, batch)
+        b = batch_slices(data, step * batch, batch, dtype)
         scale = lr_scale(o, step)
         for g in dense_opt.param_groups:
             g["lr"] = lr * scale
@@ -257,7 +238,7 @@ def run_config(hetrec, config_path, steps, workdir):
                     row_acc[t][rows] += (g * g).mean(dim=1)
                     w[rows] -= (sparse_lr * scale / (row_acc[t][rows].sqrt() + eps)).unsqueeze(1) * g
 
-    # Compare every final tensor that both sides hold.
+    # The final tensors, under the names hetrec gives them.
     ref = {}
     names = ([f"bottom_mlp.{i}.{k}" for i in range(len(model.bottom) // 2) for k in ("weight", "bias")] +
              [n for layer in model.cross_names for n in layer] +
@@ -276,15 +257,53 @@ def run_config(hetrec, config_path, steps, workdir):
             ref[f"embedding.t{t}.accumulator"] = row_acc[t].numpy()
         elif sparse_kind == "adagrad":
             ref[f"embedding.t{t}.accumulator"] = sparse_opt.state[w]["sum"].numpy()
+    return torch_losses, ref
+
+
+def relative_diffs(a, b):
+    """Per tensor ||a - b|| / ||b|| (in float64) over the tensors of b."""
+    out = {}
+    for name, r in b.items():
+        h = a[name].astype(np.float64).reshape(r.shape)
+        r = r.astype(np.float64)
+        out[name] = float(np.linalg.norm(h - r) / max(np.linalg.norm(r), 1e-30))
+    return out
+
+
+def run_config(hetrec, config_path, steps, workdir):
+    with open(config_path, "rb") as f:
+        cfg = tomllib.load(f)
+    batch = cfg["train"]["batch_size"]
+    samples = steps * batch
+    data_file = os.path.join(workdir, "train.hbin")
+    ckpt_dir = os.path.join(workdir, "ckpt")
+    metrics = os.path.join(workdir, "metrics.jsonl")
+    subprocess.run([hetrec, "data", "synth", "--config", config_path, "--samples", str(samples), "--output", data_file],
+                   check=True, stdout=subprocess.DEVNULL)
+    train_cmd = [hetrec, "train", "--config", config_path, "--set", "data.format=binary",
+                 "--set", f"data.train_path='{data_file}'", "--set", f"train.steps={steps}",
+                 "--set", "train.log_every=1", "--set", f"train.checkpoint_dir='{ckpt_dir}'",
+                 "--set", "train.checkpoint_at_start=true", "--set", "train.keep_checkpoints=10",
+                 "--set", f"train.metrics_path='{metrics}'", "--set", "train.progress=off",
+                 "--set", "train.log_level=error", "--set", "train.threads=1"]
+    subprocess.run(train_cmd, check=True, stdout=subprocess.DEVNULL)
+    hetrec_losses = [r["last_loss"] for r in map(json.loads, open(metrics)) if r["type"] == "train"]
+    _, initial = read_checkpoint(os.path.join(ckpt_dir, "ckpt-%012d.hck" % 0))
+    _, final = read_checkpoint(os.path.join(ckpt_dir, "ckpt-%012d.hck" % steps))
+
+    data = read_binary_data(data_file)
+    torch_losses, ref = train_reference(cfg, initial, data, steps, torch.float32)
+    f64_losses, ref64 = train_reference(cfg, initial, data, steps, torch.float64)
     missing = sorted(set(final) - set(ref) - {"step"})
     if missing:
         raise SystemExit(f"{config_path}: hetrec state without a reference: {missing}")
-    param_rel = {}
-    for name, r in ref.items():
-        h = final[name].astype(np.float64).reshape(r.shape)
-        r = r.astype(np.float64)
-        param_rel[name] = float(np.linalg.norm(h - r) / max(np.linalg.norm(r), 1e-30))
+    param_rel = relative_diffs(final, ref)
     loss_rel = [abs(a - b) / abs(b) for a, b in zip(hetrec_losses, torch_losses)]
+    # The conditioning of the run: how far PyTorch fp32 drifts from PyTorch fp64 on the
+    # same data. Adagrad with a zero initial accumulator turns rounding-level gradients
+    # into full-size steps, so two correct fp32 implementations part ways at this rate.
+    fp32_vs_fp64_param = relative_diffs(ref, ref64)
+    fp32_vs_fp64_loss = [abs(a - b) / abs(b) for a, b in zip(torch_losses, f64_losses)]
     if len(hetrec_losses) != steps:
         raise SystemExit(f"{config_path}: hetrec logged {len(hetrec_losses)} losses, expected {steps}")
     worst = max(param_rel, key=param_rel.get)
@@ -298,6 +317,8 @@ def run_config(hetrec, config_path, steps, workdir):
         "max_param_rel_diff": param_rel[worst],
         "worst_tensor": worst,
         "tensors_compared": len(param_rel),
+        "torch_fp32_vs_fp64_max_loss_rel_diff": max(fp32_vs_fp64_loss),
+        "torch_fp32_vs_fp64_max_param_rel_diff": max(fp32_vs_fp64_param.values()),
         "hetrec_losses": hetrec_losses,
         "torch_losses": torch_losses,
     }
@@ -329,7 +350,9 @@ def main():
         ok = r["max_loss_rel_diff"] <= args.tolerance and r["max_param_rel_diff"] <= args.tolerance
         print(f"{r['config']}: {args.steps} steps, loss {r['loss_first']:.5f} -> {r['loss_last']:.5f}; "
               f"max loss rel diff {r['max_loss_rel_diff']:.2e}, max param rel diff {r['max_param_rel_diff']:.2e} "
-              f"({r['worst_tensor']}, {r['tensors_compared']} tensors) {'OK' if ok else 'FAIL'}")
+              f"({r['worst_tensor']}, {r['tensors_compared']} tensors) {'OK' if ok else 'FAIL'}; "
+              f"torch fp32 vs fp64: loss {r['torch_fp32_vs_fp64_max_loss_rel_diff']:.2e}, "
+              f"param {r['torch_fp32_vs_fp64_max_param_rel_diff']:.2e}")
     metrics = {
         "steps": args.steps,
         "max_loss_rel_diff": max(r["max_loss_rel_diff"] for r in runs),
