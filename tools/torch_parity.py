@@ -319,6 +319,8 @@ def run_config(hetrec, config_path, steps, workdir):
         "tensors_compared": len(param_rel),
         "torch_fp32_vs_fp64_max_loss_rel_diff": max(fp32_vs_fp64_loss),
         "torch_fp32_vs_fp64_max_param_rel_diff": max(fp32_vs_fp64_param.values()),
+        "param_rel_diffs": param_rel,
+        "torch_fp32_vs_fp64_param_rel_diffs": fp32_vs_fp64_param,
         "hetrec_losses": hetrec_losses,
         "torch_losses": torch_losses,
     }
