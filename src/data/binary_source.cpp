@@ -11,7 +11,7 @@ namespace hetrec {
 
 BinarySource::BinarySource(std::string path, const std::string& what) : file_(std::move(path), what) {}
 
-BinarySource::BinarySource(std::string path, const ModelConfig& model, const std::string& what)
+BinarySource::BinarySource(std::string path, const FeatureSpec& model, const std::string& what)
     : BinarySource(std::move(path), what) {
   const BinaryHeader& h = file_.header();
   if (h.num_dense != model.num_dense || h.num_tables() != model.num_tables())

@@ -8,7 +8,7 @@
 #include "data/batch_assembler.h"
 #include "data/binary_format.h"
 #include "data/source.h"
-#include "model/model_config.h"
+#include "data/feature_spec.h"
 
 namespace hetrec {
 
@@ -19,7 +19,7 @@ class BinarySource final : public BatchSource {
   explicit BinarySource(std::string path, const std::string& what = "");
   // Also checks the file fits the model: same numbers of dense features and tables,
   // and no table of the file larger than the model's (DataError otherwise).
-  BinarySource(std::string path, const ModelConfig& model, const std::string& what = "");
+  BinarySource(std::string path, const FeatureSpec& model, const std::string& what = "");
 
   bool next(Batch& batch, int64_t batch_size) override;
   int64_t position() const override { return position_; }

@@ -84,8 +84,8 @@ ConvertReport write_synthetic_binary(SyntheticSource& source, int64_t samples, c
     throw ConfigError(fmt::format("{}: {} samples requested, the synthetic {} split holds {}", out_path, samples,
                                   split_name(source.split()), source.size_hint()));
   BinaryHeader header;
-  header.num_dense = source.model().num_dense;
-  for (const TableConfig& table : source.model().tables) header.rows.push_back(table.rows);
+  header.num_dense = source.features().num_dense;
+  for (const TableConfig& table : source.features().tables) header.rows.push_back(table.rows);
   header.group_samples = group_samples;
   header.mapping = IdMapping::generated;
   return write_binary(source, 0, samples, out_path, header);

@@ -73,7 +73,7 @@ int32_t parse_categorical(std::string_view text, int table, std::string_view fil
 
 }  // namespace
 
-CriteoLayout make_criteo_layout(const DataConfig& data, const ModelConfig& model) {
+CriteoLayout make_criteo_layout(const DataConfig& data, const FeatureSpec& model) {
   CriteoLayout layout;
   layout.num_dense = model.num_dense;
   layout.mapping = data.categorical;

@@ -18,7 +18,7 @@
 #include "data/data_config.h"
 #include "data/line_reader.h"
 #include "data/source.h"
-#include "model/model_config.h"
+#include "data/feature_spec.h"
 
 namespace hetrec {
 
@@ -34,7 +34,7 @@ struct CriteoLayout {
 
 // The layout of the model's inputs; throws ConfigError when data.missing_categorical_id
 // is not a row of every table or a table has more rows than int32 ids can address.
-CriteoLayout make_criteo_layout(const DataConfig& data, const ModelConfig& model);
+CriteoLayout make_criteo_layout(const DataConfig& data, const FeatureSpec& model);
 
 struct ParsedLine {
   float label = 0.0f;

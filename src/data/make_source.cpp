@@ -11,7 +11,7 @@
 
 namespace hetrec {
 
-std::unique_ptr<BatchSource> make_source(const DataConfig& data, const ModelConfig& model, Split split) {
+std::unique_ptr<BatchSource> make_source(const DataConfig& data, const FeatureSpec& model, Split split) {
   if (data.reader_threads < 1)
     throw ConfigError(fmt::format("data.reader_threads = {}: expected >= 1", data.reader_threads));
   if (data.format == DataFormat::synthetic)

@@ -5,7 +5,7 @@
 #include "data/data_config.h"
 #include "data/source.h"
 #include "data/split.h"
-#include "model/model_config.h"
+#include "data/feature_spec.h"
 
 namespace hetrec {
 
@@ -13,6 +13,6 @@ namespace hetrec {
 // (checked against the model). Files come from data.train_path or data.eval_path:
 // ConfigError when the key is empty, IoError naming the path and the key when the file
 // cannot be opened.
-std::unique_ptr<BatchSource> make_source(const DataConfig& data, const ModelConfig& model, Split split);
+std::unique_ptr<BatchSource> make_source(const DataConfig& data, const FeatureSpec& model, Split split);
 
 }  // namespace hetrec

@@ -31,7 +31,7 @@ constexpr int kMaxHotness = 1 << 16;
 // Upper bound on teacher_dim: the teacher costs O(dim) per id.
 constexpr int kMaxTeacherDim = 1024;
 
-const ModelConfig& validated(const ModelConfig& model, const SyntheticConfig& c, int threads) {
+const FeatureSpec& validated(const FeatureSpec& model, const SyntheticConfig& c, int threads) {
   if (c.train_samples < 0)
     throw ConfigError(fmt::format("data.synthetic.train_samples = {}: expected >= 0", c.train_samples));
   if (c.eval_samples < 0)
@@ -67,9 +67,9 @@ double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
 }  // namespace
 
-SyntheticSource::SyntheticSource(const ModelConfig& model, const SyntheticConfig& config, Split split,
+SyntheticSource::SyntheticSource(const FeatureSpec& model, const SyntheticConfig& config, Split split,
                                  int threads)
-    : model_(validated(model, config, threads)),
+    : features_(validated(model, config, threads)),
       config_(config),
       split_(split),
       threads_(threads),
@@ -99,13 +99,13 @@ SyntheticSource::Streams SyntheticSource::make_streams(uint64_t split_key) const
   s.dense = hash_combine(split_key, kDenseStream);
   s.label = hash_combine(split_key, kLabelStream);
   const uint64_t ids = hash_combine(split_key, kIdStream);
-  for (int t = 0; t < model_.num_tables(); ++t) s.ids.push_back(hash_combine(ids, static_cast<uint64_t>(t)));
+  for (int t = 0; t < features_.num_tables(); ++t) s.ids.push_back(hash_combine(ids, static_cast<uint64_t>(t)));
   return s;
 }
 
 void SyntheticSource::bag_lengths(const Streams& s, int64_t i, int32_t* lengths) const {
-  for (int t = 0; t < model_.num_tables(); ++t) {
-    const TableConfig& table = model_.tables[static_cast<std::size_t>(t)];
+  for (int t = 0; t < features_.num_tables(); ++t) {
+    const TableConfig& table = features_.tables[static_cast<std::size_t>(t)];
     if (!table.variable_bags) {
       lengths[t] = table.hotness;
       continue;
@@ -121,12 +121,12 @@ Teacher::Components SyntheticSource::generate(const Streams& s, int64_t i, const
                                               float* dense, int32_t* const* bags,
                                               std::vector<double>& teacher_scratch) const {
   Rng dense_rng(s.dense, static_cast<uint64_t>(i));
-  for (int j = 0; j < model_.num_dense; ++j) {
+  for (int j = 0; j < features_.num_dense; ++j) {
     const auto sj = static_cast<std::size_t>(j);
     const double count = std::floor(std::exp(dense_mu_[sj] + dense_sigma_[sj] * dense_rng.normal()));
     dense[j] = static_cast<float>(std::log1p(count));
   }
-  for (int t = 0; t < model_.num_tables(); ++t) {
+  for (int t = 0; t < features_.num_tables(); ++t) {
     const auto st = static_cast<std::size_t>(t);
     Rng id_rng(s.ids[st], static_cast<uint64_t>(i));
     for (int32_t k = 0; k < lengths[t]; ++k) {
@@ -145,11 +145,11 @@ float SyntheticSource::draw_label(const Streams& s, int64_t i, double logit) con
 }
 
 Teacher::Components SyntheticSource::generate_one(const Streams& s, int64_t i, Scratch& scratch) const {
-  const auto tables = static_cast<std::size_t>(model_.num_tables());
+  const auto tables = static_cast<std::size_t>(features_.num_tables());
   scratch.lengths.resize(tables);
   scratch.ids.resize(static_cast<std::size_t>(max_ids_per_sample_));
   scratch.writable_bags.resize(tables);
-  scratch.dense.resize(static_cast<std::size_t>(model_.num_dense));
+  scratch.dense.resize(static_cast<std::size_t>(features_.num_dense));
   bag_lengths(s, i, scratch.lengths.data());
   int32_t* cursor = scratch.ids.data();
   for (std::size_t t = 0; t < tables; ++t) {
@@ -196,8 +196,8 @@ bool SyntheticSource::next(Batch& batch, int64_t batch_size) {
   if (batch_size < 1) throw ConfigError(fmt::format("batch size {}: expected >= 1", batch_size));
   const int64_t n = std::min(batch_size, samples_ - position_);
   if (n <= 0) return false;
-  const int tables = model_.num_tables();
-  batch.reset(n, model_.num_dense, tables);
+  const int tables = features_.num_tables();
+  batch.reset(n, features_.num_dense, tables);
   batch.first_sample = position_;
   const int64_t first = position_;
 
@@ -235,7 +235,7 @@ bool SyntheticSource::next(Batch& batch, int64_t batch_size) {
         bags[static_cast<std::size_t>(t)] = batch.ids.data() + batch.offsets[slot];
       }
       const Teacher::Components parts =
-          generate(streams_, first + b, lengths.data(), batch.dense.data() + b * model_.num_dense, bags.data(),
+          generate(streams_, first + b, lengths.data(), batch.dense.data() + b * features_.num_dense, bags.data(),
                    teacher_scratch);
       batch.labels[static_cast<std::size_t>(b)] = draw_label(streams_, first + b, teacher_.logit(parts));
     }
@@ -255,7 +255,7 @@ std::string SyntheticSource::describe() const {
   return fmt::format(
       "synthetic planted-teacher data ({} split: {} samples, {} dense, {} tables; seed {}, zipf {}, "
       "teacher dim {}, scale {}, label flip {})",
-      split_name(split_), samples_, model_.num_dense, model_.num_tables(), config_.seed, config_.zipf_exponent,
+      split_name(split_), samples_, features_.num_dense, features_.num_tables(), config_.seed, config_.zipf_exponent,
       config_.teacher_dim, config_.teacher_scale, config_.label_flip);
 }
 

@@ -21,7 +21,7 @@
 #include "data/split.h"
 #include "data/teacher.h"
 #include "data/zipf.h"
-#include "model/model_config.h"
+#include "data/feature_spec.h"
 
 namespace hetrec {
 
@@ -42,7 +42,7 @@ class SyntheticSource final : public BatchSource {
 
   // Validates the configuration (ConfigError naming the key). `threads` generate the
   // samples of a batch (data.reader_threads).
-  SyntheticSource(const ModelConfig& model, const SyntheticConfig& config, Split split, int threads = 1);
+  SyntheticSource(const FeatureSpec& model, const SyntheticConfig& config, Split split, int threads = 1);
 
   bool next(Batch& batch, int64_t batch_size) override;
   int64_t position() const override { return position_; }
@@ -54,7 +54,7 @@ class SyntheticSource final : public BatchSource {
   Split split() const { return split_; }
   const Teacher& teacher() const { return teacher_; }
   const SyntheticConfig& config() const { return config_; }
-  const ModelConfig& model() const { return model_; }
+  const FeatureSpec& features() const { return features_; }
 
   // Pure functions of (seed, split, i), for any i >= 0 (not only i < size_hint()).
   void sample(int64_t i, SyntheticSample& out) const;
@@ -91,7 +91,7 @@ class SyntheticSource final : public BatchSource {
   Teacher::Components generate_one(const Streams& s, int64_t i, Scratch& scratch) const;
   void calibrate();
 
-  ModelConfig model_;
+  FeatureSpec features_;
   SyntheticConfig config_;
   Split split_;
   int threads_;

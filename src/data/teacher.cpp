@@ -20,7 +20,7 @@ double unit_uniform(Rng& rng) { return (2.0 * rng.uniform() - 1.0) * kUnitUnifor
 
 }  // namespace
 
-Teacher::Teacher(const ModelConfig& model, const SyntheticConfig& config)
+Teacher::Teacher(const FeatureSpec& model, const SyntheticConfig& config)
     : num_dense_(model.num_dense), dim_(config.teacher_dim), scale_(config.teacher_scale) {
   const uint64_t key = hash_combine(config.seed, kTeacherStream);
   for (int t = 0; t < model.num_tables(); ++t) {

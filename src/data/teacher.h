@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "data/data_config.h"
-#include "model/model_config.h"
+#include "data/feature_spec.h"
 
 namespace hetrec {
 
@@ -46,7 +46,7 @@ class Teacher {
     double pairs_mean = 0.0, pairs_std = 0.0;
   };
 
-  Teacher(const ModelConfig& model, const SyntheticConfig& config);
+  Teacher(const FeatureSpec& model, const SyntheticConfig& config);
 
   int dim() const { return dim_; }
   int num_dense() const { return num_dense_; }

@@ -5,23 +5,13 @@
 #include <string>
 #include <vector>
 
+#include "core/named_tensor.h"
 #include "core/tensor.h"
 #include "data/batch.h"
 #include "model/model_config.h"
+#include "optim/lr_schedule.h"
 
 namespace hetrec {
-
-// A named piece of model state (a parameter, an embedding table, an optimizer slot).
-// The tensor shares storage with the model: writing into it changes the model.
-struct NamedTensor {
-  std::string name;
-  Tensor tensor;
-};
-
-struct StepRates {
-  float dense_lr = 0.0f;
-  float sparse_lr = 0.0f;
-};
 
 class Model {
  public:
@@ -37,8 +27,5 @@ class Model {
   virtual const ModelConfig& config() const = 0;
   virtual std::string describe() const = 0;
 };
-
-// Learning rates at `step` (0-based) under the MLPerf DLRM schedule of `optim`.
-StepRates scheduled_rates(const OptimConfig& optim, int64_t step);
 
 }  // namespace hetrec

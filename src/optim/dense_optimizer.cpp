@@ -75,7 +75,7 @@ class SgdOptimizer final : public DenseOptimizer {
   void step(double lr, int64_t) override {
     for (const DenseParam& p : params_) sgd_update(f32(p.value), f32(p.grad), p.value.numel(), lr);
   }
-  std::vector<OptimizerSlot> state() const override { return {}; }
+  std::vector<NamedTensor> state() const override { return {}; }
   std::string name() const override { return "sgd"; }
 
  private:
@@ -95,8 +95,8 @@ class AdagradOptimizer final : public DenseOptimizer {
       adagrad_update(f32(p.value), f32(p.grad), f32(sums_[i]), p.value.numel(), lr, eps_);
     }
   }
-  std::vector<OptimizerSlot> state() const override {
-    std::vector<OptimizerSlot> out;
+  std::vector<NamedTensor> state() const override {
+    std::vector<NamedTensor> out;
     for (std::size_t i = 0; i < params_.size(); ++i) out.push_back({params_[i].name + ".sum", sums_[i]});
     return out;
   }
@@ -125,8 +125,8 @@ class AdamOptimizer final : public DenseOptimizer {
       adam_update(f32(p.value), f32(p.grad), f32(exp_avg_[i]), f32(exp_avg_sq_[i]), p.value.numel(), h, step);
     }
   }
-  std::vector<OptimizerSlot> state() const override {
-    std::vector<OptimizerSlot> out;
+  std::vector<NamedTensor> state() const override {
+    std::vector<NamedTensor> out;
     for (std::size_t i = 0; i < params_.size(); ++i) {
       out.push_back({params_[i].name + ".exp_avg", exp_avg_[i]});
       out.push_back({params_[i].name + ".exp_avg_sq", exp_avg_sq_[i]});

@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "model/model_config.h"
+#include "core/named_tensor.h"
+#include "optim/optim_config.h"
 #include "optim/dense_param.h"
 
 namespace hetrec {
@@ -35,11 +36,6 @@ void adam_update(float* param, const float* grad, float* exp_avg, float* exp_avg
 
 // ---- An optimizer over a model's dense parameters ----
 
-// A named optimizer state tensor ("<param name>.<slot>").
-struct OptimizerSlot {
-  std::string name;
-  Tensor tensor;
-};
 
 class DenseOptimizer {
  public:
@@ -55,7 +51,7 @@ class DenseOptimizer {
   virtual void step(double lr, int64_t step) = 0;
   // Slots in parameter order, sharing storage with the optimizer: Adagrad "<p>.sum",
   // Adam "<p>.exp_avg" and "<p>.exp_avg_sq" (torch's state names); SGD none.
-  virtual std::vector<OptimizerSlot> state() const = 0;
+  virtual std::vector<NamedTensor> state() const = 0;
   virtual std::string name() const = 0;
 };
 

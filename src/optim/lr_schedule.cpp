@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/error.h"
-#include "model/model.h"
 
 namespace hetrec {
 

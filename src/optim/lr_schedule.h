@@ -1,10 +1,9 @@
 #pragma once
-// The MLPerf DLRM learning-rate schedule (linear warm-up, constant, polynomial decay).
-// `scheduled_rates` (declared in model/model.h) applies it to the dense and the sparse
-// base rates; this header exposes the shared multiplier.
+// The MLPerf DLRM learning-rate schedule (linear warm-up, constant, polynomial decay):
+// the multiplier, and the dense and sparse rates it gives at a step.
 #include <cstdint>
 
-#include "model/model_config.h"
+#include "optim/optim_config.h"
 
 namespace hetrec {
 
@@ -25,5 +24,8 @@ namespace hetrec {
 // fixes the power at 2, floors the rate at 1e-7 and then freezes at its last value instead
 // of reaching 0.
 double lr_schedule_scale(const OptimConfig& optim, int64_t step);
+
+// Learning rates at `step` (0-based): the base rates times lr_schedule_scale.
+StepRates scheduled_rates(const OptimConfig& optim, int64_t step);
 
 }  // namespace hetrec

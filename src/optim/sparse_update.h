@@ -47,7 +47,7 @@ HETREC_ROW_UPDATE void rowwise_adagrad_row_update(float* w, float* acc, const fl
 #if !defined(__CUDACC__) && !defined(__HIPCC__)
 #include <cstdint>
 
-#include "model/model_config.h"
+#include "optim/optim_config.h"
 
 namespace hetrec {
 
