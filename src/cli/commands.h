@@ -11,5 +11,7 @@ using Action = std::function<void()>;
 void add_train_command(CLI::App& app, Action& action);
 void add_eval_command(CLI::App& app, Action& action);
 void add_data_command(CLI::App& app, Action& action);
+void add_hw_command(CLI::App& app, Action& action);
+void add_gemm_command(CLI::App& app, Action& action);
 
 }  // namespace hetrec::cli

@@ -1,0 +1,98 @@
+// `hetrec hw list | show` and `hetrec gemm select`: hardware descriptions and the
+// analytical GEMM selector.
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "hw/hardware.h"
+#include "perf/gemm_model_params.h"
+#include "perf/gemm_problem.h"
+#include "perf/gemm_report.h"
+
+namespace hetrec::cli {
+namespace {
+
+// Hardware descriptions ship in the repository's hw/ folder; HETREC_HW_DIR or --hw-dir
+// point elsewhere.
+std::string default_hw_dir() {
+  if (const char* env = std::getenv("HETREC_HW_DIR")) return env;
+  return std::string(HETREC_SOURCE_DIR) + "/hw";
+}
+
+}  // namespace
+
+void add_hw_command(CLI::App& app, Action& action) {
+  auto dir = std::make_shared<std::string>(default_hw_dir());
+  CLI::App* hw = app.add_subcommand("hw", "hardware descriptions the performance model and planner use");
+  hw->require_subcommand(1);
+  hw->add_option("--hw-dir", *dir, "folder of hardware description files")->capture_default_str();
+  CLI::App* list = hw->add_subcommand("list", "list the described accelerators");
+  list->callback([dir, &action] {
+    action = [dir] {
+      for (const auto& name : list_hardware(*dir)) {
+        const Hardware h = load_hardware_by_name(name, *dir);
+        std::printf("%-10s %-22s %4d %s, %6.1f GB HBM at %.2f TB/s, bf16 %.0f TFLOP/s\n", h.name.c_str(),
+                    h.display_name.c_str(), h.compute_units, h.vendor == Vendor::nvidia ? "SMs" : "CUs", h.hbm_gb,
+                    h.hbm_tbs, h.dense_tflops.bf16);
+      }
+    };
+  });
+  auto name = std::make_shared<std::string>();
+  CLI::App* show = hw->add_subcommand("show", "print one description with the source of every number");
+  show->add_option("name", *name, "e.g. h200_sxm")->required();
+  show->callback([dir, name, &action] {
+    action = [dir, name] {
+      const Hardware h = load_hardware_by_name(*name, *dir);
+      std::printf("%s (%s, %s) from %s\n", h.display_name.c_str(), h.name.c_str(), h.arch.c_str(), h.path.c_str());
+      for (const auto& [key, source] : h.sources) std::printf("  %-40s %s\n", key.c_str(), source.c_str());
+    };
+  });
+}
+
+void add_gemm_command(CLI::App& app, Action& action) {
+  struct Options {
+    std::string hw = "h200_sxm", hw_dir = default_hw_dir(), dtype = "bf16", out_dtype, epilogue = "none";
+    int64_t m = 0, n = 0, k = 0, batch = 1;
+    bool trans_a = false, trans_b = false, tf32 = false;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* gemm = app.add_subcommand("gemm", "the analytical GEMM model and selector");
+  gemm->require_subcommand(1);
+  CLI::App* select = gemm->add_subcommand("select", "choose a kernel configuration for a GEMM, with no warm-up runs");
+  select->add_option("--hw", o->hw, "hardware description name")->capture_default_str();
+  select->add_option("--hw-dir", o->hw_dir, "folder of hardware description files")->capture_default_str();
+  select->add_option("--m", o->m, "rows of C")->required()->check(CLI::PositiveNumber);
+  select->add_option("--n", o->n, "columns of C")->required()->check(CLI::PositiveNumber);
+  select->add_option("--k", o->k, "reduction depth")->required()->check(CLI::PositiveNumber);
+  select->add_option("--batch", o->batch, "batched GEMMs")->check(CLI::PositiveNumber);
+  select->add_option("--dtype", o->dtype, "A and B type: fp32, bf16, fp16, fp8_e4m3")->capture_default_str();
+  select->add_option("--out-dtype", o->out_dtype, "C type (default: fp32 for fp32 inputs, bf16 otherwise)");
+  select->add_option("--epilogue", o->epilogue, "none, bias or bias_relu")->capture_default_str();
+  select->add_flag("--trans-a", o->trans_a, "A is stored K x M");
+  select->add_flag("--trans-b", o->trans_b, "B is stored N x K");
+  select->add_flag("--tf32", o->tf32, "fp32 inputs may use the TF32 matrix pipe");
+  select->callback([o, &action] {
+    action = [o] {
+      const Hardware hw = load_hardware_by_name(o->hw, o->hw_dir);
+      const GemmModelParams params = load_gemm_params_for(hw, o->hw_dir + "/params");
+      GemmProblem p;
+      p.m = o->m;
+      p.n = o->n;
+      p.k = o->k;
+      p.batch = o->batch;
+      p.trans_a = o->trans_a;
+      p.trans_b = o->trans_b;
+      p.a_type = p.b_type = parse_dtype(o->dtype, "--dtype");
+      p.c_type = o->out_dtype.empty() ? (p.a_type == DType::f32 ? DType::f32 : DType::bf16)
+                                      : parse_dtype(o->out_dtype, "--out-dtype");
+      p.allow_tf32 = o->tf32;
+      p.epilogue = parse_epilogue(o->epilogue, "--epilogue");
+      if (p.a_type == DType::f8e4m3 || p.a_type == DType::f8e5m2) p.fp8_scaling = Fp8Scaling::per_tensor;
+      std::fputs(gemm_select_report(hw, p, params).c_str(), stdout);
+    };
+  });
+}
+
+}  // namespace hetrec::cli

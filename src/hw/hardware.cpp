@@ -1,0 +1,316 @@
+#include "hw/hardware.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "core/error.h"
+#include "hw/toml_reader.h"
+
+namespace hetrec {
+
+namespace {
+
+// The only layout of hardware files this loader understands.
+constexpr int64_t kHardwareSchemaVersion = 1;
+// Relative tolerance when checking that per-XCD L2 times the XCD count equals the total.
+constexpr double kL2ConsistencyTolerance = 1e-6;
+
+class HardwareReader {
+ public:
+  explicit HardwareReader(Hardware& hw) : hw_(hw) {}
+
+  double positive(TomlTableReader& r, std::string_view key) {
+    SourcedNumber n = r.sourced(key);
+    if (!(n.value > 0.0) || !std::isfinite(n.value))
+      r.fail(key, "expected a positive number, found " + std::to_string(n.value));
+    hw_.sources[r.key_path(key)] = n.source;
+    return n.value;
+  }
+
+  int positive_int(TomlTableReader& r, std::string_view key) {
+    SourcedNumber n = r.sourced_integer(key);
+    if (n.value < 1.0) r.fail(key, "expected a positive integer, found " + std::to_string(n.value));
+    hw_.sources[r.key_path(key)] = n.source;
+    return static_cast<int>(n.value);
+  }
+
+  double optional_positive(TomlTableReader& r, std::string_view key) {
+    if (!r.has(key)) return 0.0;
+    return positive(r, key);
+  }
+
+  std::optional<double> optional_measured(TomlTableReader& r, std::string_view key) {
+    if (!r.has(key)) return std::nullopt;
+    return positive(r, key);
+  }
+
+ private:
+  Hardware& hw_;
+};
+
+std::optional<IssueScope> parse_issue_scope(std::string_view name) {
+  if (name == "warp") return IssueScope::warp;
+  if (name == "warpgroup") return IssueScope::warpgroup;
+  if (name == "cta") return IssueScope::cta;
+  return std::nullopt;
+}
+
+int positive_plain_int(TomlTableReader& r, std::string_view key) {
+  const int64_t v = r.integer(key);
+  if (v < 1) r.fail(key, "expected a positive integer, found " + std::to_string(v));
+  return static_cast<int>(v);
+}
+
+MatrixInstruction read_instruction(TomlTableReader& r) {
+  MatrixInstruction mi;
+  const std::string precision = r.string("precision");
+  const auto p = parse_precision(precision);
+  if (!p)
+    r.fail("precision", "unknown precision '" + precision + "', expected fp32, tf32, fp16, bf16 or fp8");
+  mi.precision = *p;
+  mi.name = r.string("name");
+  const std::string scope = r.string("scope");
+  const auto s = parse_issue_scope(scope);
+  if (!s) r.fail("scope", "unknown issue scope '" + scope + "', expected warp, warpgroup or cta");
+  mi.scope = *s;
+  mi.m = positive_plain_int(r, "m");
+  mi.k = positive_plain_int(r, "k");
+  if (r.has("n")) {
+    if (r.has("n_min") || r.has("n_max") || r.has("n_step"))
+      r.fail("n", "give either a fixed n or the range n_min/n_max/n_step, not both");
+    mi.n_min = mi.n_max = mi.n_step = positive_plain_int(r, "n");
+  } else {
+    mi.n_min = positive_plain_int(r, "n_min");
+    mi.n_max = positive_plain_int(r, "n_max");
+    mi.n_step = positive_plain_int(r, "n_step");
+    if (mi.n_max < mi.n_min) r.fail("n_max", "must not be smaller than n_min");
+    if ((mi.n_max - mi.n_min) % mi.n_step != 0)
+      r.fail("n_step", "n_max - n_min must be a multiple of n_step");
+  }
+  mi.ctas = r.has("ctas") ? positive_plain_int(r, "ctas") : 1;
+  if (mi.ctas > 2) r.fail("ctas", "expected 1 or 2 (a CTA pair)");
+  if (mi.ctas == 2 && mi.scope != IssueScope::cta)
+    r.fail("ctas", "only cta-scope instructions can span a CTA pair");
+  mi.k_major_only = r.optional_boolean("k_major_only").value_or(false);
+  mi.source = r.string("source");
+  if (mi.source.empty()) r.fail("source", "must name where the instruction shape comes from");
+  r.finish();
+  return mi;
+}
+
+}  // namespace
+
+std::string_view vendor_name(Vendor v) { return v == Vendor::nvidia ? "nvidia" : "amd"; }
+
+std::string_view precision_name(MatrixPrecision p) {
+  switch (p) {
+    case MatrixPrecision::fp32:
+      return "fp32";
+    case MatrixPrecision::tf32:
+      return "tf32";
+    case MatrixPrecision::fp16:
+      return "fp16";
+    case MatrixPrecision::bf16:
+      return "bf16";
+    case MatrixPrecision::fp8:
+      return "fp8";
+  }
+  return "?";
+}
+
+std::optional<MatrixPrecision> parse_precision(std::string_view name) {
+  for (MatrixPrecision p : kAllMatrixPrecisions)
+    if (precision_name(p) == name) return p;
+  return std::nullopt;
+}
+
+double precision_operand_bytes(MatrixPrecision p) {
+  switch (p) {
+    case MatrixPrecision::fp32:
+    case MatrixPrecision::tf32:
+      return 4.0;
+    case MatrixPrecision::fp16:
+    case MatrixPrecision::bf16:
+      return 2.0;
+    case MatrixPrecision::fp8:
+      return 1.0;
+  }
+  return 0.0;
+}
+
+std::string_view issue_scope_name(IssueScope s) {
+  switch (s) {
+    case IssueScope::warp:
+      return "warp";
+    case IssueScope::warpgroup:
+      return "warpgroup";
+    case IssueScope::cta:
+      return "cta";
+  }
+  return "?";
+}
+
+double Hardware::dense_tflops_for(MatrixPrecision p) const {
+  switch (p) {
+    case MatrixPrecision::fp32:
+      return dense_tflops.fp32;
+    case MatrixPrecision::tf32:
+      return dense_tflops.tf32;
+    case MatrixPrecision::fp16:
+      return dense_tflops.fp16;
+    case MatrixPrecision::bf16:
+      return dense_tflops.bf16;
+    case MatrixPrecision::fp8:
+      return dense_tflops.fp8;
+  }
+  return 0.0;
+}
+
+Hardware load_hardware(const std::string& path) {
+  const toml::table doc = parse_toml_file(path);
+  TomlTableReader root(doc, path, "");
+  Hardware hw;
+  hw.path = path;
+  HardwareReader read(hw);
+
+  const int64_t schema = root.integer("schema_version");
+  if (schema != kHardwareSchemaVersion)
+    root.fail("schema_version",
+              "expected " + std::to_string(kHardwareSchemaVersion) + ", found " + std::to_string(schema));
+  hw.name = root.string("name");
+  const std::string stem = std::filesystem::path(path).stem().string();
+  if (hw.name != stem)
+    root.fail("name", "'" + hw.name + "' must equal the file name without extension ('" + stem + "')");
+  hw.display_name = root.string("display_name");
+  const std::string vendor = root.string("vendor");
+  if (vendor == "nvidia")
+    hw.vendor = Vendor::nvidia;
+  else if (vendor == "amd")
+    hw.vendor = Vendor::amd;
+  else
+    root.fail("vendor", "unknown vendor '" + vendor + "', expected nvidia or amd");
+  hw.arch = root.string("arch");
+  if (hw.arch.empty()) root.fail("arch", "must not be empty");
+
+  {
+    TomlTableReader c = root.table("compute");
+    hw.compute_units = read.positive_int(c, "units");
+    hw.xcds = read.positive_int(c, "xcds");
+    if (hw.compute_units % hw.xcds != 0)
+      c.fail("xcds", "units (" + std::to_string(hw.compute_units) + ") must divide evenly over " +
+                         std::to_string(hw.xcds) + " XCDs");
+    hw.clock_mhz = read.positive(c, "clock_mhz");
+    hw.warp_size = read.positive_int(c, "warp_size");
+    if (hw.warp_size != 32 && hw.warp_size != 64)
+      c.fail("warp_size", "expected 32 or 64, found " + std::to_string(hw.warp_size));
+    hw.max_threads_per_unit = read.positive_int(c, "max_threads_per_unit");
+    hw.max_threads_per_block = read.positive_int(c, "max_threads_per_block");
+    hw.max_cluster_size = read.positive_int(c, "max_cluster_size");
+    c.finish();
+  }
+  {
+    TomlTableReader d = root.table("dense_tflops");
+    hw.dense_tflops.fp32 = read.positive(d, "fp32");
+    hw.dense_tflops.tf32 = read.optional_positive(d, "tf32");
+    hw.dense_tflops.fp16 = read.positive(d, "fp16");
+    hw.dense_tflops.bf16 = read.positive(d, "bf16");
+    hw.dense_tflops.fp8 = read.optional_positive(d, "fp8");
+    d.finish();
+  }
+  {
+    TomlTableReader m = root.table("memory");
+    hw.shared_kb_per_unit = read.positive(m, "shared_kb_per_unit");
+    hw.max_shared_kb_per_block = read.positive(m, "max_shared_kb_per_block");
+    if (hw.max_shared_kb_per_block > hw.shared_kb_per_unit)
+      m.fail("max_shared_kb_per_block", "must not exceed shared_kb_per_unit");
+    hw.shared_bytes_per_clock = read.positive(m, "shared_bytes_per_clock");
+    hw.register_file_kb_per_unit = read.positive(m, "register_file_kb_per_unit");
+    hw.tensor_memory_kb_per_unit = read.optional_positive(m, "tensor_memory_kb_per_unit");
+    hw.l2_mb = read.positive(m, "l2_mb");
+    if (m.has("l2_mb_per_xcd")) {
+      const double per_xcd = read.positive(m, "l2_mb_per_xcd");
+      if (std::abs(per_xcd * hw.xcds - hw.l2_mb) > kL2ConsistencyTolerance * hw.l2_mb)
+        m.fail("l2_mb_per_xcd", "times compute.xcds (" + std::to_string(hw.xcds) + ") must equal l2_mb (" +
+                                    std::to_string(hw.l2_mb) + ")");
+    } else if (hw.xcds > 1) {
+      m.fail("l2_mb_per_xcd", "missing (required when compute.xcds > 1)");
+    }
+    hw.llc_mb = read.optional_positive(m, "llc_mb");
+    hw.llc_tbs = read.optional_positive(m, "llc_tbs");
+    if (hw.llc_tbs > 0.0 && hw.llc_mb == 0.0) m.fail("llc_tbs", "given without llc_mb");
+    hw.hbm_gb = read.positive(m, "hbm_gb");
+    hw.hbm_tbs = read.positive(m, "hbm_tbs");
+    m.finish();
+  }
+  {
+    TomlTableReader l = root.table("links");
+    hw.host_pcie_gen = read.positive_int(l, "host_pcie_gen");
+    hw.host_gbs_per_direction = read.positive(l, "host_gbs_per_direction");
+    hw.peer_link = l.string("peer_link");
+    hw.peer_links = read.positive_int(l, "peer_links");
+    hw.peer_gbs_per_direction = read.positive(l, "peer_gbs_per_direction");
+    l.finish();
+  }
+  for (TomlTableReader& r : root.array_of_tables("matrix_instructions")) {
+    MatrixInstruction mi = read_instruction(r);
+    if (hw.dense_tflops_for(mi.precision) <= 0.0)
+      r.fail("precision", "no dense_tflops." + std::string(precision_name(mi.precision)) +
+                              " rate is given for this instruction's precision");
+    if (mi.ctas > 1 && hw.max_cluster_size < mi.ctas)
+      r.fail("ctas", "needs clusters of " + std::to_string(mi.ctas) +
+                         " CTAs but compute.max_cluster_size is " + std::to_string(hw.max_cluster_size));
+    hw.matrix_instructions.push_back(std::move(mi));
+  }
+  for (MatrixPrecision p : kAllMatrixPrecisions) {
+    if (hw.dense_tflops_for(p) <= 0.0) continue;
+    const bool has_instruction = std::any_of(hw.matrix_instructions.begin(), hw.matrix_instructions.end(),
+                                             [p](const MatrixInstruction& mi) { return mi.precision == p; });
+    if (!has_instruction)
+      root.fail("matrix_instructions", "no instruction of precision " + std::string(precision_name(p)) +
+                                           " although dense_tflops gives its rate");
+  }
+  if (auto meas = root.optional_table("measured")) {
+    MeasuredFacts facts;
+    facts.date = meas->string("date");
+    if (facts.date.empty()) meas->fail("date", "must give the date of the measurement");
+    facts.copy_tbs = read.optional_measured(*meas, "copy_tbs");
+    facts.bf16_gemm_tflops_low = read.optional_measured(*meas, "bf16_gemm_tflops_low");
+    facts.bf16_gemm_tflops_high = read.optional_measured(*meas, "bf16_gemm_tflops_high");
+    facts.l2_mb_reported = read.optional_measured(*meas, "l2_mb_reported");
+    if (facts.bf16_gemm_tflops_low.has_value() != facts.bf16_gemm_tflops_high.has_value())
+      meas->fail("bf16_gemm_tflops_low", "give both ends of the range or neither");
+    if (facts.bf16_gemm_tflops_low && *facts.bf16_gemm_tflops_low > *facts.bf16_gemm_tflops_high)
+      meas->fail("bf16_gemm_tflops_low", "must not exceed bf16_gemm_tflops_high");
+    meas->finish();
+    hw.measured = std::move(facts);
+  }
+  root.finish();
+  return hw;
+}
+
+std::vector<std::string> list_hardware(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) throw IoError(dir + ": cannot list hardware directory: " + ec.message());
+  std::vector<std::string> names;
+  for (const auto& entry : it) {
+    if (entry.is_regular_file() && entry.path().extension() == ".toml")
+      names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Hardware load_hardware_by_name(std::string_view name, const std::string& search_dir) {
+  const std::filesystem::path file = std::filesystem::path(search_dir) / (std::string(name) + ".toml");
+  if (!std::filesystem::is_regular_file(file)) {
+    std::string known;
+    for (const std::string& n : list_hardware(search_dir)) known += (known.empty() ? "" : ", ") + n;
+    throw ConfigError("hardware '" + std::string(name) + "': no file " + file.string() +
+                      "; available: " + (known.empty() ? "(none)" : known));
+  }
+  return load_hardware(file.string());
+}
+
+}  // namespace hetrec

@@ -1,0 +1,126 @@
+#pragma once
+// A GPU described as data: the facts the performance models need, each read from a TOML
+// file under hw/ where every number carries the document it comes from. The value type is
+// passed to whoever needs it; nothing here is global.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hetrec {
+
+enum class Vendor { nvidia, amd };
+
+// The dense-rate classes of a GPU's datasheet: which pipe a GEMM runs on.
+enum class MatrixPrecision { fp32, tf32, fp16, bf16, fp8 };
+inline constexpr MatrixPrecision kAllMatrixPrecisions[] = {MatrixPrecision::fp32, MatrixPrecision::tf32,
+                                                           MatrixPrecision::fp16, MatrixPrecision::bf16,
+                                                           MatrixPrecision::fp8};
+
+std::string_view vendor_name(Vendor v);
+std::string_view precision_name(MatrixPrecision p);
+// Parses "fp32", "tf32", "fp16", "bf16", "fp8"; nullopt when unknown.
+std::optional<MatrixPrecision> parse_precision(std::string_view name);
+// Bytes of one operand element of this precision (tf32 operands are stored as fp32).
+double precision_operand_bytes(MatrixPrecision p);
+
+// Who issues one matrix instruction: a warp/wavefront (MFMA, SIMT FMA), a warpgroup of
+// four warps (Hopper wgmma) or the whole CTA (Blackwell tcgen05, issued by one thread).
+enum class IssueScope { warp, warpgroup, cta };
+std::string_view issue_scope_name(IssueScope s);
+
+// One matrix-multiply instruction family: m x n x k per issue, where n may range over
+// [n_min, n_max] in steps of n_step (wgmma/tcgen05) or be fixed (MFMA: n_min == n_max).
+// `ctas` > 1 marks instructions that span a CTA pair (tcgen05 cta_group::2): m counts the
+// rows of the pair.
+struct MatrixInstruction {
+  MatrixPrecision precision = MatrixPrecision::bf16;
+  std::string name;
+  IssueScope scope = IssueScope::warp;
+  int m = 0;
+  int n_min = 0;
+  int n_max = 0;
+  int n_step = 0;
+  int k = 0;
+  int ctas = 1;
+  bool k_major_only = false;  // operands must be K-contiguous in shared memory
+  std::string source;
+
+  bool allows_n(int n) const { return n >= n_min && n <= n_max && (n - n_min) % n_step == 0; }
+};
+
+// Facts measured on a real device (optional), with the date of the measurement.
+struct MeasuredFacts {
+  std::string date;
+  std::optional<double> copy_tbs;               // device-to-device copy, read + write
+  std::optional<double> bf16_gemm_tflops_low;   // large bf16 GEMM, lower end of the range
+  std::optional<double> bf16_gemm_tflops_high;  // upper end
+  std::optional<double> l2_mb_reported;         // L2 size the driver reports
+};
+
+struct DenseRates {   // dense (non-sparse) TFLOP/s by precision; 0 = not supported natively
+  double fp32 = 0.0;  // non-matrix FP32 FMA pipes (AMD: also the FP32 MFMA rate)
+  double tf32 = 0.0;
+  double fp16 = 0.0;
+  double bf16 = 0.0;
+  double fp8 = 0.0;
+};
+
+struct Hardware {
+  std::string name;          // file stem, e.g. "h200_sxm"
+  std::string display_name;  // "NVIDIA H200 SXM"
+  Vendor vendor = Vendor::nvidia;
+  std::string arch;  // "sm_90", "sm_100", "gfx942", "gfx950"
+
+  // compute
+  int compute_units = 0;   // SMs or CUs
+  int xcds = 1;            // accelerator dies with their own L2 (AMD XCDs); 1 = one L2
+  double clock_mhz = 0.0;  // clock at which the dense matrix rates are quoted
+  int warp_size = 0;
+  int max_threads_per_unit = 0;
+  int max_threads_per_block = 0;
+  int max_cluster_size = 1;  // thread-block cluster limit; 1 = no clusters
+  DenseRates dense_tflops;
+  std::vector<MatrixInstruction> matrix_instructions;
+
+  // memory
+  double shared_kb_per_unit = 0.0;  // shared memory / LDS per SM or CU
+  double max_shared_kb_per_block = 0.0;
+  double shared_bytes_per_clock = 0.0;  // shared memory / LDS bandwidth per SM or CU
+  double register_file_kb_per_unit = 0.0;
+  double tensor_memory_kb_per_unit = 0.0;  // Blackwell TMEM (accumulators); 0 = none
+  double l2_mb = 0.0;                      // total over all XCDs
+  double llc_mb = 0.0;                     // memory-side last-level cache (Infinity Cache); 0 = none
+  double llc_tbs = 0.0;                    // its peak bandwidth; 0 = not published
+  double hbm_gb = 0.0;
+  double hbm_tbs = 0.0;
+
+  // links
+  int host_pcie_gen = 0;
+  double host_gbs_per_direction = 0.0;
+  std::string peer_link;  // "nvlink4", "nvlink5", "infinity_fabric"
+  int peer_links = 0;
+  double peer_gbs_per_direction = 0.0;  // aggregate over all peer links
+
+  std::optional<MeasuredFacts> measured;
+
+  // Where every number came from: dotted key ("compute.units") -> source note.
+  std::map<std::string, std::string> sources;
+  std::string path;  // the file it was loaded from
+
+  int units_per_xcd() const { return compute_units / xcds; }
+  double l2_mb_per_xcd() const { return l2_mb / xcds; }
+  // Dense TFLOP/s of the precision's pipe; 0 when the GPU has no such pipe.
+  double dense_tflops_for(MatrixPrecision p) const;
+};
+
+// Loads and validates one hardware file. Unknown keys, wrong types, missing keys, numbers
+// without a source and values out of range are ConfigErrors naming the file and the key.
+Hardware load_hardware(const std::string& path);
+// Loads `<search_dir>/<name>.toml`; a ConfigError lists the available names when absent.
+Hardware load_hardware_by_name(std::string_view name, const std::string& search_dir);
+// Names (file stems) of the hardware files in `dir`, sorted.
+std::vector<std::string> list_hardware(const std::string& dir);
+
+}  // namespace hetrec

@@ -1,0 +1,404 @@
+#include "perf/gemm_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+#include "perf/gemm_raster.h"
+
+namespace hetrec {
+
+namespace {
+
+// Cache sizes are quoted in binary megabytes (MiB) by the vendors' documents.
+constexpr double kBytesPerCacheMb = 1024.0 * 1024.0;
+constexpr double kBytesPerKb = 1024.0;
+constexpr double kBytesPerTb = 1e12;
+constexpr double kFlopsPerTflop = 1e12;
+constexpr double kHzPerMhz = 1e6;
+constexpr double kUsPerS = 1e6;
+constexpr double kUsPerNs = 1e-3;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+
+GemmKernelTraits reject(GemmKernelTraits t, std::string why) {
+  t.feasible = false;
+  t.infeasible_reason = std::move(why);
+  return t;
+}
+
+std::string dims(int a, int b) { return std::to_string(a) + "x" + std::to_string(b); }
+
+// Operand traffic of one sub-problem (one batch element, one K slice) through a cache of
+// `capacity` bytes, given the panels one wave touches. `slow` is the operand whose panels
+// stay while consecutive waves move along the other one (A for along_n). `*_need` is what
+// the cache must fetch at least once: the whole operand for the GPU, only the rows or
+// columns its own tiles touch for one XCD.
+struct OperandTraffic {
+  double slow = 0.0;
+  double fast = 0.0;
+};
+
+OperandTraffic operand_traffic(double capacity, double waves, double slow_count, double slow_panel,
+                               double slow_need, double fast_count, double fast_panel, double fast_need) {
+  OperandTraffic t;
+  const double wave_set = slow_count * slow_panel + fast_count * fast_panel;
+  // Slow panels are reused by the next wave when the wave's working set stays resident.
+  t.slow = wave_set <= capacity ? slow_need : waves * slow_count * slow_panel;
+  // Fast panels come back only if all of them fit beside the current slow panels.
+  t.fast = fast_need + slow_count * slow_panel <= capacity ? fast_need : waves * fast_count * fast_panel;
+  t.slow = std::max(t.slow, slow_need);
+  t.fast = std::max(t.fast, fast_need);
+  return t;
+}
+
+}  // namespace
+
+std::string_view limiter_name(GemmLimiter l) {
+  switch (l) {
+    case GemmLimiter::math:
+      return "math";
+    case GemmLimiter::shared_memory:
+      return "shared memory";
+    case GemmLimiter::l2:
+      return "L2";
+    case GemmLimiter::latency:
+      return "load latency";
+    case GemmLimiter::dram:
+      return "HBM";
+    case GemmLimiter::llc:
+      return "LLC";
+    case GemmLimiter::overhead:
+      return "launch/tile overhead";
+  }
+  return "?";
+}
+
+GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& params,
+                                    MatrixPrecision precision, const GemmConfig& c) {
+  GemmKernelTraits t;
+  t.precision = precision;
+  if (c.tile_m < 1 || c.tile_n < 1 || c.tile_k < 1 || c.inst_m < 1 || c.inst_n < 1 || c.inst_k < 1 ||
+      c.warps_m < 1 || c.warps_n < 1 || c.cluster_m < 1 || c.cluster_n < 1)
+    return reject(t, "tile, instruction, warp and cluster sizes must be positive");
+  if (c.stages < 2) return reject(t, "stages must be at least 2 (one stage loading while one computes)");
+  if (c.tile_k % c.inst_k != 0)
+    return reject(t, "tile_k " + std::to_string(c.tile_k) + " is not a multiple of the instruction's k " +
+                         std::to_string(c.inst_k));
+  if (c.swizzle < 1) return reject(t, "swizzle must be at least 1");
+  if ((c.decomposition == GemmDecomposition::split_k) != (c.split_k > 1))
+    return reject(t, "split_k must be > 1 exactly when the decomposition is split_k");
+  if (c.cluster_m * c.cluster_n > hw.max_cluster_size)
+    return reject(t, "cluster " + dims(c.cluster_m, c.cluster_n) + " exceeds the " +
+                         std::to_string(hw.max_cluster_size) + " CTAs " + hw.name + " allows");
+
+  for (std::size_t i = 0; i < hw.matrix_instructions.size(); ++i) {
+    const MatrixInstruction& mi = hw.matrix_instructions[i];
+    if (mi.precision == precision && mi.m == c.inst_m && mi.k == c.inst_k && mi.allows_n(c.inst_n)) {
+      t.instruction = static_cast<int>(i);
+      break;
+    }
+  }
+  if (t.instruction < 0)
+    return reject(t, "no " + std::string(precision_name(precision)) + " instruction " +
+                         dims(c.inst_m, c.inst_n) + "x" + std::to_string(c.inst_k) + " on " + hw.name);
+  const MatrixInstruction& mi = hw.matrix_instructions[t.instruction];
+  t.k_major_only = mi.k_major_only;
+  t.pair = mi.ctas;
+  t.a_bytes = t.b_bytes = precision_operand_bytes(precision);
+
+  double feed_bytes = 0.0;  // shared memory -> matrix units, per iteration per CTA
+  switch (mi.scope) {
+    case IssueScope::warp: {
+      if (c.tile_m % c.warps_m != 0 || c.tile_n % c.warps_n != 0)
+        return reject(t, "tile does not divide over the warp layout");
+      const int wm = c.tile_m / c.warps_m, wn = c.tile_n / c.warps_n;
+      if (wm % c.inst_m != 0 || wn % c.inst_n != 0)
+        return reject(t, "warp tile " + dims(wm, wn) + " is not a multiple of the instruction");
+      t.threads_per_cta = c.warps_m * c.warps_n * hw.warp_size;
+      // Each warp loads its A rows and B columns into registers once per k.
+      feed_bytes = double(c.warps_m) * c.warps_n * (wm * t.a_bytes + wn * t.b_bytes) * c.tile_k;
+      break;
+    }
+    case IssueScope::warpgroup: {
+      if (c.warps_m % kWarpsPerWarpgroup != 0)
+        return reject(t, "warpgroup instructions need warps_m to be a multiple of 4");
+      const int groups_m = c.warps_m / kWarpsPerWarpgroup;
+      if (c.tile_m % groups_m != 0 || c.tile_n % c.warps_n != 0)
+        return reject(t, "tile does not divide over the warpgroup layout");
+      const int gm = c.tile_m / groups_m, gn = c.tile_n / c.warps_n;
+      if (gm % c.inst_m != 0 || gn % c.inst_n != 0)
+        return reject(t, "warpgroup tile " + dims(gm, gn) + " is not a multiple of the instruction");
+      t.threads_per_cta = c.warps_m * c.warps_n * hw.warp_size + kHopperProducerThreads;
+      // Every instruction reads both operands from shared memory.
+      const double instructions = double(gm / c.inst_m) * (gn / c.inst_n) * groups_m * c.warps_n;
+      feed_bytes = instructions * (c.inst_m * t.a_bytes + c.inst_n * t.b_bytes) * c.tile_k;
+      break;
+    }
+    case IssueScope::cta: {
+      if (c.tile_m * t.pair != c.inst_m)
+        return reject(t, "a CTA-wide instruction of m " + std::to_string(c.inst_m) + " needs tile_m " +
+                             std::to_string(c.inst_m / t.pair));
+      if (c.tile_n % c.inst_n != 0 || c.tile_n % t.pair != 0)
+        return reject(t, "tile_n is not a multiple of the instruction's n");
+      if (c.cluster_m % t.pair != 0) return reject(t, "a CTA-pair instruction needs cluster_m even");
+      if (hw.tensor_memory_kb_per_unit <= 0.0)
+        return reject(t, "CTA-wide instructions accumulate in tensor memory, which " + hw.name + " lacks");
+      t.threads_per_cta = (c.warps_m * c.warps_n + kBlackwellControlWarps) * hw.warp_size;
+      // Each instruction reads this CTA's A rows and its share of the B columns.
+      feed_bytes = double(c.tile_n / c.inst_n) *
+                   (c.tile_m * t.a_bytes + double(c.tile_n / t.pair) * t.b_bytes) * c.tile_k;
+      break;
+    }
+  }
+  if (t.threads_per_cta > hw.max_threads_per_block)
+    return reject(t, std::to_string(t.threads_per_cta) + " threads exceed the block limit of " +
+                         std::to_string(hw.max_threads_per_block));
+
+  const double stage_bytes = c.tile_k * (c.tile_m * t.a_bytes + double(c.tile_n / t.pair) * t.b_bytes);
+  t.smem_bytes_per_cta = c.stages * stage_bytes;
+  const double block_limit = hw.max_shared_kb_per_block * kBytesPerKb;
+  if (t.smem_bytes_per_cta > block_limit)
+    return reject(t, std::to_string(c.stages) + " stages need " +
+                         std::to_string(int64_t(t.smem_bytes_per_cta / kBytesPerKb)) +
+                         " KB of shared memory; a block may use " +
+                         std::to_string(int64_t(hw.max_shared_kb_per_block)) + " KB");
+  // What a unit has beyond the per-block maximum is reserved per resident block (CUDA: 1 KB).
+  const double reserve_per_block = (hw.shared_kb_per_unit - hw.max_shared_kb_per_block) * kBytesPerKb;
+  const int ctas_by_smem =
+      int(std::floor(hw.shared_kb_per_unit * kBytesPerKb / (t.smem_bytes_per_cta + reserve_per_block)));
+  t.accumulator_bytes = double(c.tile_m) * c.tile_n * kAccumulatorBytes;
+  const double accumulator_limit =
+      mi.scope == IssueScope::cta ? hw.tensor_memory_kb_per_unit * kBytesPerKb
+                                  : hw.register_file_kb_per_unit * kBytesPerKb * kMaxAccumulatorRegisterShare;
+  if (t.accumulator_bytes > accumulator_limit)
+    return reject(t, "fp32 accumulators of a " + dims(c.tile_m, c.tile_n) + " tile do not fit in " +
+                         (mi.scope == IssueScope::cta ? "tensor memory" : "half the register file"));
+  const int ctas_by_accumulators = int(std::floor(accumulator_limit / t.accumulator_bytes));
+  const int ctas_by_threads = hw.max_threads_per_unit / t.threads_per_cta;
+  t.ctas_per_unit = std::min({ctas_by_smem, ctas_by_accumulators, ctas_by_threads});
+  if (t.ctas_per_unit < 1) return reject(t, "not one CTA fits on a unit");
+
+  const double unit_flops_per_s = hw.dense_tflops_for(precision) * kFlopsPerTflop / hw.compute_units *
+                                  params.matrix_efficiency.of(precision);
+  const double clock_hz = hw.clock_mhz * kHzPerMhz;
+  t.iter_math_us = 2.0 * c.tile_m * c.tile_n * c.tile_k / unit_flops_per_s * kUsPerS;
+  t.iter_feed_us =
+      feed_bytes / (hw.shared_bytes_per_clock * clock_hz * params.shared_memory_efficiency) * kUsPerS;
+  // A tiles are multicast to the cluster_n CTAs sharing rows, B tiles to the cluster_m
+  // CTAs sharing columns (a CTA pair splits B between its two CTAs to the same effect).
+  const double l2_bytes =
+      c.tile_k * (c.tile_m * t.a_bytes / c.cluster_n + c.tile_n * t.b_bytes / c.cluster_m);
+  t.iter_l2_us = l2_bytes / (params.l2_bytes_per_clock_per_unit * clock_hz) * kUsPerS;
+  t.iter_latency_us = params.loaded_latency_ns * kUsPerNs / (double(c.stages - 1) * t.ctas_per_unit);
+  t.iter_us = std::max({t.iter_math_us, t.iter_feed_us, t.iter_l2_us, t.iter_latency_us});
+  t.fill_us = params.loaded_latency_ns * kUsPerNs;
+  t.feasible = true;
+  return t;
+}
+
+double gemm_compulsory_bytes(const GemmProblem& p, double a_bytes, double b_bytes) {
+  const double m = double(p.m), n = double(p.n), k = double(p.k), batch = double(p.batch);
+  const double c_bytes = double(dtype_size(p.c_type));
+  double bytes = batch * (m * k * a_bytes + k * n * b_bytes + m * n * c_bytes * (p.accumulate ? 2.0 : 1.0));
+  if (p.epilogue != GemmEpilogue::none) bytes += n * c_bytes;
+  if (p.fp8_scaling == Fp8Scaling::per_row_col) bytes += batch * (m + n) * kScaleBytes;
+  return bytes;
+}
+
+double gemm_hbm_bytes_per_us(const Hardware& hw, const GemmModelParams& params) {
+  return hw.hbm_tbs * kBytesPerTb * params.hbm_efficiency / kUsPerS;
+}
+
+GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, const GemmProblem& p,
+                           const GemmConfig& c, const GemmKernelTraits& t) {
+  GemmSchedule s;
+  s.tiles_m = round_up(ceil_div(p.m, c.tile_m), c.cluster_m);
+  s.tiles_n = round_up(ceil_div(p.n, c.tile_n), c.cluster_n);
+  s.tiles = s.tiles_m * s.tiles_n * p.batch;
+  s.k_iters = ceil_div(p.k, c.tile_k);
+  const int64_t units = hw.compute_units;
+  const int64_t units_per_xcd = hw.units_per_xcd();
+  const bool stream_k = c.decomposition == GemmDecomposition::stream_k;
+  double tiles_on_busiest_unit = 0.0;
+  if (stream_k) {
+    const int64_t total_iters = s.tiles * s.k_iters;
+    s.work_units = std::min<int64_t>(units * t.ctas_per_unit, total_iters);
+    s.iters_per_work = ceil_div(total_iters, s.work_units);
+    s.iters_on_busiest_unit = double(ceil_div(total_iters, units));
+    s.work_per_unit = s.iters_on_busiest_unit / double(s.k_iters);
+    // A unit's share of the iterations touches at most one partial tile at each end.
+    tiles_on_busiest_unit = std::min(double(s.tiles), double(ceil_div(s.tiles, units)) + 1.0);
+  } else {
+    s.slices = c.decomposition == GemmDecomposition::split_k ? std::min<int64_t>(c.split_k, s.k_iters) : 1;
+    s.work_units = s.tiles * s.slices;
+    s.iters_per_work = ceil_div(s.k_iters, s.slices);
+    // Workgroups are dealt over the XCDs first (round robin or in runs: the same counts),
+    // then over each XCD's units; the busiest unit sets the time (wave quantisation).
+    const int64_t per_xcd = ceil_div(s.work_units, hw.xcds);
+    s.work_per_unit = double(ceil_div(per_xcd, units_per_xcd));
+    s.iters_on_busiest_unit = s.work_per_unit * double(s.iters_per_work);
+    tiles_on_busiest_unit = s.work_per_unit;
+  }
+  s.units_busy = double(std::min(units, s.work_units));
+  const bool split_k = s.slices > 1;  // fp32 partials and a reduction kernel
+
+  // Epilogue of one tile: store (and read C), plus a few vector operations per element.
+  const double c_bytes = double(dtype_size(p.c_type));
+  const double tile_elems = double(c.tile_m) * c.tile_n;
+  double out_bytes = tile_elems * (split_k ? kAccumulatorBytes : c_bytes);
+  double ops = 0.0;
+  if (!split_k) {  // split-K stores raw partials; the reduction kernel runs the epilogue
+    ops = kEpilogueConvertOps;
+    if (p.epilogue != GemmEpilogue::none) ops += kEpilogueBiasOps;
+    if (p.epilogue == GemmEpilogue::bias_relu) ops += kEpilogueReluOps;
+    if (p.fp8_scaling != Fp8Scaling::none) ops += kEpilogueScaleOps;
+    if (p.accumulate) ops += kEpilogueAccumulateOps, out_bytes += tile_elems * c_bytes;
+  }
+  const double unit_hbm_bytes_per_us = gemm_hbm_bytes_per_us(hw, params) / s.units_busy;
+  const double unit_vector_ops_per_us =
+      hw.dense_tflops.fp32 * kFlopsPerTflop / kFlopsPerFma / double(units) / kUsPerS;
+  s.epilogue_us = out_bytes / unit_hbm_bytes_per_us + tile_elems * ops / unit_vector_ops_per_us;
+
+  // Pipeline fill and epilogue of every tile, of which `exposure` is not hidden by other
+  // work; the first fill and the last epilogue are never hidden.
+  const double per_tile = t.fill_us + s.epilogue_us;
+  const double exposed = params.tile_overhead_exposure / t.ctas_per_unit;
+  s.tile_overhead_us = tiles_on_busiest_unit * exposed * per_tile + (1.0 - exposed) * per_tile;
+  if (stream_k && s.tiles % s.work_units != 0) {
+    // Tiles do not divide evenly over the persistent CTAs, so some are cut between two:
+    // one writes fp32 partials, the other waits for and reads them.
+    s.fixup_us = 2.0 * tile_elems * kAccumulatorBytes / unit_hbm_bytes_per_us + t.fill_us;
+  }
+  s.unit_us = s.iters_on_busiest_unit * t.iter_us + s.tile_overhead_us + s.fixup_us;
+
+  const double m = double(p.m), n = double(p.n), k = double(p.k), batch = double(p.batch);
+  s.compulsory_bytes = gemm_compulsory_bytes(p, t.a_bytes, t.b_bytes);
+
+  if (split_k) {
+    const double bytes =
+        batch * m * n * (double(s.slices) * kAccumulatorBytes + c_bytes * (p.accumulate ? 2.0 : 1.0));
+    s.reduction_us = bytes / gemm_hbm_bytes_per_us(hw, params) + params.launch_overhead_us;
+  }
+  if (t.k_major_only) {
+    // Operands stored with M (A) or N (B) contiguous are transposed first: read + write.
+    if (p.trans_a)
+      s.transpose_us +=
+          2.0 * batch * m * k * t.a_bytes / gemm_hbm_bytes_per_us(hw, params) + params.launch_overhead_us;
+    if (!p.trans_b)
+      s.transpose_us +=
+          2.0 * batch * k * n * t.b_bytes / gemm_hbm_bytes_per_us(hw, params) + params.launch_overhead_us;
+  }
+  s.padded_flops = double(s.tiles) * double(s.k_iters) * 2.0 * c.tile_m * c.tile_n * c.tile_k;
+  const double compulsory_us = s.compulsory_bytes / gemm_hbm_bytes_per_us(hw, params);
+  s.lower_bound_us =
+      params.launch_overhead_us + std::max(s.unit_us, compulsory_us) + s.reduction_us + s.transpose_us;
+  return s;
+}
+
+GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& params, const GemmProblem& p,
+                                  const GemmConfig& c, const GemmKernelTraits& t, const GemmSchedule& s) {
+  GemmEstimate e;
+  const double m = double(p.m), n = double(p.n), batch = double(p.batch);
+  const double c_bytes = double(dtype_size(p.c_type));
+  const double slices = double(s.slices);
+  const double k_slice = double(p.k) / slices;
+  const double tm = double(s.tiles_m), tn = double(s.tiles_n);
+  const double a_sub = m * k_slice * t.a_bytes, b_sub = n * k_slice * t.b_bytes;
+  const double a_panel = a_sub / tm, b_panel = b_sub / tn;
+  const double slots = double(hw.compute_units) * t.ctas_per_unit;
+  const double wave = std::min(slots, tm * tn);
+  const double waves = tm * tn / wave;
+  WaveFootprint fp;
+  if (c.decomposition == GemmDecomposition::stream_k) {
+    // Each persistent CTA walks its own contiguous range of iterations, so the tiles in
+    // flight at one time are spread evenly over the whole grid, not consecutive.
+    fp.rows = std::min(tm, wave), fp.cols = std::min(tn, wave);
+    const double per_xcd = std::max(1.0, wave / hw.xcds);
+    fp.rows_per_xcd = std::min(fp.rows, per_xcd), fp.cols_per_xcd = std::min(fp.cols, per_xcd);
+  } else {
+    fp = wave_footprint(s.tiles_m, s.tiles_n, wave, c.raster, c.swizzle, hw.xcds, c.xcd_remap);
+  }
+  const bool along_n = c.raster == GemmRaster::along_n;
+
+  // Whole GPU: HBM behind the L2 (NVIDIA) or behind the memory-side LLC (AMD).
+  const double dram_capacity = hw.llc_mb > 0.0 ? hw.llc_mb * kBytesPerCacheMb * params.llc_usable_fraction
+                                               : hw.l2_mb * kBytesPerCacheMb * params.l2_usable_fraction;
+  OperandTraffic g =
+      along_n ? operand_traffic(dram_capacity, waves, fp.rows, a_panel, a_sub, fp.cols, b_panel, b_sub)
+              : operand_traffic(dram_capacity, waves, fp.cols, b_panel, b_sub, fp.rows, a_panel, a_sub);
+  double out_bytes =
+      batch * m * n * (s.slices > 1 ? slices * kAccumulatorBytes : c_bytes * (p.accumulate ? 2.0 : 1.0));
+  if (s.fixup_us > 0.0)  // stream-K: about one cut tile per persistent CTA
+    out_bytes +=
+        std::min(double(s.tiles), double(s.work_units)) * 2.0 * c.tile_m * c.tile_n * kAccumulatorBytes;
+  e.dram_bytes = std::max(s.compulsory_bytes, batch * slices * (g.slow + g.fast) + out_bytes);
+  e.dram_us = e.dram_bytes / gemm_hbm_bytes_per_us(hw, params);
+
+  if (hw.xcds > 1 && hw.llc_mb > 0.0) {
+    // Each XCD's L2 fetches the panels its own tiles touch from the LLC.
+    const double xcd_capacity = hw.l2_mb_per_xcd() * kBytesPerCacheMb * params.l2_usable_fraction;
+    const double a_need = a_sub * fp.rows_per_xcd / fp.rows, b_need = b_sub * fp.cols_per_xcd / fp.cols;
+    OperandTraffic x = along_n ? operand_traffic(xcd_capacity, waves, fp.rows_per_xcd, a_panel, a_need,
+                                                 fp.cols_per_xcd, b_panel, b_need)
+                               : operand_traffic(xcd_capacity, waves, fp.cols_per_xcd, b_panel, b_need,
+                                                 fp.rows_per_xcd, a_panel, a_need);
+    e.llc_bytes = std::max(e.dram_bytes, batch * slices * hw.xcds * (x.slow + x.fast) + out_bytes);
+    if (hw.llc_tbs > 0.0)
+      e.llc_us = e.llc_bytes / (hw.llc_tbs * kBytesPerTb * params.llc_efficiency / kUsPerS);
+  }
+
+  const double kernel_us = std::max({s.unit_us, e.dram_us, e.llc_us});
+  e.launch_us = params.launch_overhead_us;
+  e.time_us = e.launch_us + kernel_us + s.reduction_us + s.transpose_us;
+  e.tflops = p.flops() / (e.time_us / kUsPerS) / kFlopsPerTflop;
+
+  e.tiles = s.tiles;
+  e.work_units = s.work_units;
+  e.waves = s.work_per_unit;
+  e.ctas_per_unit = t.ctas_per_unit;
+  e.padding_efficiency = p.flops() / s.padded_flops;
+  e.unit_us = s.unit_us;
+  e.math_us = s.iters_on_busiest_unit * t.iter_math_us;
+  e.feed_us = s.iters_on_busiest_unit * t.iter_feed_us;
+  e.l2_us = s.iters_on_busiest_unit * t.iter_l2_us;
+  e.latency_us = s.iters_on_busiest_unit * t.iter_latency_us;
+  e.tile_overhead_us = s.tile_overhead_us + s.fixup_us;
+  e.reduction_us = s.reduction_us;
+  e.transpose_us = s.transpose_us;
+
+  const double extras = e.launch_us + s.reduction_us + s.transpose_us;
+  if (extras > kernel_us)
+    e.limiter = GemmLimiter::overhead;
+  else if (e.llc_us >= kernel_us)
+    e.limiter = GemmLimiter::llc;
+  else if (e.dram_us >= kernel_us)
+    e.limiter = GemmLimiter::dram;
+  else if (e.tile_overhead_us > s.iters_on_busiest_unit * t.iter_us)
+    e.limiter = GemmLimiter::overhead;
+  else if (t.iter_us == t.iter_math_us)
+    e.limiter = GemmLimiter::math;
+  else if (t.iter_us == t.iter_feed_us)
+    e.limiter = GemmLimiter::shared_memory;
+  else if (t.iter_us == t.iter_l2_us)
+    e.limiter = GemmLimiter::l2;
+  else
+    e.limiter = GemmLimiter::latency;
+  return e;
+}
+
+GemmEstimate predict_gemm(const Hardware& hw, const GemmProblem& problem, const GemmConfig& config,
+                          const GemmModelParams& params) {
+  validate_gemm_problem(problem);
+  const MatrixPrecision precision = gemm_precision(problem, hw);
+  const GemmKernelTraits traits = gemm_kernel_traits(hw, params, precision, config);
+  if (!traits.feasible)
+    throw ConfigError("GEMM config [" + to_string(config) + "] cannot run " +
+                      std::string(precision_name(precision)) + " on " + hw.name + ": " +
+                      traits.infeasible_reason);
+  const GemmSchedule schedule = schedule_gemm(hw, params, problem, config, traits);
+  return finish_gemm_estimate(hw, params, problem, config, traits, schedule);
+}
+
+}  // namespace hetrec

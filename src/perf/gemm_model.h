@@ -1,0 +1,145 @@
+#pragma once
+// The analytical GEMM model: predicted time of one GEMM under one kernel configuration on
+// one GPU, from the hardware description alone (docs/perf_model.md gives the equations).
+//
+// It is built in three steps so that the selector can reuse the first for every shape and
+// bound the third cheaply:
+//   gemm_kernel_traits   shape-independent facts of (GPU, precision, config): feasibility,
+//                        CTAs per unit, time of one main-loop iteration and its bounds;
+//   schedule_gemm        the shape's tiles, waves and per-unit time (+ a lower bound on
+//                        the whole prediction that ignores cache reuse);
+//   finish_gemm_estimate memory traffic with L2/LLC reuse under the rasterisation.
+#include <cstdint>
+#include <string>
+
+#include "hw/hardware.h"
+#include "perf/gemm_config.h"
+#include "perf/gemm_model_params.h"
+#include "perf/gemm_problem.h"
+
+namespace hetrec {
+
+// ---- named constants (sources in the comments) ----
+// fp32 accumulators may take at most half the register file: the rest holds operand
+// fragments, addresses and producer warps. CUTLASS's largest Hopper tiles (128x256 and
+// 256x128 with fp32 accumulation) sit exactly at this limit.
+inline constexpr double kMaxAccumulatorRegisterShare = 0.5;
+// Bytes of one fp32 accumulator / split-K partial element.
+inline constexpr double kAccumulatorBytes = 4.0;
+// Threads of Hopper's producer warpgroup (TMA loads) in warp-specialised kernels
+// (CUTLASS sm90 kernels: one producer warpgroup of 128 threads).
+inline constexpr int kHopperProducerThreads = 128;
+// Warps that issue tcgen05 MMAs and TMA loads beside the epilogue warps (CUTLASS sm100
+// kernels: one MMA warp and one load warp).
+inline constexpr int kBlackwellControlWarps = 2;
+// Four warps form a warpgroup (PTX ISA, wgmma).
+inline constexpr int kWarpsPerWarpgroup = 4;
+// Epilogue vector operations per output element: one conversion to the output type, plus
+// one each for bias add, ReLU, the beta*C accumulate and the fp8 scale multiply.
+inline constexpr double kEpilogueConvertOps = 1.0;
+inline constexpr double kEpilogueBiasOps = 1.0;
+inline constexpr double kEpilogueReluOps = 1.0;
+inline constexpr double kEpilogueAccumulateOps = 1.0;
+inline constexpr double kEpilogueScaleOps = 1.0;
+// FLOPs per vector instruction lane in the datasheet fp32 rate (an FMA counts two).
+inline constexpr double kFlopsPerFma = 2.0;
+// Bytes of one fp8 scale factor (fp32).
+inline constexpr double kScaleBytes = 4.0;
+
+enum class GemmLimiter { math, shared_memory, l2, latency, dram, llc, overhead };
+std::string_view limiter_name(GemmLimiter l);
+
+// Shape-independent facts of one configuration for one precision on one GPU.
+struct GemmKernelTraits {
+  bool feasible = false;
+  std::string infeasible_reason;  // empty when feasible
+  MatrixPrecision precision = MatrixPrecision::bf16;
+  int instruction = -1;  // index into Hardware::matrix_instructions
+  bool k_major_only = false;
+  int pair = 1;  // CTAs one instruction spans (tcgen05 cta_group::2)
+  double a_bytes = 0.0;
+  double b_bytes = 0.0;
+  int threads_per_cta = 0;
+  double smem_bytes_per_cta = 0.0;
+  double accumulator_bytes = 0.0;
+  int ctas_per_unit = 0;
+  // One main-loop iteration (tile_k of K for one CTA) on a busy unit, in microseconds:
+  double iter_math_us = 0.0;     // matrix pipes at the sustained rate
+  double iter_feed_us = 0.0;     // shared memory -> matrix units operand traffic
+  double iter_l2_us = 0.0;       // L2 -> shared memory loads (after cluster multicast)
+  double iter_latency_us = 0.0;  // load latency spread over the stages in flight
+  double iter_us = 0.0;          // the max of the four
+  double fill_us = 0.0;          // pipeline fill: the first stage's load latency
+};
+
+GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& params,
+                                    MatrixPrecision precision, const GemmConfig& config);
+
+// The shape's schedule under one configuration.
+struct GemmSchedule {
+  int64_t tiles_m = 0;  // per batch element, rounded up to whole clusters
+  int64_t tiles_n = 0;
+  int64_t tiles = 0;       // tiles_m x tiles_n x batch
+  int64_t k_iters = 0;     // main-loop iterations of the whole K
+  int64_t slices = 1;      // effective split-K slices
+  int64_t work_units = 0;  // CTAs launched (stream-K: persistent CTAs)
+  int64_t iters_per_work = 0;
+  double units_busy = 0.0;     // units with work
+  double work_per_unit = 0.0;  // work items on the busiest unit (the wave count)
+  double iters_on_busiest_unit = 0.0;
+  double epilogue_us = 0.0;       // one tile's epilogue on its unit
+  double tile_overhead_us = 0.0;  // exposed fill + epilogue summed on the busiest unit
+  double fixup_us = 0.0;          // stream-K partial-tile fixups on the busiest unit
+  double unit_us = 0.0;           // busiest unit's total time
+  double compulsory_bytes = 0.0;  // every input read once, every output written once
+  double reduction_us = 0.0;      // split-K reduction kernel incl. its launch
+  double transpose_us = 0.0;      // operand transposes for K-major-only instructions
+  double padded_flops = 0.0;
+  double lower_bound_us = 0.0;  // <= the finished prediction, for pruning
+};
+
+// Bytes every input read once and every output written once (the HBM floor).
+double gemm_compulsory_bytes(const GemmProblem& problem, double a_bytes, double b_bytes);
+// Achievable HBM bandwidth in bytes per microsecond.
+double gemm_hbm_bytes_per_us(const Hardware& hw, const GemmModelParams& params);
+
+GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, const GemmProblem& problem,
+                           const GemmConfig& config, const GemmKernelTraits& traits);
+
+struct GemmEstimate {
+  double time_us = 0.0;  // predicted wall time incl. launches and any extra kernels
+  double tflops = 0.0;   // useful 2*M*N*K*batch over time_us
+  GemmLimiter limiter = GemmLimiter::math;
+  // schedule
+  int64_t tiles = 0;
+  int64_t work_units = 0;
+  double waves = 0.0;  // work items on the busiest unit
+  int ctas_per_unit = 0;
+  double padding_efficiency = 0.0;  // useful / padded FLOPs
+  // time breakdown, microseconds; the main-loop bounds are totals on the busiest unit
+  double unit_us = 0.0;
+  double math_us = 0.0;
+  double feed_us = 0.0;
+  double l2_us = 0.0;
+  double latency_us = 0.0;
+  double tile_overhead_us = 0.0;
+  double dram_us = 0.0;
+  double llc_us = 0.0;
+  double reduction_us = 0.0;
+  double transpose_us = 0.0;
+  double launch_us = 0.0;
+  // traffic, bytes
+  double dram_bytes = 0.0;
+  double llc_bytes = 0.0;  // XCD L2s <- memory-side cache (AMD), 0 elsewhere
+};
+
+GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& params,
+                                  const GemmProblem& problem, const GemmConfig& config,
+                                  const GemmKernelTraits& traits, const GemmSchedule& schedule);
+
+// The whole model. Throws ConfigError when the problem is malformed or the configuration
+// cannot run it on this GPU (the message says why).
+GemmEstimate predict_gemm(const Hardware& hw, const GemmProblem& problem, const GemmConfig& config,
+                          const GemmModelParams& params = GemmModelParams{});
+
+}  // namespace hetrec

@@ -1,0 +1,74 @@
+#pragma once
+// The per-architecture efficiency constants of the GEMM model: the numbers that are not
+// datasheet facts and that a calibration step fits to measurements. They live in
+// hw/params/<arch>.toml; the defaults below are generic starting values for an
+// architecture without a file.
+#include <string>
+
+#include "hw/hardware.h"
+
+namespace hetrec {
+
+// ---- generic starting values (used when no hw/params/<arch>.toml exists) ----
+// Vendor GEMM libraries sustain roughly 70-85% of the datasheet dense rate on large
+// shapes (DESIGN.md: 770-800 of 989 TFLOP/s bf16 measured on an H200).
+inline constexpr double kDefaultMatrixEfficiency = 0.80;
+// Bank conflicts and swizzle address overhead on shared memory / LDS reads.
+inline constexpr double kDefaultSharedMemoryEfficiency = 0.90;
+// L2 -> SM/CU read bandwidth per unit and clock. The AMD CDNA 3 whitepaper gives 2 KB per
+// clock per XCD L2 for 38 CUs (54 B); NVIDIA publishes no figure, 64 is a round guess.
+inline constexpr double kDefaultL2BytesPerClockPerUnit = 64.0;
+// Share of the L2 (and of a memory-side LLC) that operand panels keep between waves, the
+// rest being lost to set conflicts and the output stream. Generic guess.
+inline constexpr double kDefaultL2UsableFraction = 0.5;
+inline constexpr double kDefaultLlcUsableFraction = 0.5;
+// Achievable share of datasheet HBM bandwidth: DESIGN.md measured 4.3 of 4.8 TB/s (H200 copy).
+inline constexpr double kDefaultHbmEfficiency = 0.90;
+// Achievable share of the memory-side cache's peak bandwidth. Generic guess.
+inline constexpr double kDefaultLlcEfficiency = 0.80;
+// Global-load latency under load, the time a shared-memory stage waits for its data: an
+// unloaded HBM access is a few hundred ns on current GPUs (published microbenchmarks);
+// queueing under a full GEMM raises it. Generic guess.
+inline constexpr double kDefaultLoadedLatencyNs = 800.0;
+// Share of a tile's pipeline fill and epilogue that is not hidden behind other work
+// (1 = none is hidden: no warp specialisation, one CTA per unit).
+inline constexpr double kDefaultTileOverheadExposure = 1.0;
+// Launch cost of one kernel in a stream, seen as the gap it adds. Generic guess.
+inline constexpr double kDefaultLaunchOverheadUs = 3.0;
+
+struct PrecisionEfficiency {  // share of the datasheet dense rate sustained in the main loop
+  double fp32 = kDefaultMatrixEfficiency;
+  double tf32 = kDefaultMatrixEfficiency;
+  double fp16 = kDefaultMatrixEfficiency;
+  double bf16 = kDefaultMatrixEfficiency;
+  double fp8 = kDefaultMatrixEfficiency;
+  double of(MatrixPrecision p) const;
+};
+
+struct GemmModelParams {
+  std::string arch = "generic";                  // the architecture these values are for
+  bool calibrated = false;                       // true once fitted to measurements
+  std::string note = "generic starting values";  // what they were fitted to, or why chosen
+  PrecisionEfficiency matrix_efficiency;
+  double shared_memory_efficiency = kDefaultSharedMemoryEfficiency;
+  double l2_bytes_per_clock_per_unit = kDefaultL2BytesPerClockPerUnit;
+  double l2_usable_fraction = kDefaultL2UsableFraction;
+  double llc_usable_fraction = kDefaultLlcUsableFraction;
+  double hbm_efficiency = kDefaultHbmEfficiency;
+  double llc_efficiency = kDefaultLlcEfficiency;
+  double loaded_latency_ns = kDefaultLoadedLatencyNs;
+  double tile_overhead_exposure = kDefaultTileOverheadExposure;
+  double launch_overhead_us = kDefaultLaunchOverheadUs;
+};
+
+// Reads a params file; unknown, missing, mistyped or out-of-range keys are ConfigErrors
+// naming the file and key.
+GemmModelParams load_gemm_params(const std::string& path);
+// Writes every field with full precision, so that load(save(p)) == p.
+void save_gemm_params(const GemmModelParams& params, const std::string& path);
+// Loads `<params_dir>/<hw.arch>.toml` if it exists, else the generic defaults with arch set.
+GemmModelParams load_gemm_params_for(const Hardware& hw, const std::string& params_dir);
+// A short hex digest of every field: selections made under other params are stale.
+std::string gemm_params_fingerprint(const GemmModelParams& params);
+
+}  // namespace hetrec

@@ -1,0 +1,310 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "core/error.h"
+#include "hw/hardware.h"
+
+using namespace hetrec;
+
+namespace {
+
+const std::string kHwDir = std::string(HETREC_SOURCE_DIR) + "/hw";
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A scratch directory per test, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    path_ = std::filesystem::temp_directory_path() /
+            ("hetrec_hw_" + std::to_string(::getpid()) + "_" + info->name());
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::string file = (path_ / name).string();
+    std::ofstream(file) << text;
+    return file;
+  }
+  std::string str() const { return path_.string(); }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Replaces exactly one occurrence of `from` (which must exist) by `to`.
+std::string replace_once(std::string text, const std::string& from, const std::string& to) {
+  const std::size_t at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << "test setup: '" << from << "' not in the base file";
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  return text;
+}
+
+// Loads the H100 file mutated by one replacement and returns the ConfigError message
+// (empty when it loaded, which fails the calling test's expectations).
+std::string load_error(const std::string& from, const std::string& to,
+                       const std::string& file_name = "h100_sxm.toml") {
+  TempDir dir;
+  const std::string file = dir.write(file_name, replace_once(read_text(kHwDir + "/h100_sxm.toml"), from, to));
+  try {
+    load_hardware(file);
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find(file), std::string::npos) << "message does not name the file: " << what;
+    return what;
+  }
+  ADD_FAILURE() << "expected a ConfigError for replacing '" << from << "' by '" << to << "'";
+  return "";
+}
+
+// The DESIGN.md hardware table, row by row.
+struct DesignRow {
+  const char* name;
+  double hbm_gb, hbm_tbs, bf16, fp8;
+  int units, warp;
+  double smem_kb;
+};
+constexpr DesignRow kDesignTable[] = {
+    {"h100_sxm", 80, 3.35, 989, 1979, 132, 32, 228}, {"h200_sxm", 141, 4.8, 989, 1979, 132, 32, 228},
+    {"b200", 180, 7.7, 2250, 4500, 148, 32, 228},    {"mi300x", 192, 5.3, 1307, 2615, 304, 64, 64},
+    {"mi350x", 288, 8.0, 2307, 4614, 256, 64, 160},  {"mi355x", 288, 8.0, 2516, 5033, 256, 64, 160},
+};
+
+}  // namespace
+
+TEST(HardwareFiles, ListsEveryShippedGpu) {
+  const std::vector<std::string> expected = {"b200",   "h100_sxm", "h200_sxm", "mi300x",
+                                             "mi325x", "mi350x",   "mi355x"};
+  EXPECT_EQ(list_hardware(kHwDir), expected);
+}
+
+TEST(HardwareFiles, MatchTheDesignTable) {
+  for (const DesignRow& row : kDesignTable) {
+    SCOPED_TRACE(row.name);
+    const Hardware hw = load_hardware_by_name(row.name, kHwDir);
+    EXPECT_EQ(hw.name, row.name);
+    EXPECT_DOUBLE_EQ(hw.hbm_gb, row.hbm_gb);
+    EXPECT_DOUBLE_EQ(hw.hbm_tbs, row.hbm_tbs);
+    EXPECT_NEAR(hw.dense_tflops.bf16, row.bf16, 0.5);
+    EXPECT_NEAR(hw.dense_tflops.fp8, row.fp8, 0.5);
+    EXPECT_EQ(hw.compute_units, row.units);
+    EXPECT_EQ(hw.warp_size, row.warp);
+    EXPECT_DOUBLE_EQ(hw.shared_kb_per_unit, row.smem_kb);
+  }
+  const Hardware mi300x = load_hardware_by_name("mi300x", kHwDir);
+  EXPECT_EQ(mi300x.xcds, 8);
+  EXPECT_DOUBLE_EQ(mi300x.l2_mb_per_xcd(), 4.0);
+  EXPECT_DOUBLE_EQ(mi300x.llc_mb, 256.0);
+  EXPECT_DOUBLE_EQ(load_hardware_by_name("b200", kHwDir).l2_mb, 126.0);
+}
+
+TEST(HardwareFiles, EveryNumberHasASourceAndRatesMatchTheClock) {
+  // Dense bf16 FLOP per clock per SM/CU that each architecture's documents give.
+  const std::map<std::string, double> bf16_flops_per_clock = {
+      {"sm_90", 4096}, {"sm_100", 8192}, {"gfx942", 2048}, {"gfx950", 4096}};
+  for (const std::string& name : list_hardware(kHwDir)) {
+    SCOPED_TRACE(name);
+    const Hardware hw = load_hardware_by_name(name, kHwDir);
+    for (const char* key : {"compute.units", "compute.clock_mhz", "dense_tflops.bf16", "memory.hbm_tbs",
+                            "memory.l2_mb", "links.peer_gbs_per_direction"}) {
+      ASSERT_TRUE(hw.sources.count(key)) << key;
+      EXPECT_FALSE(hw.sources.at(key).empty()) << key;
+    }
+    for (const MatrixInstruction& mi : hw.matrix_instructions) EXPECT_FALSE(mi.source.empty()) << mi.name;
+    const double per_clock = hw.dense_tflops.bf16 * 1e12 / (hw.compute_units * hw.clock_mhz * 1e6);
+    EXPECT_NEAR(per_clock / bf16_flops_per_clock.at(hw.arch), 1.0, 0.01);
+    EXPECT_EQ(hw.compute_units % hw.xcds, 0);
+    for (MatrixPrecision p : kAllMatrixPrecisions)
+      if (hw.dense_tflops_for(p) > 0.0) {
+        EXPECT_GT(hw.dense_tflops_for(p), hw.dense_tflops.fp32 * 0.99);
+      }
+  }
+}
+
+TEST(HardwareFiles, H200CarriesItsMeasurements) {
+  const Hardware hw = load_hardware_by_name("h200_sxm", kHwDir);
+  ASSERT_TRUE(hw.measured.has_value());
+  EXPECT_EQ(hw.measured->date, "2026-11");
+  EXPECT_DOUBLE_EQ(*hw.measured->copy_tbs, 4.3);
+  EXPECT_DOUBLE_EQ(*hw.measured->bf16_gemm_tflops_low, 770);
+  EXPECT_DOUBLE_EQ(*hw.measured->bf16_gemm_tflops_high, 800);
+  EXPECT_DOUBLE_EQ(*hw.measured->l2_mb_reported, 60);
+  EXPECT_FALSE(load_hardware_by_name("h100_sxm", kHwDir).measured.has_value());
+}
+
+TEST(HardwareFiles, InstructionsDescribeTheirShapes) {
+  const Hardware h100 = load_hardware_by_name("h100_sxm", kHwDir);
+  bool found_wgmma = false;
+  for (const MatrixInstruction& mi : h100.matrix_instructions) {
+    if (mi.precision == MatrixPrecision::bf16) {
+      found_wgmma = true;
+      EXPECT_EQ(mi.scope, IssueScope::warpgroup);
+      EXPECT_TRUE(mi.allows_n(8) && mi.allows_n(256) && mi.allows_n(192));
+      EXPECT_FALSE(mi.allows_n(260) || mi.allows_n(12));
+      EXPECT_FALSE(mi.k_major_only);
+    }
+    if (mi.precision == MatrixPrecision::fp8) {
+      EXPECT_TRUE(mi.k_major_only);
+    }
+  }
+  EXPECT_TRUE(found_wgmma);
+  const Hardware b200 = load_hardware_by_name("b200", kHwDir);
+  int pairs = 0;
+  for (const MatrixInstruction& mi : b200.matrix_instructions) pairs += mi.ctas == 2;
+  EXPECT_EQ(pairs, 4);  // one cta_group::2 family per precision with a Tensor Core rate
+  EXPECT_EQ(load_hardware_by_name("mi355x", kHwDir).dense_tflops.tf32, 0.0);
+}
+
+TEST(HardwareErrors, UnknownKeys) {
+  std::string e = load_error("arch = \"sm_90\"", "arch = \"sm_90\"\nfavourite_colour = \"green\"");
+  EXPECT_NE(e.find("'favourite_colour': unknown key"), std::string::npos) << e;
+  e = load_error("[compute]\n", "[compute]\nsm_count = { value = 1, source = \"x\" }\n");
+  EXPECT_NE(e.find("'compute.sm_count': unknown key"), std::string::npos) << e;
+  e = load_error("units = { value = 132,", "units = { value = 132, note = \"x\",");
+  EXPECT_NE(e.find("'compute.units.note': unknown key"), std::string::npos) << e;
+  e = load_error("k = 16\nsource", "k = 16\nwidth = 3\nsource");
+  EXPECT_NE(e.find("'matrix_instructions[0].width': unknown key"), std::string::npos) << e;
+}
+
+TEST(HardwareErrors, WrongTypes) {
+  std::string e = load_error("units = { value = 132,", "units = { value = \"132\",");
+  EXPECT_NE(e.find("'compute.units.value': expected a number, found a string"), std::string::npos) << e;
+  e = load_error("units = { value = 132,", "units = { value = 132.5,");
+  EXPECT_NE(e.find("'compute.units.value': expected an integer, found a float"), std::string::npos) << e;
+  e = load_error("hbm_tbs = { value = 3.35, source = \"DESIGN.md table\" }", "hbm_tbs = 3.35");
+  EXPECT_NE(e.find("'memory.hbm_tbs': expected { value"), std::string::npos) << e;
+  e = load_error("vendor = \"nvidia\"", "vendor = 7");
+  EXPECT_NE(e.find("'vendor': expected a string, found an integer"), std::string::npos) << e;
+  TempDir dir;
+  const std::string file = dir.write("tiny.toml",
+                                     "schema_version = 1\nname = \"tiny\"\ndisplay_name = \"x\"\nvendor = "
+                                     "\"amd\"\narch = \"gfx942\"\ncompute = 5\n");
+  try {
+    load_hardware(file);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& ce) {
+    EXPECT_NE(std::string(ce.what()).find(file + ":6: key 'compute': expected a table, found an integer"),
+              std::string::npos)
+        << ce.what();
+  }
+}
+
+TEST(HardwareErrors, MissingKeysAndSources) {
+  std::string e = load_error("hbm_tbs = { value = 3.35, source = \"DESIGN.md table\" }\n", "");
+  EXPECT_NE(e.find("'memory.hbm_tbs': missing"), std::string::npos) << e;
+  e = load_error(
+      "units = { value = 132, source = \"DESIGN.md table; Hopper whitepaper (H100 SXM5: 132 SMs)\" }",
+      "units = { value = 132 }");
+  EXPECT_NE(e.find("'compute.units.source': missing"), std::string::npos) << e;
+  e = load_error(
+      "units = { value = 132, source = \"DESIGN.md table; Hopper whitepaper (H100 SXM5: 132 SMs)\" }",
+      "units = { value = 132, source = \"\" }");
+  EXPECT_NE(e.find("'compute.units.source': must name where"), std::string::npos) << e;
+  e = load_error(
+      "source = \"PTX ISA, wgmma.mma_async: shapes m64nNk16 for .f16/.bf16, N = 8..256 in steps of 8\"\n\n"
+      "[[matrix_instructions]]\nprecision = \"fp16\"",
+      "\n[[matrix_instructions]]\nprecision = \"fp16\"");
+  EXPECT_NE(e.find("'matrix_instructions[0].source': missing"), std::string::npos) << e;
+}
+
+TEST(HardwareErrors, ValuesOutOfRangeOrInconsistent) {
+  std::string e = load_error("units = { value = 132,", "units = { value = 0,");
+  EXPECT_NE(e.find("'compute.units': expected a positive integer"), std::string::npos) << e;
+  e = load_error("hbm_tbs = { value = 3.35,", "hbm_tbs = { value = -3.35,");
+  EXPECT_NE(e.find("'memory.hbm_tbs': expected a positive number"), std::string::npos) << e;
+  e = load_error("vendor = \"nvidia\"", "vendor = \"intel\"");
+  EXPECT_NE(e.find("'vendor': unknown vendor 'intel'"), std::string::npos) << e;
+  e = load_error("warp_size = { value = 32,", "warp_size = { value = 48,");
+  EXPECT_NE(e.find("'compute.warp_size': expected 32 or 64"), std::string::npos) << e;
+  e = load_error("xcds = { value = 1,", "xcds = { value = 4,");
+  EXPECT_NE(e.find("'memory.l2_mb_per_xcd': missing (required when compute.xcds > 1)"), std::string::npos)
+      << e;
+  e = load_error("xcds = { value = 1,", "xcds = { value = 5,");
+  EXPECT_NE(e.find("'compute.xcds': units (132) must divide evenly"), std::string::npos) << e;
+  e = load_error(
+      "l2_mb = { value = 50, source = \"DESIGN.md table\" }",
+      "l2_mb = { value = 50, source = \"DESIGN.md table\" }\nl2_mb_per_xcd = { value = 40, source = \"x\" }");
+  EXPECT_NE(e.find("'memory.l2_mb_per_xcd': times compute.xcds"), std::string::npos) << e;
+  e = load_error("max_shared_kb_per_block = { value = 227,", "max_shared_kb_per_block = { value = 300,");
+  EXPECT_NE(e.find("'memory.max_shared_kb_per_block': must not exceed"), std::string::npos) << e;
+  e = load_error("schema_version = 1", "schema_version = 2");
+  EXPECT_NE(e.find("'schema_version': expected 1, found 2"), std::string::npos) << e;
+  e = load_error("name = \"h100_sxm\"", "name = \"h100\"");
+  EXPECT_NE(e.find("'name': 'h100' must equal the file name"), std::string::npos) << e;
+}
+
+TEST(HardwareErrors, MatrixInstructions) {
+  std::string e = load_error("precision = \"bf16\"", "precision = \"int4\"");
+  EXPECT_NE(e.find("'matrix_instructions[0].precision': unknown precision 'int4'"), std::string::npos) << e;
+  e = load_error("scope = \"warpgroup\"", "scope = \"grid\"");
+  EXPECT_NE(e.find("'matrix_instructions[0].scope': unknown issue scope 'grid'"), std::string::npos) << e;
+  e = load_error("n_step = 8\nk = 16", "n_step = 7\nk = 16");
+  EXPECT_NE(e.find("'matrix_instructions[0].n_step': n_max - n_min must be a multiple"), std::string::npos)
+      << e;
+  e = load_error("m = 64\nn_min = 8", "m = 64\nn = 64\nn_min = 8");
+  EXPECT_NE(e.find("'matrix_instructions[0].n': give either"), std::string::npos) << e;
+  e = load_error("k = 16\nsource", "k = 16\nctas = 2\nsource");
+  EXPECT_NE(e.find("'matrix_instructions[0].ctas': only cta-scope"), std::string::npos) << e;
+  // A rate without an instruction, and an instruction without a rate.
+  e = load_error("precision = \"tf32\"", "precision = \"fp16\"");
+  EXPECT_NE(e.find("no instruction of precision tf32 although dense_tflops gives its rate"),
+            std::string::npos)
+      << e;
+  e = load_error("fp8 = { value = 1979, source = \"DESIGN.md table\" }\n", "");
+  EXPECT_NE(e.find("no dense_tflops.fp8 rate is given"), std::string::npos) << e;
+}
+
+TEST(HardwareErrors, MeasuredSection) {
+  TempDir dir;
+  std::string text = read_text(kHwDir + "/h200_sxm.toml");
+  text = replace_once(text, "bf16_gemm_tflops_low = { value = 770,", "bf16_gemm_tflops_low = { value = 900,");
+  const std::string file = dir.write("h200_sxm.toml", text);
+  try {
+    load_hardware(file);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'measured.bf16_gemm_tflops_low': must not exceed"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(HardwareErrors, SyntaxErrorNamesTheLine) {
+  TempDir dir;
+  const std::string file =
+      dir.write("broken.toml", "schema_version = 1\nname = \"broken\"\nvendor = = \"amd\"\n");
+  try {
+    load_hardware(file);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find(file + ":3: TOML syntax error"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HardwareErrors, MissingFilesAndNames) {
+  TempDir dir;
+  EXPECT_THROW(load_hardware(dir.str() + "/nothing.toml"), IoError);
+  try {
+    load_hardware_by_name("h300", kHwDir);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("hardware 'h300'"), std::string::npos) << what;
+    EXPECT_NE(what.find("available: b200, h100_sxm, h200_sxm, mi300x"), std::string::npos) << what;
+  }
+  EXPECT_THROW(list_hardware(dir.str() + "/no_such_dir"), IoError);
+}

@@ -1,0 +1,335 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "core/error.h"
+#include "perf/gemm_candidates.h"
+#include "perf/gemm_model.h"
+#include "perf/gemm_selector.h"
+#include "perf_test_support.h"
+
+using namespace hetrec;
+using namespace hetrec::test;
+
+namespace {
+
+const char* const kAllGpus[] = {"h100_sxm", "h200_sxm", "b200", "mi300x", "mi325x", "mi350x", "mi355x"};
+
+// A configuration that runs one CTA per unit, data parallel.
+GemmConfig hopper_128x256() {
+  GemmConfig c;
+  c.tile_m = 128, c.tile_n = 256, c.tile_k = 64;
+  c.inst_m = 64, c.inst_n = 256, c.inst_k = 16;
+  c.warps_m = 8, c.warps_n = 1, c.stages = 4;
+  return c;
+}
+
+GemmConfig cdna3_256x256() {
+  GemmConfig c;
+  c.tile_m = 256, c.tile_n = 256, c.tile_k = 32;
+  c.inst_m = 32, c.inst_n = 32, c.inst_k = 8;
+  c.warps_m = 2, c.warps_n = 2, c.stages = 2;
+  return c;
+}
+
+GemmProblem square(int64_t n, DType t = DType::bf16) {
+  GemmProblem p;
+  p.m = p.n = p.k = n;
+  p.a_type = p.b_type = p.c_type = t;
+  return p;
+}
+
+// Work items dealt round robin to XCDs, then in turn to each XCD's units: the most any
+// unit receives (a direct count, for the model's closed form).
+double simulated_waves(int64_t work, int units, int xcds) {
+  std::vector<int64_t> per_unit(units, 0);
+  std::vector<int64_t> next_in_xcd(xcds, 0);
+  const int per_xcd = units / xcds;
+  for (int64_t i = 0; i < work; ++i) {
+    const int x = int(i % xcds);
+    per_unit[x * per_xcd + next_in_xcd[x]++ % per_xcd] += 1;
+  }
+  return double(*std::max_element(per_unit.begin(), per_unit.end()));
+}
+
+}  // namespace
+
+TEST(GemmModel, MonotoneInK) {
+  Rng rng(21);
+  for (const char* name : kAllGpus) {
+    SCOPED_TRACE(name);
+    const Hardware hw = shipped_hardware(name);
+    const GemmModelParams params = shipped_params(hw);
+    const GemmSelector selector = GemmSelector::for_hardware(hw, params);
+    for (int trial = 0; trial < 25; ++trial) {
+      GemmProblem small = random_problem(rng, hw, 8192);
+      GemmProblem large = small;
+      large.k = small.k + 1 + int64_t(rng.below(uint64_t(small.k) * 3 + 64));
+      const std::vector<GemmConfig> candidates = gemm_candidates(hw, gemm_precision(small, hw));
+      ASSERT_FALSE(candidates.empty());
+      const GemmConfig& c = candidates[rng.below(candidates.size())];
+      const double t_small = predict_gemm(hw, small, c, params).time_us;
+      const double t_large = predict_gemm(hw, large, c, params).time_us;
+      EXPECT_LE(t_small, t_large) << describe_gemm_problem(small) << " K -> " << large.k << " with "
+                                  << to_string(c);
+      EXPECT_LE(selector.select(small).estimate.time_us, selector.select(large).estimate.time_us)
+          << describe_gemm_problem(small) << " K -> " << large.k;
+    }
+  }
+}
+
+TEST(GemmModel, LargeSquareBf16OnH200IsInTheMeasuredBand) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const GemmSelector selector = GemmSelector::for_hardware(hw, shipped_params(hw));
+  Rng rng(22);
+  std::vector<int64_t> sizes = {8192, 12288, 16384};
+  for (int i = 0; i < 3; ++i) sizes.push_back(6144 + 256 * int64_t(rng.below(41)));
+  for (int64_t n : sizes) {
+    const RankedConfig best = selector.select(square(n));
+    EXPECT_GE(best.estimate.tflops, 700.0) << n << ": " << to_string(best.config);
+    EXPECT_LE(best.estimate.tflops, 990.0) << n << ": " << to_string(best.config);
+    EXPECT_EQ(best.estimate.limiter, GemmLimiter::math) << n;
+  }
+  // DESIGN.md's measurement: 770-800 TFLOP/s for a large bf16 GEMM.
+  const double t8k = selector.select(square(8192)).estimate.tflops;
+  EXPECT_GE(t8k, hw.measured->bf16_gemm_tflops_low.value() * 0.97);
+  EXPECT_LE(t8k, hw.measured->bf16_gemm_tflops_high.value() * 1.03);
+}
+
+TEST(GemmModel, MemoryBoundGemvPredictsBytesOverBandwidth) {
+  Rng rng(23);
+  for (const char* name : kAllGpus) {
+    SCOPED_TRACE(name);
+    const Hardware hw = shipped_hardware(name);
+    const GemmModelParams params = shipped_params(hw);
+    const GemmSelector selector = GemmSelector::for_hardware(hw, params);
+    for (int trial = 0; trial < 4; ++trial) {
+      GemmProblem p;
+      p.m = log_uniform(rng, 4096, 32768);
+      p.k = log_uniform(rng, 4096, 32768);
+      p.n = 1;
+      const double bytes = double(p.m) * p.k * 2 + double(p.k) * 2 + double(p.m) * 2;
+      const double ideal_us = bytes / (hw.hbm_tbs * 1e12) * 1e6;
+      const RankedConfig best = selector.select(p);
+      const double kernel_us = best.estimate.time_us - best.estimate.launch_us;
+      EXPECT_GE(kernel_us, ideal_us) << describe_gemm_problem(p);
+      EXPECT_LE(kernel_us, 1.3 * ideal_us) << describe_gemm_problem(p) << ": " << to_string(best.config);
+      EXPECT_EQ(best.estimate.limiter, GemmLimiter::dram) << describe_gemm_problem(p);
+    }
+  }
+}
+
+TEST(GemmModel, OneTileMoreThanUnitsCostsTwoWaves) {
+  struct Case {
+    const char* gpu;
+    GemmConfig config;
+    int64_t tile_m, tile_n;
+  };
+  for (const Case& c :
+       {Case{"h200_sxm", hopper_128x256(), 128, 256}, Case{"mi300x", cdna3_256x256(), 256, 256}}) {
+    SCOPED_TRACE(c.gpu);
+    const Hardware hw = shipped_hardware(c.gpu);
+    const GemmModelParams params = shipped_params(hw);
+    ASSERT_EQ(gemm_kernel_traits(hw, params, MatrixPrecision::bf16, c.config).ctas_per_unit, 1);
+    // Grids of exactly `units` tiles and of `units + 1` tiles (a prime factorisation each).
+    auto grid_for = [&](int64_t tiles) {
+      int64_t rows = 1;
+      for (int64_t r = 2; r * r <= tiles; ++r)
+        if (tiles % r == 0) rows = r;
+      GemmProblem p = square(1);
+      p.m = rows * c.tile_m, p.n = tiles / rows * c.tile_n, p.k = 16384;
+      return p;
+    };
+    const GemmEstimate full = predict_gemm(hw, grid_for(hw.compute_units), c.config, params);
+    const GemmEstimate over = predict_gemm(hw, grid_for(hw.compute_units + 1), c.config, params);
+    EXPECT_EQ(full.tiles, hw.compute_units);
+    EXPECT_EQ(over.tiles, hw.compute_units + 1);
+    EXPECT_DOUBLE_EQ(full.waves, 1.0);
+    EXPECT_DOUBLE_EQ(over.waves, 2.0);
+    EXPECT_GT(over.unit_us / full.unit_us, 1.8);
+    EXPECT_LT(over.unit_us / full.unit_us, 2.05);
+    EXPECT_GT(over.time_us / full.time_us, 1.7);
+  }
+}
+
+TEST(GemmModel, WavesMatchADirectCountOfTheDispatch) {
+  Rng rng(24);
+  for (const char* name : {"h200_sxm", "mi300x", "mi355x", "b200"}) {
+    SCOPED_TRACE(name);
+    const Hardware hw = shipped_hardware(name);
+    const GemmModelParams params = shipped_params(hw);
+    const std::vector<GemmConfig> candidates = gemm_candidates(hw, MatrixPrecision::bf16);
+    for (int trial = 0; trial < 40; ++trial) {
+      const GemmConfig& c = candidates[rng.below(candidates.size())];
+      if (c.decomposition == GemmDecomposition::stream_k) continue;
+      GemmProblem p = square(1);
+      p.m = log_uniform(rng, 1, 20000), p.n = log_uniform(rng, 1, 20000), p.k = log_uniform(rng, 1, 20000);
+      const GemmEstimate e = predict_gemm(hw, p, c, params);
+      const int64_t tiles_m = (p.m + c.tile_m - 1) / c.tile_m, tiles_n = (p.n + c.tile_n - 1) / c.tile_n;
+      const int64_t tiles = ((tiles_m + c.cluster_m - 1) / c.cluster_m * c.cluster_m) *
+                            ((tiles_n + c.cluster_n - 1) / c.cluster_n * c.cluster_n);
+      const int64_t k_iters = (p.k + c.tile_k - 1) / c.tile_k;
+      const int64_t slices = std::min<int64_t>(c.split_k, k_iters);
+      EXPECT_EQ(e.tiles, tiles);
+      EXPECT_EQ(e.work_units, tiles * slices);
+      if (tiles * slices <= 200000) {
+        EXPECT_DOUBLE_EQ(e.waves, simulated_waves(tiles * slices, hw.compute_units, hw.xcds));
+      }
+      // Padding and main-loop math against a plain double-precision recomputation.
+      const double padded = double(tiles) * k_iters * 2.0 * c.tile_m * c.tile_n * c.tile_k;
+      EXPECT_NEAR(e.padding_efficiency, p.flops() / padded, 1e-12);
+      const double iter_math_us =
+          2.0 * c.tile_m * c.tile_n * c.tile_k /
+          (hw.dense_tflops.bf16 * 1e12 / hw.compute_units * params.matrix_efficiency.bf16) * 1e6;
+      const double iters_per_work = double((k_iters + slices - 1) / slices);
+      EXPECT_NEAR(e.math_us, e.waves * iters_per_work * iter_math_us, 1e-9 * e.math_us);
+    }
+  }
+}
+
+TEST(GemmModel, TimeCoversItsPartsAndTrafficCoversTheInputs) {
+  Rng rng(25);
+  for (const char* name : kAllGpus) {
+    SCOPED_TRACE(name);
+    const Hardware hw = shipped_hardware(name);
+    const GemmModelParams params = shipped_params(hw);
+    for (int trial = 0; trial < 40; ++trial) {
+      const GemmProblem p = random_problem(rng, hw);
+      const MatrixPrecision precision = gemm_precision(p, hw);
+      const std::vector<GemmConfig> candidates = gemm_candidates(hw, precision);
+      const GemmConfig& c = candidates[rng.below(candidates.size())];
+      const GemmEstimate e = predict_gemm(hw, p, c, params);
+      const double bytes = precision_operand_bytes(precision);
+      EXPECT_GE(e.dram_bytes, gemm_compulsory_bytes(p, bytes, bytes));
+      const double parts =
+          e.launch_us + std::max({e.unit_us, e.dram_us, e.llc_us}) + e.reduction_us + e.transpose_us;
+      EXPECT_NEAR(e.time_us, parts, 1e-9 * parts);
+      EXPECT_GE(e.unit_us, std::max({e.math_us, e.feed_us, e.l2_us, e.latency_us}) * (1 - 1e-12));
+      EXPECT_NEAR(e.tflops, p.flops() / e.time_us * 1e-6, 1e-9 * e.tflops);
+      EXPECT_GT(e.padding_efficiency, 0.0);
+      EXPECT_LE(e.padding_efficiency, 1.0 + 1e-12);
+      // The schedule's lower bound never exceeds the prediction (the selector prunes with it).
+      const GemmKernelTraits t = gemm_kernel_traits(hw, params, precision, c);
+      EXPECT_LE(schedule_gemm(hw, params, p, c, t).lower_bound_us, e.time_us);
+    }
+  }
+}
+
+TEST(GemmModel, EpilogueAndAccumulateOnlyAddTime) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const GemmModelParams params = shipped_params(hw);
+  Rng rng(26);
+  for (int trial = 0; trial < 20; ++trial) {
+    GemmProblem p = square(1);
+    p.m = log_uniform(rng, 64, 16384), p.n = log_uniform(rng, 64, 16384), p.k = log_uniform(rng, 16, 4096);
+    const GemmConfig c = hopper_128x256();
+    const double none = predict_gemm(hw, p, c, params).time_us;
+    p.epilogue = GemmEpilogue::bias;
+    const double bias = predict_gemm(hw, p, c, params).time_us;
+    p.epilogue = GemmEpilogue::bias_relu;
+    const double relu = predict_gemm(hw, p, c, params).time_us;
+    p.accumulate = true;
+    const double accumulate = predict_gemm(hw, p, c, params).time_us;
+    EXPECT_LE(none, bias);
+    EXPECT_LE(bias, relu);
+    EXPECT_LT(relu, accumulate);
+  }
+}
+
+TEST(GemmModel, SplitKWinsForSmallOutputsWithLongK) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const GemmModelParams params = shipped_params(hw);
+  GemmProblem p = square(256);
+  p.k = 65536;
+  double best_split = 1e30, best_plain = 1e30;
+  for (const GemmConfig& c : gemm_candidates(hw, MatrixPrecision::bf16)) {
+    const double t = predict_gemm(hw, p, c, params).time_us;
+    if (c.decomposition == GemmDecomposition::split_k) best_split = std::min(best_split, t);
+    if (c.decomposition == GemmDecomposition::data_parallel) best_plain = std::min(best_plain, t);
+  }
+  EXPECT_LT(best_split, 0.5 * best_plain);
+}
+
+TEST(GemmModel, XcdRemapCutsLlcTrafficOnCdna) {
+  const Hardware hw = shipped_hardware("mi300x");
+  const GemmModelParams params = shipped_params(hw);
+  GemmConfig c = cdna3_256x256();
+  c.swizzle = 8;
+  const GemmEstimate round_robin = predict_gemm(hw, square(8192), c, params);
+  c.xcd_remap = true;
+  const GemmEstimate remapped = predict_gemm(hw, square(8192), c, params);
+  EXPECT_LT(remapped.llc_bytes, 0.6 * round_robin.llc_bytes);
+  EXPECT_GT(round_robin.llc_bytes, round_robin.dram_bytes);
+  // NVIDIA GPUs have one L2 and no memory-side cache level in the model.
+  const Hardware h200 = shipped_hardware("h200_sxm");
+  EXPECT_EQ(predict_gemm(h200, square(8192), hopper_128x256(), shipped_params(h200)).llc_bytes, 0.0);
+}
+
+TEST(GemmModel, KMajorOnlyInstructionsPayForTransposes) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const GemmModelParams params = shipped_params(hw);
+  GemmProblem p = square(4096, DType::f8e4m3);
+  p.c_type = DType::bf16;
+  GemmConfig c;
+  c.tile_m = 128, c.tile_n = 256, c.tile_k = 128;
+  c.inst_m = 64, c.inst_n = 256, c.inst_k = 32;
+  c.warps_m = 8, c.warps_n = 1, c.stages = 3;
+  EXPECT_GT(predict_gemm(hw, p, c, params).transpose_us, 0.0);  // B stored N-contiguous
+  p.trans_b = true;
+  EXPECT_EQ(predict_gemm(hw, p, c, params).transpose_us, 0.0);
+  p.trans_a = true;
+  EXPECT_GT(predict_gemm(hw, p, c, params).transpose_us, 0.0);
+  // 16-bit wgmma reads either layout.
+  GemmProblem q = square(4096);
+  EXPECT_EQ(predict_gemm(hw, q, hopper_128x256(), params).transpose_us, 0.0);
+}
+
+TEST(GemmModel, RejectsBadProblemsAndConfigsWithReasons) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  auto message = [&](const GemmProblem& p, const GemmConfig& c) {
+    try {
+      predict_gemm(hw, p, c);
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  GemmProblem p = square(1024);
+  p.m = 0;
+  EXPECT_NE(message(p, hopper_128x256()).find("field 'm': must be positive"), std::string::npos);
+  p = square(1024);
+  p.b_type = DType::f16;
+  EXPECT_NE(message(p, hopper_128x256()).find("field 'b_type'"), std::string::npos);
+  p = square(1024);
+  p.compute_type = DType::f16;
+  EXPECT_NE(message(p, hopper_128x256()).find("field 'compute_type'"), std::string::npos);
+  p = square(1024);
+  p.fp8_scaling = Fp8Scaling::per_tensor;
+  EXPECT_NE(message(p, hopper_128x256()).find("field 'fp8_scaling'"), std::string::npos);
+
+  GemmConfig c = hopper_128x256();
+  c.tile_m = 256, c.stages = 2;  // 256x256 fp32 accumulators: the whole register file
+  EXPECT_NE(message(square(1024), c).find("accumulators of a 256x256 tile do not fit"), std::string::npos);
+  c = hopper_128x256();
+  c.stages = 7;
+  EXPECT_NE(message(square(1024), c).find("7 stages need 336 KB of shared memory"), std::string::npos);
+  c = hopper_128x256();
+  c.inst_n = 260;
+  EXPECT_NE(message(square(1024), c).find("no bf16 instruction 64x260x16"), std::string::npos);
+  c = hopper_128x256();
+  c.cluster_m = 4, c.cluster_n = 4;
+  EXPECT_NE(message(square(1024), c).find("exceeds the 8 CTAs"), std::string::npos);
+  c = hopper_128x256();
+  c.split_k = 4;  // without the split_k decomposition
+  EXPECT_NE(message(square(1024), c).find("split_k must be > 1 exactly when"), std::string::npos);
+  const Hardware mi300x = shipped_hardware("mi300x");
+  GemmConfig a = cdna3_256x256();
+  a.stages = 3;
+  try {
+    predict_gemm(mi300x, square(1024), a);
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("a block may use 64 KB"), std::string::npos) << e.what();
+  }
+}
