@@ -1,3 +1,4 @@
+#include "core/seed_streams.h"
 #include "model/dlrm.h"
 
 #include <algorithm>
@@ -20,13 +21,11 @@
 namespace hetrec {
 namespace {
 
-// The dense layers draw from hash_combine(init_seed, kDenseInitDomain), apart from the
-// tables (which derive their own domain from init_seed); each module from its own block
-// of streams, one stream per layer.
-constexpr uint64_t kDenseInitDomain = 0x64656E7365ull;  // "dense"
-constexpr uint64_t kBottomMlpStreams = 0;
-constexpr uint64_t kCrossNetStreams = uint64_t{1} << 16;
-constexpr uint64_t kTopMlpStreams = uint64_t{2} << 16;
+// The dense layers draw from seed_streams::dense_init_seed(init_seed), apart from the
+// tables; each module from its own block of streams, one stream per layer.
+using seed_streams::kBottomMlpStreams;
+using seed_streams::kCrossNetStreams;
+using seed_streams::kTopMlpStreams;
 
 std::string widths_str(int in, const std::vector<int>& widths) {
   std::string s = std::to_string(in);
@@ -59,7 +58,7 @@ class CpuDlrm final : public Model {
         top_mlp_(model.interaction_width(), model.top_mlp, /*relu_last=*/false),
         embeddings_(model, optim, model.init_seed),
         step_(Tensor::zeros({1}, DType::i64)) {
-    const uint64_t dense_seed = hash_combine(model.init_seed, kDenseInitDomain);
+    const uint64_t dense_seed = seed_streams::dense_init_seed(model.init_seed);
     bottom_mlp_.init(dense_seed, kBottomMlpStreams);
     top_mlp_.init(dense_seed, kTopMlpStreams);
     const int dim = model.embedding_dim;

@@ -26,6 +26,7 @@ struct ModelConfig : FeatureSpec {
   int cross_rank = 0;  // 0 = full-rank cross layers; >0 = low-rank U (V^T x)
   DType row_dtype = DType::f32;    // embedding row storage: fp32, fp16 or bf16
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
+  bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32
   uint64_t init_seed = 1;          // parameter initialisation
 
   // Width of the interaction output that feeds the top MLP.

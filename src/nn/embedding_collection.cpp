@@ -1,3 +1,4 @@
+#include "core/seed_streams.h"
 #include "nn/embedding_collection.h"
 
 #include <omp.h>
@@ -18,7 +19,6 @@ namespace hetrec {
 namespace {
 
 // Keeps the initialisation draws apart from other streams of the seed.
-constexpr uint64_t kInitDomain = 0x696E6974ull;  // "init"
 
 // Radix sort of (id, sample) keys: 11-bit digits give a 2048-entry (8 KB) histogram
 // that stays in L1, and 3 passes cover the 26 bits of a 40M-row table.
@@ -112,7 +112,7 @@ EmbeddingCollection::EmbeddingCollection(const ModelConfig& model, const OptimCo
     Table table;
     table.config = config;
     table.weight = Tensor::empty({config.rows, dim_}, row_dtype_);
-    const uint64_t table_key = hash_combine(hash_combine(seed_, kInitDomain), t);
+    const uint64_t table_key = seed_streams::embedding_init_table_key(seed_, t);
     switch (row_dtype_) {
       case DType::f32: init_rows<F32Rows>(table.weight, config.rows, dim_, table_key); break;
       case DType::f16: init_rows<F16Rows>(table.weight, config.rows, dim_, table_key); break;

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cstdint>
 
+#include "core/seed_streams.h"
 #include "core/dtype.h"
 #include "core/rng.h"
 
@@ -102,31 +103,21 @@ struct BF16Rows {
   static uint16_t store_stochastic(float v, uint32_t random) { return fast_f32_to_bf16_sr(v, random); }
 };
 
-// Keys of the rounding draws: one per (seed, step, table), and from it one per row.
-// kernels/sparse_rounding.h mirrors these and store_row_stochastic for the device.
-inline uint64_t rounding_table_key(uint64_t seed, int64_t step, int table) {
-  constexpr uint64_t kRoundingDomain = 0x726F756E64ull;  // "round": apart from other streams of the seed
-  const uint64_t step_key = hash_combine(hash_combine(seed, kRoundingDomain), static_cast<uint64_t>(step));
-  return hash_combine(step_key, static_cast<uint64_t>(table));
-}
-inline uint64_t rounding_row_key(uint64_t table_key, int64_t row) {
-  return hash_combine(table_key, static_cast<uint64_t>(row));
-}
+// Keys of the rounding draws (core/seed_streams.h, shared with the GPU kernels).
+using seed_streams::rounding_row_key;
+using seed_streams::rounding_table_key;
 
-// Writes an fp32 row back with stochastic rounding. Element 2k takes the high and element
-// 2k + 1 the low half of the draw mix64(row_key + k).
+// Writes an fp32 row back with stochastic rounding, element e with the random bits
+// seed_streams::rounding_bits(row_key, e).
 template <class Rows>
 void store_row_stochastic(typename Rows::Storage* row, const float* values, int dim, uint64_t row_key) {
   int d = 0;
   for (; d + 1 < dim; d += 2) {
-    const uint64_t draw = mix64(row_key + static_cast<uint64_t>(d >> 1));
+    const uint64_t draw = mix64(row_key + static_cast<uint64_t>(d >> 1));  // both halves of one draw
     row[d] = Rows::store_stochastic(values[d], static_cast<uint32_t>(draw >> 32));
     row[d + 1] = Rows::store_stochastic(values[d + 1], static_cast<uint32_t>(draw));
   }
-  if (d < dim) {
-    const uint64_t draw = mix64(row_key + static_cast<uint64_t>(d >> 1));
-    row[d] = Rows::store_stochastic(values[d], static_cast<uint32_t>(draw >> 32));
-  }
+  if (d < dim) row[d] = Rows::store_stochastic(values[d], seed_streams::rounding_bits(row_key, d));
 }
 
 }  // namespace hetrec

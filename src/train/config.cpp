@@ -232,6 +232,7 @@ void parse_model(Section m, ModelConfig& model) {
   model.row_dtype = parse_dtype(m.choice("row_dtype", "fp32", {"fp32", "fp16", "bf16"}), m.key_name("row_dtype"));
   model.dense_dtype =
       parse_dtype(m.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), m.key_name("dense_dtype"));
+  model.allow_tf32 = m.boolean("allow_tf32", false);
   model.init_seed = static_cast<uint64_t>(m.integer("init_seed", 1, 0, kMaxI));
   m.reject_unknown();
 }
@@ -314,6 +315,7 @@ void apply_recipe(Section r, RunConfig& cfg) {
   if (r.has("dense_dtype"))
     cfg.model.dense_dtype =
         parse_dtype(r.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), r.key_name("dense_dtype"));
+  if (r.has("allow_tf32")) cfg.model.allow_tf32 = r.boolean("allow_tf32", false);
   // Informational keys written by the planner.
   r.string("hardware", "");
   r.number("predicted_step_ms", 0.0, 0.0, 1e12);

@@ -4,14 +4,33 @@
 
 #include "core/error.h"
 #include "model/dlrm.h"
+#if defined(HETREC_WITH_GPU)
+#include "gpu/device.h"
+#include "model/gpu/gpu_dlrm.h"
+#endif
 
 namespace hetrec {
 
 std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::string* device_out) {
+#if defined(HETREC_WITH_GPU)
+  const bool gpu_present = gpu::has_device();
+  if (cfg.train.device == DeviceChoice::gpu && !gpu_present)
+    throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": no GPU is visible to this process");
+  if (cfg.train.device != DeviceChoice::cpu && gpu_present) {
+    GpuModelOptions options;
+    options.precision = cfg.model.allow_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
+    auto model = make_gpu_model(cfg.model, cfg.optim, options);
+    if (device_out) *device_out = "gpu: " + gpu::device_properties(options.device).name +
+                                  (cfg.model.allow_tf32 ? " (tf32 GEMMs)" : " (fp32)");
+    return model;
+  }
+  if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
+#else
   if (cfg.train.device == DeviceChoice::gpu)
     throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": this build has no GPU backend "
                       "(configure with the 'cuda' preset)");
   (void)log;
+#endif
   if (device_out) *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads)";
   return make_cpu_model(cfg.model, cfg.optim);
 }

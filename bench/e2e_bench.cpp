@@ -1,0 +1,257 @@
+// End-to-end training-step benchmark of the GPU model: median step time over N steps on
+// synthetic batches of a model preset, optional per-phase device times, and the
+// analytical floor of the step. Writes one JSON results file (DESIGN.md "Results
+// files", benchmark "e2e").
+//
+//   e2e_bench --config mlperf-dcnv2-capped --batch 65536 --steps 20 --precision tf32
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "gpu/device.h"
+#include "model/gpu/gpu_dlrm.h"
+
+namespace hetrec {
+namespace {
+
+// ---- The reference workload (DESIGN.md "Reference workload: MLPerf DLRM-DCNv2") ----
+constexpr int64_t kMlperfRows[] = {40000000, 39060,   17295,    7424, 20265, 3,        7122,     1543,   63,
+                                   40000000, 3067956, 405282,   10,   2209,  11938,    155,      4,      976,
+                                   14,       40000000, 40000000, 40000000, 590152, 12973, 108, 36};
+constexpr int kMlperfHotness[] = {3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1};
+constexpr int64_t kCappedRows = 2000000;  // the "capped" variant's per-table limit
+
+// ---- Datasheet rates for the analytical floor (NVIDIA H100/H200 SXM datasheet) ----
+constexpr double kFp32FlopsPerS = 67e12;   // non-tensor fp32
+constexpr double kTf32FlopsPerS = 495e12;  // dense tf32 tensor cores
+constexpr double kHbmBytesPerS = 4.8e12;   // H200 HBM3e
+
+ModelConfig preset(const std::string& name, DType rows) {
+  ModelConfig m;
+  m.row_dtype = rows;
+  if (name == "small") {
+    m.arch = Arch::dlrm;
+    m.embedding_dim = 64;
+    for (int t = 0; t < 8; ++t) m.tables.push_back({"C" + std::to_string(t + 1), 100000, 4, false, Pooling::sum});
+    m.bottom_mlp = {256, 64};
+    m.top_mlp = {512, 256, 1};
+    return m;
+  }
+  // The MLPerf tables and MLPs; "mlperf-dlrm-*" swaps the cross net for the DLRM dot
+  // interaction (the original DLRM benchmark's architecture).
+  const bool capped = name == "mlperf-dcnv2-capped" || name == "mlperf-dlrm-capped";
+  const bool dot = name == "mlperf-dlrm-capped";
+  if (!capped && name != "mlperf-dcnv2")
+    throw ConfigError("--config: expected small, mlperf-dcnv2, mlperf-dcnv2-capped or mlperf-dlrm-capped, got \"" +
+                      name + "\"");
+  m.arch = dot ? Arch::dlrm : Arch::dcnv2;
+  m.embedding_dim = 128;
+  for (int t = 0; t < 26; ++t) {
+    TableConfig c;
+    c.name = "C" + std::to_string(t + 1);
+    c.rows = capped ? std::min(kMlperfRows[t], kCappedRows) : kMlperfRows[t];
+    c.hotness = kMlperfHotness[t];
+    m.tables.push_back(c);
+  }
+  m.bottom_mlp = {512, 256, 128};
+  m.cross_layers = 3;
+  m.cross_rank = 512;
+  m.top_mlp = {1024, 1024, 512, 256, 1};
+  return m;
+}
+
+// Fixed-hotness bags with skewed ids (id = rows * u^3: a few rows are hot, as in the
+// real data), dense features log(1 + x) of uniform x.
+Batch synthetic_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
+  Batch b;
+  b.reset(size, m.num_dense, m.num_tables());
+  Rng rng(seed);
+  for (float& x : b.dense) x = static_cast<float>(std::log1p(100.0 * rng.uniform()));
+  for (float& y : b.labels) y = rng.uniform() < 0.25 ? 1.0f : 0.0f;
+  for (int t = 0; t < m.num_tables(); ++t) {
+    const auto rows = static_cast<double>(m.tables[static_cast<std::size_t>(t)].rows);
+    for (int64_t s = 0; s < size; ++s) {
+      for (int k = 0; k < m.tables[static_cast<std::size_t>(t)].hotness; ++k) {
+        const double u = rng.uniform();
+        b.ids.push_back(static_cast<int32_t>(std::min(rows - 1, std::floor(rows * u * u * u))));
+      }
+      b.offsets[static_cast<std::size_t>(t * size + s + 1)] = static_cast<int32_t>(b.ids.size());
+    }
+  }
+  return b;
+}
+
+struct Floor {
+  double flops = 0, bytes = 0, ms = 0;
+};
+
+// The least time a step can take: the larger of its GEMM arithmetic over the precision's
+// rate and its embedding traffic over HBM bandwidth.
+Floor step_floor(const ModelConfig& m, int64_t batch, bool tf32) {
+  double fwd = 0;  // multiply-adds x 2 per sample, forward
+  int in = m.num_dense;
+  for (int w : m.bottom_mlp) fwd += 2.0 * in * w, in = w;
+  const int f = m.num_tables() + 1;
+  const double n = static_cast<double>(m.interaction_width());
+  if (m.arch == Arch::dlrm) {
+    fwd += 2.0 * f * f / 2.0 * m.embedding_dim;
+  } else {
+    fwd += m.cross_layers * (m.cross_rank > 0 ? 4.0 * n * m.cross_rank : 2.0 * n * n);
+  }
+  in = m.interaction_width();
+  for (int w : m.top_mlp) fwd += 2.0 * in * w, in = w;
+  Floor fl;
+  fl.flops = 3.0 * fwd * static_cast<double>(batch);  // forward + two backward GEMMs
+  double ids = 0;
+  for (const TableConfig& t : m.tables) ids += t.hotness;
+  const double row = static_cast<double>(m.embedding_dim) * static_cast<double>(dtype_size(m.row_dtype));
+  // Forward: every id's row. Backward: the pooled gradient, then each touched row read
+  // and written once (at most one per id) with its row-wise accumulator.
+  fl.bytes = static_cast<double>(batch) * (ids * row + m.num_tables() * m.embedding_dim * 4.0 + ids * (2 * row + 8));
+  fl.ms = 1e3 * std::max(fl.flops / (tf32 ? kTf32FlopsPerS : kFp32FlopsPerS), fl.bytes / kHbmBytesPerS);
+  return fl;
+}
+
+std::string today(const char* format) {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
+  std::string config = "mlperf-dcnv2-capped", precision = "tf32", rows = "fp32", json_out, commit = "unknown", tag;
+  int64_t batch = 65536;
+  int steps = 20, warmup = 3;
+  bool no_graph = false, profile = false;
+  app.add_option("--config", config, "small | mlperf-dcnv2 | mlperf-dcnv2-capped | mlperf-dlrm-capped");
+  app.add_option("--batch", batch, "samples per step");
+  app.add_option("--steps", steps, "timed steps (the median is reported)");
+  app.add_option("--warmup", warmup, "untimed steps first");
+  app.add_option("--precision", precision, "GEMM precision: fp32 | tf32");
+  app.add_option("--rows", rows, "embedding row dtype: fp32 | fp16 | bf16");
+  app.add_flag("--no-graph", no_graph, "run every step eagerly");
+  app.add_flag("--profile", profile, "per-phase device times (steps run eagerly)");
+  app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
+  app.add_option("--commit", commit, "commit the binary was built from");
+  app.add_option("--tag", tag, "suffix of the default results file name");
+  CLI11_PARSE(app, argc, argv);
+
+  if (gpu::device_count() == 0) {
+    std::fprintf(stderr, "e2e_bench: no GPU device\n");
+    return 2;
+  }
+  const ModelConfig m = preset(config, parse_dtype(rows, "--rows"));
+  OptimConfig o;
+  o.dense = OptimizerKind::adagrad;
+  o.sparse = OptimizerKind::rowwise_adagrad;
+  o.lr = 0.004;
+  o.sparse_lr = 0.004;
+  GpuModelOptions opts;
+  if (precision == "tf32") opts.precision = cublaslt::Precision::tf32;
+  else if (precision != "fp32") throw ConfigError("--precision: expected fp32 or tf32, got \"" + precision + "\"");
+  opts.cuda_graph = !no_graph;
+  opts.profile_phases = profile;
+
+  const auto t0 = std::chrono::steady_clock::now();
+  auto model = make_gpu_model(m, o, opts);
+  const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s\ninit %.2f s\n", model->describe().c_str(), init_s);
+
+  constexpr int kBatchSets = 3;  // rotate inputs so repeated steps do not replay one batch
+  std::vector<Batch> batches;
+  for (int i = 0; i < kBatchSets; ++i) batches.push_back(synthetic_batch(m, batch, 1000 + static_cast<uint64_t>(i)));
+  const StepRates rates{static_cast<float>(o.lr), static_cast<float>(o.sparse_lr)};
+
+  std::vector<double> step_ms;
+  std::vector<std::vector<double>> phases;
+  std::vector<std::string> phase_names;
+  double loss = 0;
+  for (int i = 0; i < warmup + steps; ++i) {
+    const auto s0 = std::chrono::steady_clock::now();
+    loss = model->train_step(batches[static_cast<std::size_t>(i % kBatchSets)], rates);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
+    if (i < warmup) continue;
+    step_ms.push_back(ms);
+    if (profile) {
+      const auto p = model->phase_ms();
+      if (phases.empty()) {
+        phases.resize(p.size());
+        for (const auto& [name, v] : p) phase_names.push_back(name);
+      }
+      for (std::size_t k = 0; k < p.size(); ++k) phases[k].push_back(p[k].second);
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
+  const double step = median(step_ms);
+  const Floor fl = step_floor(m, batch, opts.precision == cublaslt::Precision::tf32);
+  const double samples_per_s = static_cast<double>(batch) / (step / 1e3);
+  std::printf("batch %lld: median step %.3f ms (min %.3f, max %.3f), %.0f samples/s, last loss %.5f\n",
+              static_cast<long long>(batch), step, *std::min_element(step_ms.begin(), step_ms.end()),
+              *std::max_element(step_ms.begin(), step_ms.end()), samples_per_s, loss);
+  std::printf("floor %.3f ms (%.1f GFLOP, %.2f GB): step / floor = %.2f\n", fl.ms, fl.flops / 1e9, fl.bytes / 1e9,
+              step / fl.ms);
+  nlohmann::json phase_json = nlohmann::json::object();
+  for (std::size_t k = 0; k < phases.size(); ++k) {
+    const double v = median(phases[k]);
+    phase_json[phase_names[k]] = v;
+    std::printf("  %-22s %8.3f ms\n", phase_names[k].c_str(), v);
+  }
+
+  std::string command;
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+  nlohmann::json out;
+  out["benchmark"] = "e2e";
+  out["date"] = today("%Y-%m-%d");
+  out["gpu"] = gpu::device_properties(0).name;
+  out["commit"] = commit;
+  out["command"] = command;
+  out["metrics"] = {{"config", config},
+                    {"batch", batch},
+                    {"precision", precision},
+                    {"row_dtype", rows},
+                    {"cuda_graph", !no_graph && !profile},
+                    {"hetrec_samples_per_s", samples_per_s},
+                    {"torch_eager_samples_per_s", nullptr},
+                    {"torch_compile_samples_per_s", nullptr},
+                    {"floor_ms", fl.ms},
+                    {"step_ms", step},
+                    {"step_ms_all", step_ms},
+                    {"init_s", init_s},
+                    {"phase_ms", phase_json}};
+  if (json_out.empty())
+    json_out = "bench/results/e2e-" + today("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";
+  std::ofstream f(json_out);
+  if (!f) throw IoError("cannot write " + json_out);
+  f << out.dump(2) << "\n";
+  std::printf("wrote %s\n", json_out.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace hetrec
+
+int main(int argc, char** argv) {
+  try {
+    return hetrec::run(argc, argv);
+  } catch (const hetrec::Error& e) {
+    std::fprintf(stderr, "e2e_bench: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,204 @@
+// Compiled into hetrec_gemm only with a GPU backend (the CPU build sees an empty file).
+#if defined(HETREC_WITH_GPU)
+#include "gemm/cublaslt_gemm.h"
+
+#include <string>
+
+#include "core/error.h"
+
+namespace hetrec::cublaslt {
+
+namespace {
+
+// cuBLASLt requires the ReLU bit-mask leading dimension to be a multiple of 128.
+constexpr int64_t kAuxLdMultiple = 128;
+constexpr int kMaxAlignment = 256;
+
+cudaDataType data_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::f16: return CUDA_R_16F;
+    default: throw InternalError("cublaslt: unsupported matrix dtype " + std::string(dtype_name(t)));
+  }
+}
+
+cublasLtEpilogue_t epilogue_of(Epilogue e) {
+  switch (e) {
+    case Epilogue::none: return CUBLASLT_EPILOGUE_DEFAULT;
+    case Epilogue::bias: return CUBLASLT_EPILOGUE_BIAS;
+    case Epilogue::relu_bias: return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case Epilogue::relu_aux_bias: return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
+    case Epilogue::drelu_bgrad: return CUBLASLT_EPILOGUE_DRELU_BGRAD;
+    // Row-major A is the column-major product's B operand.
+    case Epilogue::bgrad_a: return CUBLASLT_EPILOGUE_BGRADB;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+bool uses_bias(Epilogue e) { return e != Epilogue::none; }
+bool uses_aux(Epilogue e) { return e == Epilogue::relu_aux_bias || e == Epilogue::drelu_bgrad; }
+
+int alignment_of(const void* p) {
+  const auto addr = reinterpret_cast<std::uintptr_t>(p);
+  int a = kMaxAlignment;
+  while (a > 1 && addr % static_cast<std::uintptr_t>(a) != 0) a /= 2;
+  return a;
+}
+
+std::string shape_text(const Problem& p) {
+  return "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+         (p.trans_a ? " A^T" : " A") + (p.trans_b ? " B^T" : " B") + " lda=" + std::to_string(p.lda) +
+         " ldb=" + std::to_string(p.ldb) + " ldd=" + std::to_string(p.ldd) + " D " +
+         std::string(dtype_name(p.d_type)) + " precision " + std::to_string(static_cast<int>(p.precision)) +
+         " epilogue " + std::to_string(static_cast<int>(p.epilogue));
+}
+
+template <class T>
+void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
+  HETREC_BLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+}
+
+}  // namespace
+
+int64_t relu_aux_ld(int64_t n) { return (n + kAuxLdMultiple - 1) / kAuxLdMultiple * kAuxLdMultiple; }
+
+std::size_t relu_aux_bytes(int64_t m, int64_t n) { return static_cast<std::size_t>(relu_aux_ld(n) / 8 * m); }
+
+std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
+                                                const Alignment& alignment) {
+  cublasLtMatmulPreference_t pref = nullptr;
+  HETREC_BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  std::optional<cublasLtMatmulAlgo_t> chosen;
+  try {
+    HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &workspace_bytes, sizeof(workspace_bytes)));
+#if !defined(HETREC_GPU_HIP)  // hipBLASLt has no alignment preferences; it checks pointers itself
+    // The column-major product's A is our B and its B our A.
+    const uint32_t align_a = static_cast<uint32_t>(alignment.b), align_b = static_cast<uint32_t>(alignment.a);
+    const uint32_t align_d = static_cast<uint32_t>(alignment.d);
+    HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &align_a,
+                                                           sizeof(align_a)));
+    HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &align_b,
+                                                           sizeof(align_b)));
+    HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &align_d,
+                                                           sizeof(align_d)));
+    HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
+                                                           sizeof(align_d)));
+#else
+    (void)alignment;
+#endif
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, d, d, pref, 1, &result, &found);
+    if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) chosen = result.algo;
+  } catch (...) {
+    (void)cublasLtMatmulPreferenceDestroy(pref);
+    throw;
+  }
+  HETREC_BLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
+  return chosen;
+}
+
+struct Gemm::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // column-major view
+  std::optional<cublasLtMatmulAlgo_t> algo;
+  ~Plan() {
+    if (a) (void)cublasLtMatrixLayoutDestroy(a);
+    if (b) (void)cublasLtMatrixLayoutDestroy(b);
+    if (d) (void)cublasLtMatrixLayoutDestroy(d);
+    if (desc) (void)cublasLtMatmulDescDestroy(desc);
+  }
+};
+
+Gemm::Gemm(Allocator& device_allocator, std::size_t workspace_bytes) {
+  HETREC_BLAS_CHECK(cublasLtCreate(&handle_));
+  if (workspace_bytes > 0)
+    workspace_ = Tensor::empty({static_cast<int64_t>(workspace_bytes)}, DType::u8, device_allocator);
+}
+
+Gemm::~Gemm() {
+  plans_.clear();
+  if (handle_) (void)cublasLtDestroy(handle_);
+}
+
+Gemm::Key Gemm::key_of(const Problem& p, const Alignment& al) {
+  return Key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd, static_cast<int>(p.d_type),
+             static_cast<int>(p.precision), static_cast<int>(p.epilogue), al.a, al.b, al.d, al.aux, al.bias};
+}
+
+Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
+  const Key key = key_of(p, al);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0) throw InternalError("cublaslt: empty problem " + shape_text(p));
+  const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+  const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+  if (p.lda < a_cols || p.ldb < b_cols || p.ldd < p.n)
+    throw InternalError("cublaslt: leading dimension below the row width in " + shape_text(p) + " (A is " +
+                        std::to_string(a_rows) + " x " + std::to_string(a_cols) + ", B " + std::to_string(b_rows) +
+                        " x " + std::to_string(b_cols) + ")");
+
+  auto plan = std::make_unique<Plan>();
+  {
+    const DType ab_type = p.precision == Precision::bf16 ? DType::bf16 : DType::f32;
+    const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    HETREC_BLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, CUDA_R_32F));
+    // Column-major view: D^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m). A row-major
+    // r x c matrix is a column-major c x r one, so B^T needs no transpose when B is used
+    // as stored, and one when it is used transposed (likewise A).
+    const cublasOperation_t op_first = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_second = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_first);
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_second);
+    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p.epilogue));
+    if (uses_bias(p.epilogue) && p.d_type != DType::f32) set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
+    if (uses_aux(p.epilogue)) set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, relu_aux_ld(p.n));
+    // Stored shapes in the column-major view: B is (b_cols x b_rows) with ld ldb, A is
+    // (a_cols x a_rows) with ld lda, D is (n x m) with ld ldd.
+    HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, data_type(ab_type), static_cast<uint64_t>(b_cols),
+                                                 static_cast<uint64_t>(b_rows), p.ldb));
+    HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, data_type(ab_type), static_cast<uint64_t>(a_cols),
+                                                 static_cast<uint64_t>(a_rows), p.lda));
+    HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, data_type(p.d_type), static_cast<uint64_t>(p.n),
+                                                 static_cast<uint64_t>(p.m), p.ldd));
+    plan->algo = select_algo(handle_, plan->desc, plan->a, plan->b, plan->d,
+                             workspace_.defined() ? workspace_.nbytes() : 0, al);
+  }
+  Plan& ref = *plan;
+  plans_.emplace(key, std::move(plan));
+  return ref;
+}
+
+bool Gemm::supported(const Problem& problem) { return plan(problem, Alignment{}).algo.has_value(); }
+
+void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream) {
+  if (uses_bias(p.epilogue)) {
+    const bool grad = p.epilogue == Epilogue::drelu_bgrad || p.epilogue == Epilogue::bgrad_a;
+    if (grad ? !o.bias_grad : !o.bias) throw InternalError("cublaslt: epilogue needs a bias vector: " + shape_text(p));
+  }
+  if (uses_aux(p.epilogue) && !o.aux) throw InternalError("cublaslt: epilogue needs the aux mask: " + shape_text(p));
+  Alignment al;
+  al.a = alignment_of(o.a);
+  al.b = alignment_of(o.b);
+  al.d = alignment_of(o.d);
+  if (uses_aux(p.epilogue)) al.aux = alignment_of(o.aux);
+  if (uses_bias(p.epilogue)) al.bias = alignment_of(o.bias ? static_cast<const void*>(o.bias) : o.bias_grad);
+  Plan& pl = plan(p, al);
+  if (!pl.algo) throw DeviceError("cuBLASLt has no algorithm for " + shape_text(p));
+  if (uses_bias(p.epilogue)) {
+    const void* bias = o.bias ? static_cast<const void*>(o.bias) : static_cast<const void*>(o.bias_grad);
+    set_desc(pl.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
+  }
+  if (uses_aux(p.epilogue)) set_desc(pl.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, o.aux);
+  void* ws = workspace_.defined() ? workspace_.raw() : nullptr;
+  const std::size_t ws_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
+  HETREC_BLAS_CHECK(cublasLtMatmul(handle_, pl.desc, &o.alpha, o.b, pl.a, o.a, pl.b, &o.beta, o.d, pl.d, o.d, pl.d,
+                                   &*pl.algo, ws, ws_bytes, stream));
+}
+
+}  // namespace hetrec::cublaslt
+#endif  // HETREC_WITH_GPU

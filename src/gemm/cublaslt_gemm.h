@@ -1,0 +1,108 @@
+#pragma once
+// GEMMs on NVIDIA (and, through the gpu/blaslt.h shim, AMD) GPUs via cuBLASLt, in the
+// row-major language of the rest of hetrec, with the fused epilogues the dense layers
+// need. Matrices are row-major; lda/ldb/ldc are row strides in elements, as in
+// gemm/cpu_blas.h:
+//   D (m x n) = alpha * op(A) (m x k) * op(B) (k x n) [+ beta * D] [epilogue]
+// Internally the problem is handed to cuBLASLt transposed (D^T = op(B)^T op(A)^T), the
+// usual way to run a row-major product on a column-major library.
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <tuple>
+
+#include "core/dtype.h"
+#include "core/tensor.h"
+#include "gpu/blaslt.h"
+#include "gpu/platform.h"
+
+namespace hetrec::cublaslt {
+
+enum class Epilogue : uint8_t {
+  none,
+  bias,           // D[i][j] = (AB)[i][j] + bias[j]
+  relu_bias,      // D = relu(AB + bias)
+  relu_aux_bias,  // as relu_bias, and the ReLU mask (AB + bias > 0) goes to aux as bits
+  drelu_bgrad,    // D = AB where the aux mask is set, else 0; bias_grad[j] = sum_i D[i][j]
+  bgrad_a,        // D = AB; bias_grad[i] = sum_k op(A)[i][k] (a weight GEMM's bias gradient)
+};
+
+enum class Precision : uint8_t {
+  fp32,  // fp32 operands, fp32 arithmetic
+  tf32,  // fp32 operands, tensor cores with 10-bit-mantissa inputs, fp32 accumulation
+  bf16,  // bf16 A and B, fp32 accumulation; D in fp32 or bf16
+};
+
+struct Problem {
+  bool trans_a = false;  // A stored k x m (row-major) and used transposed
+  bool trans_b = false;  // B stored n x k and used transposed
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldd = 0;
+  DType d_type = DType::f32;
+  Precision precision = Precision::fp32;
+  Epilogue epilogue = Epilogue::none;
+};
+
+struct Operands {
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* d = nullptr;
+  float alpha = 1.0f;
+  float beta = 0.0f;  // 0: D is only written (NaN in it does not propagate)
+  const float* bias = nullptr;  // bias, relu_bias, relu_aux_bias: n values
+  float* bias_grad = nullptr;   // drelu_bgrad: n values; bgrad_a: m values
+  void* aux = nullptr;          // relu_aux_bias (written), drelu_bgrad (read): relu_aux_bytes(m, n)
+};
+
+// The ReLU mask is one bit per element of D, laid out for cuBLASLt's column-major view
+// (n rows of D^T, leading dimension rounded up to 128 bits as the library requires).
+int64_t relu_aux_ld(int64_t n);
+std::size_t relu_aux_bytes(int64_t m, int64_t n);
+
+// Pointer alignments the chosen algorithm may assume (bytes, power of two up to 256).
+struct Alignment {
+  int a = 256, b = 256, d = 256, aux = 256, bias = 256;
+  auto tie() const { return std::tie(a, b, d, aux, bias); }
+};
+
+// The seam for the analytical kernel selector (perf/): picks the algorithm for one
+// problem. Today it returns cuBLASLt's own heuristic's first choice, or nothing when the
+// library has no algorithm (e.g. an epilogue it does not fuse for these types).
+std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
+                                                const Alignment& alignment);
+
+// One cuBLASLt handle with its workspace and a cache of per-problem plans (descriptors
+// and the selected algorithm), so a training step never queries the heuristic twice for
+// one shape. Not thread-safe; the workspace serves one stream at a time.
+class Gemm {
+ public:
+  // 32 MiB: the workspace cuBLAS's documentation recommends for Hopper.
+  static constexpr std::size_t kDefaultWorkspaceBytes = std::size_t{32} << 20;
+
+  explicit Gemm(Allocator& device_allocator, std::size_t workspace_bytes = kDefaultWorkspaceBytes);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+
+  // Whether an algorithm exists for the problem with 256-byte-aligned operands.
+  bool supported(const Problem& problem);
+  // Throws DeviceError naming the shape when no algorithm exists or the call fails.
+  void run(const Problem& problem, const Operands& operands, gpu::stream_t stream);
+
+ private:
+  struct Plan;
+  using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int, int,
+                         int, int, int>;
+  Plan& plan(const Problem& problem, const Alignment& alignment);
+  static Key key_of(const Problem& p, const Alignment& al);
+
+  cublasLtHandle_t handle_ = nullptr;
+  Tensor workspace_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace hetrec::cublaslt

@@ -1,0 +1,24 @@
+#pragma once
+// Column sums of a rows x cols matrix (bias gradients), optionally fused with the ReLU
+// backward. Deterministic: each column is summed in fixed row chunks, then the chunk
+// partials in chunk order, whatever the launch configuration.
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/platform.h"
+
+namespace hetrec::kernels {
+
+std::size_t column_sum_workspace_bytes(int64_t rows, int64_t cols);
+
+// sums[c] = sum_r m[r * ld + c].
+void column_sum(const float* m, int64_t rows, int64_t cols, int64_t ld, float* sums, void* workspace,
+                std::size_t workspace_bytes, gpu::stream_t stream);
+
+// The backward of y = relu(z) followed by the bias gradient: dz = dy where y > 0, else 0
+// (written to dz, which may alias dy; all three share the leading dimension ld), and
+// sums[c] = sum_r dz[r][c].
+void relu_backward_column_sum(const float* dy, const float* y, float* dz, int64_t rows, int64_t cols, int64_t ld,
+                              float* sums, void* workspace, std::size_t workspace_bytes, gpu::stream_t stream);
+
+}  // namespace hetrec::kernels

@@ -1,0 +1,144 @@
+#include "kernels/dot_interaction.h"
+
+#include <string>
+
+#include "core/error.h"
+#include "gpu/check.h"
+#include "gpu/kernel_attributes.h"
+#include "kernels/launch.h"
+
+namespace hetrec::kernels {
+
+namespace {
+
+constexpr int kThreads = 256;
+// Shared-memory rows are padded by one float so that threads reading the same element
+// of different features fall into different banks.
+constexpr int kRowPad = 1;
+// Above the default 48 KB of dynamic shared memory a kernel must opt in.
+constexpr std::size_t kDefaultSharedLimit = 48 * 1024;
+
+// Pair p of the lower triangle (i ascending, j ascending within i).
+__device__ inline void pair_of(int p, bool self, int& i, int& j) {
+  // Row i starts at i(i-1)/2 (without the diagonal) or i(i+1)/2 (with it); invert with a
+  // float square root, then fix the rounding by at most one step either way.
+  const float pf = static_cast<float>(p);
+  int r = self ? static_cast<int>((sqrtf(8.0f * pf + 1.0f) - 1.0f) * 0.5f)
+               : static_cast<int>((sqrtf(8.0f * pf + 1.0f) + 1.0f) * 0.5f);
+  auto start = [self](int row) { return self ? row * (row + 1) / 2 : row * (row - 1) / 2; };
+  while (start(r) > p) --r;
+  while (start(r + 1) <= p) ++r;
+  i = r;
+  j = p - start(r);
+}
+
+__device__ inline void load_features(float* smem, const float* src, int num_features, int dim) {
+  const int padded = dim + kRowPad;
+  for (int e = threadIdx.x; e < num_features * dim; e += blockDim.x) {
+    const int f = e / dim;
+    smem[f * padded + (e - f * dim)] = src[e];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads)
+    dot_forward_kernel(const float* __restrict__ features, int64_t feature_stride, float* __restrict__ out,
+                       int64_t out_stride, int num_features, int dim, bool self) {
+  extern __shared__ float dynamic_shared[];
+  float* x = dynamic_shared;
+  const int64_t b = blockIdx.x;
+  const float* src = features + b * feature_stride;
+  load_features(x, src, num_features, dim);
+  __syncthreads();
+  float* o = out + b * out_stride;
+  for (int k = threadIdx.x; k < dim; k += blockDim.x) o[k] = x[k];
+  const int pairs = self ? num_features * (num_features + 1) / 2 : num_features * (num_features - 1) / 2;
+  const int padded = dim + kRowPad;
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+    int i = 0, j = 0;
+    pair_of(p, self, i, j);
+    const float* xi = x + i * padded;
+    const float* xj = x + j * padded;
+    float acc = 0.0f;
+    for (int k = 0; k < dim; ++k) acc = fmaf(xi[k], xj[k], acc);
+    o[dim + p] = acc;
+  }
+}
+
+// Shared memory: the features (F rows, padded) then the symmetric pair-gradient matrix G
+// (F x F): G[i][j] = G[j][i] = dout of pair (i, j), G[i][i] = 2 dout of (i, i) or 0.
+__global__ void __launch_bounds__(kThreads)
+    dot_backward_kernel(const float* __restrict__ features, int64_t feature_stride, const float* __restrict__ dout,
+                        int64_t dout_stride, float* __restrict__ dfeatures, int64_t dfeature_stride, int num_features,
+                        int dim, bool self) {
+  extern __shared__ float dynamic_shared[];
+  const int padded = dim + kRowPad;
+  float* x = dynamic_shared;
+  float* g = dynamic_shared + num_features * padded;
+  const int64_t b = blockIdx.x;
+  load_features(x, features + b * feature_stride, num_features, dim);
+  const float* go = dout + b * dout_stride;
+  for (int e = threadIdx.x; e < num_features * num_features; e += blockDim.x) g[e] = 0.0f;
+  __syncthreads();
+  const int pairs = self ? num_features * (num_features + 1) / 2 : num_features * (num_features - 1) / 2;
+  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
+    int i = 0, j = 0;
+    pair_of(p, self, i, j);
+    const float v = go[dim + p];
+    if (i == j) {
+      g[i * num_features + i] = 2.0f * v;
+    } else {
+      g[i * num_features + j] = v;
+      g[j * num_features + i] = v;
+    }
+  }
+  __syncthreads();
+  float* dst = dfeatures + b * dfeature_stride;
+  for (int e = threadIdx.x; e < num_features * dim; e += blockDim.x) {
+    const int i = e / dim;
+    const int k = e - i * dim;
+    float acc = i == 0 ? go[k] : 0.0f;
+    for (int j = 0; j < num_features; ++j) acc = fmaf(g[i * num_features + j], x[j * padded + k], acc);
+    dst[i * dim + k] = acc;
+  }
+}
+
+template <class Kernel>
+void allow_shared(Kernel kernel, std::size_t bytes) {
+  if (bytes > kDefaultSharedLimit) gpu::allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), bytes);
+}
+
+void check_shape(const DotInteractionShape& s) {
+  if (s.num_features <= 0 || s.dim <= 0 || s.batch < 0)
+    throw InternalError("dot interaction: bad shape (features " + std::to_string(s.num_features) + ", dim " +
+                        std::to_string(s.dim) + ")");
+}
+
+}  // namespace
+
+void dot_interaction_forward(const DotInteractionShape& shape, const float* features, int64_t feature_stride,
+                             float* out, int64_t out_stride, gpu::stream_t stream) {
+  check_shape(shape);
+  if (shape.batch == 0) return;
+  const std::size_t smem = static_cast<std::size_t>(shape.num_features) * (shape.dim + kRowPad) * sizeof(float);
+  allow_shared(dot_forward_kernel, smem);
+  dot_forward_kernel<<<grid_for(shape.batch, 1), kThreads, smem, stream>>>(features, feature_stride, out, out_stride,
+                                                                          shape.num_features, shape.dim, shape.self);
+  HETREC_GPU_CHECK_LAUNCH("dot_forward_kernel");
+}
+
+void dot_interaction_backward(const DotInteractionShape& shape, const float* features, int64_t feature_stride,
+                              const float* dout, int64_t dout_stride, float* dfeatures, int64_t dfeature_stride,
+                              gpu::stream_t stream) {
+  check_shape(shape);
+  if (shape.batch == 0) return;
+  const std::size_t smem = (static_cast<std::size_t>(shape.num_features) * (shape.dim + kRowPad) +
+                            static_cast<std::size_t>(shape.num_features) * shape.num_features) *
+                           sizeof(float);
+  allow_shared(dot_backward_kernel, smem);
+  dot_backward_kernel<<<grid_for(shape.batch, 1), kThreads, smem, stream>>>(
+      features, feature_stride, dout, dout_stride, dfeatures, dfeature_stride, shape.num_features, shape.dim,
+      shape.self);
+  HETREC_GPU_CHECK_LAUNCH("dot_backward_kernel");
+}
+
+}  // namespace hetrec::kernels

@@ -1,0 +1,33 @@
+#pragma once
+// Table-batched embedding backward fused with the sparse optimizer. No dense gradient of
+// a table ever exists: the (table, id) pairs of the batch are sorted (stable radix sort
+// on the global row), each unique row's gradient is summed over its occurrences in
+// input order (deterministic; a row occurring more than 64 times is summed in chunks of
+// 64 occurrences, then the chunk sums in order), and the optimizer updates that row
+// once, in place.
+#include <cstddef>
+#include <cstdint>
+
+#include "gpu/platform.h"
+#include "kernels/embedding_types.h"
+
+namespace hetrec::kernels {
+
+// Scratch bytes for a batch of at most `max_ids` ids and rows of `dim` elements.
+std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim);
+
+// grad_pooled(b, t, d) = grad_pooled[b * grad_row_stride + t * dim + d] (fp32), the
+// gradient of the forward's pooled output. For each row r touched by the batch:
+//   g = sum over occurrences (t, b) of r of grad_pooled(b, t, :) (divided by the bag's
+//       length for mean-pooled tables)
+//   sgd:             w -= lr * g
+//   adagrad:         a += g^2 (element-wise);   w -= lr * g / (sqrt(a) + eps)
+//   rowwise_adagrad: a += mean_d(g^2) (one per row); w -= lr * g / (sqrt(a) + eps)
+// 16-bit rows are updated in fp32 and stored with stochastic rounding
+// (kernels/sparse_rounding.h). Ids outside their table are skipped. Nothing is written
+// when optimizer.scalars->skip_update is set.
+void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
+                                   int64_t grad_row_stride, const SparseOptimizerParams& optimizer, void* workspace,
+                                   std::size_t workspace_bytes, gpu::stream_t stream);
+
+}  // namespace hetrec::kernels

@@ -1,0 +1,56 @@
+#pragma once
+// Host-side descriptions of the device buffers the table-batched embedding kernels use.
+// All tables share one row width and are stored back to back in one weights buffer:
+// table t's row r is global row row_offsets[t] + r.
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/step_scalars.h"
+
+namespace hetrec::kernels {
+
+struct EmbeddingTables {
+  void* weights = nullptr;                // total_rows x dim, elements of row_dtype
+  const int64_t* row_offsets = nullptr;   // device, num_tables + 1 (first global row of each table)
+  const uint8_t* mean_pooling = nullptr;  // device, num_tables: 1 = mean, 0 = sum
+  int num_tables = 0;
+  int dim = 0;
+  int64_t total_rows = 0;
+  DType row_dtype = DType::f32;           // f32, f16 or bf16
+};
+
+// One batch's bags in the Batch CSR layout (data/batch.h), on the device.
+struct DeviceBags {
+  const int32_t* offsets = nullptr;  // num_tables * batch + 1; offsets[num_tables * batch] ids in all
+  const int32_t* ids = nullptr;      // row ids local to their table
+  int64_t batch = 0;                 // samples B
+  // An upper bound of the id count (the capacity of `ids`). Grids are sized from it and
+  // the exact count is read on the device, so a captured graph serves any batch whose
+  // ids fit.
+  int64_t max_ids = 0;
+};
+
+// Pooled vectors: element (b, t, d) lives at data[b * row_stride + t * dim + d], so the
+// pooled embeddings can be written straight into a wider concatenation buffer.
+struct PooledView {
+  void* data = nullptr;
+  int64_t row_stride = 0;  // elements between samples
+  DType dtype = DType::f32;  // f32 or bf16
+};
+
+enum class SparseOptimizerKind { sgd, adagrad, rowwise_adagrad };
+
+struct SparseOptimizerParams {
+  SparseOptimizerKind kind = SparseOptimizerKind::sgd;
+  float eps = 1e-8f;
+  // Adagrad: total_rows x dim floats; row-wise Adagrad: total_rows floats; SGD: unused.
+  float* accumulators = nullptr;
+  // Stochastic rounding of 16-bit rows draws its bits from (seed, step, table, row,
+  // element): see kernels/sparse_rounding.h.
+  uint64_t seed = 0;
+  // Device memory: the learning rate (sparse_lr), the step, and skip_update (no row is
+  // touched when it is set).
+  const StepScalars* scalars = nullptr;
+};
+
+}  // namespace hetrec::kernels

@@ -1,0 +1,17 @@
+#include "model/gpu/device_mirror.h"
+
+#include "gpu/memory.h"
+
+namespace hetrec::gpu_model {
+
+void download(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream) {
+  for (const DeviceMirror& m : mirrors)
+    gpu::memcpy_async(m.host.raw(), m.device, m.host.nbytes(), gpu::CopyKind::device_to_host, stream);
+}
+
+void upload(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream) {
+  for (const DeviceMirror& m : mirrors)
+    gpu::memcpy_async(m.device, m.host.raw(), m.host.nbytes(), gpu::CopyKind::host_to_device, stream);
+}
+
+}  // namespace hetrec::gpu_model

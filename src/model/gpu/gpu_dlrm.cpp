@@ -1,0 +1,511 @@
+#include "core/seed_streams.h"
+#include "model/gpu/gpu_dlrm.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "gpu/caching_allocator.h"
+#include "gpu/device.h"
+#include "gpu/device_buffer.h"
+#include "gpu/event.h"
+#include "gpu/graph.h"
+#include "gpu/memory.h"
+#include "gpu/stream.h"
+#include "kernels/bce_loss.h"
+#include "kernels/column_sum.h"
+#include "kernels/dot_interaction.h"
+#include "kernels/embedding_bag_backward.h"
+#include "kernels/embedding_bag_forward.h"
+#include "kernels/step_scalars.h"
+#include "model/dlrm.h"
+#include "model/gpu/batch_staging.h"
+#include "model/gpu/dense_parameters.h"
+#include "model/gpu/gpu_cross_net.h"
+#include "model/gpu/gpu_embeddings.h"
+#include "model/gpu/gpu_mlp.h"
+#include "nn/cross_net.h"
+#include "nn/mlp.h"
+#include "optim/dense_optimizer.h"
+
+namespace hetrec {
+namespace {
+
+// The dense initialisation streams of model/dlrm.cpp (core/seed_streams.h), so the GPU
+// model starts from the CPU model's values.
+using seed_streams::kBottomMlpStreams;
+using seed_streams::kCrossNetStreams;
+using seed_streams::kTopMlpStreams;
+
+// What the step copies back to the host: the loss, and the skip flag (raised by ids
+// outside their tables, counted on the device, or by a non-finite loss).
+struct StepOutput {
+  double loss = 0.0;
+  int32_t skipped = 0;
+};
+
+std::string widths_str(int in, const std::vector<int>& widths) {
+  std::string s = std::to_string(in);
+  for (int w : widths) s += "-" + std::to_string(w);
+  return s;
+}
+
+const char* precision_name(cublaslt::Precision p) {
+  switch (p) {
+    case cublaslt::Precision::fp32: return "fp32";
+    case cublaslt::Precision::tf32: return "tf32";
+    case cublaslt::Precision::bf16: return "bf16";
+  }
+  return "?";
+}
+
+// Phase boundaries of a profiled step (events recorded after each).
+enum Phase : int {
+  kStart,
+  kBottomForward,
+  kEmbeddingForward,
+  kInteractionForward,
+  kTopForward,
+  kLoss,
+  kTopBackward,
+  kInteractionBackward,
+  kBottomBackward,
+  kEmbeddingBackward,
+  kDenseOptimizer,
+  kPhaseCount
+};
+constexpr const char* kPhaseNames[kPhaseCount] = {"",           "bottom_mlp_fwd",     "embedding_fwd",
+                                                  "interaction_fwd", "top_mlp_fwd",   "loss",
+                                                  "top_mlp_bwd", "interaction_bwd",   "bottom_mlp_bwd",
+                                                  "embedding_bwd_update", "dense_optimizer"};
+
+class GpuDlrm final : public GpuModel {
+ public:
+  GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuModelOptions& options)
+      : config_(model),
+        optim_(optim),
+        options_(options),
+        props_(select_device(options.device)),
+        alloc_(options.device),
+        gemm_(alloc_),
+        staging_(model.num_dense, model.num_tables(), alloc_),
+        step_(Tensor::zeros({1}, DType::i64)),
+        scalars_host_(sizeof(kernels::StepScalars)),
+        output_host_(sizeof(StepOutput)) {
+    if (options.precision == cublaslt::Precision::bf16)
+      throw ConfigError("GPU model: bf16 dense compute is not available yet (use fp32 or tf32)");
+    const int dim = model.embedding_dim;
+    const gpu::stream_t s = compute_.get();
+
+    // Dense parameters: initialised on the host exactly as the CPU model does.
+    const uint64_t dense_seed = seed_streams::dense_init_seed(model.init_seed);
+    Mlp<float> bottom(model.num_dense, model.bottom_mlp, /*relu_last=*/true);
+    bottom.init(dense_seed, kBottomMlpStreams);
+    Mlp<float> top(model.interaction_width(), model.top_mlp, /*relu_last=*/false);
+    top.init(dense_seed, kTopMlpStreams);
+    std::optional<CrossNet<float>> cross;
+    if (model.arch == Arch::dcnv2 && model.cross_layers > 0) {
+      cross.emplace(model.interaction_width(), model.cross_layers, model.cross_rank);
+      cross->init(dense_seed, kCrossNetStreams);
+    }
+    std::vector<DenseParam> params = bottom.parameters("bottom_mlp.");
+    const int cross_first = static_cast<int>(params.size());
+    if (cross)
+      for (auto& p : cross->parameters("cross_net.")) params.push_back(std::move(p));
+    const int top_first = static_cast<int>(params.size());
+    for (auto& p : top.parameters("top_mlp.")) params.push_back(std::move(p));
+    (void)DenseOptimizer::create(optim, params);  // validates optim.* as the CPU model does
+
+    dense_ = std::make_unique<gpu_model::DenseParameters>(params, optim, alloc_, s);
+    bottom_ = std::make_unique<gpu_model::GpuMlp>(model.num_dense, model.bottom_mlp, true, *dense_, 0, options.precision);
+    if (cross)
+      cross_ = std::make_unique<gpu_model::GpuCrossNet>(model.interaction_width(), model.cross_layers, model.cross_rank,
+                                                        *dense_, cross_first, options.precision);
+    top_ = std::make_unique<gpu_model::GpuMlp>(model.interaction_width(), model.top_mlp, false, *dense_, top_first,
+                                               options.precision);
+    embeddings_ = std::make_unique<gpu_model::GpuEmbeddings>(model, optim, alloc_, s);
+    if (model.arch == Arch::dlrm) {
+      dot_shape_.num_features = model.num_tables() + 1;
+      dot_shape_.dim = dim;
+      dot_shape_.self = model.interaction_self;
+      HETREC_CHECK(dot_shape_.output_width() == model.interaction_width(), "dot interaction width");
+    }
+    scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
+    output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
+    compute_.synchronize();
+  }
+
+  ~GpuDlrm() override {
+    try {
+      compute_.synchronize();
+      copy_.synchronize();
+    } catch (const Error&) {
+      // A device error is already being reported elsewhere; the destructor must not throw.
+    }
+  }
+
+  double train_step(const Batch& batch, const StepRates& rates) override {
+    check_batch(batch, /*need_labels=*/true);
+    take_back_state();
+    // Ids are range-checked on the device (a bad one raises the skip flag); the offsets
+    // must be sound before any kernel reads through them.
+    embeddings_->check_offsets(batch);
+    const auto upload_start = std::chrono::steady_clock::now();
+    const bool grew = staging_.upload(batch, /*with_labels=*/true, copy_, batch_ready_);
+    if (options_.profile_phases) {
+      batch_ready_.synchronize();
+      upload_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - upload_start).count();
+    }
+    const bool reallocated = reserve(batch.size, staging_.device().bags.max_ids) || grew;
+    if (reallocated) invalidate_graph();
+
+    int64_t& step = step_.data<int64_t>()[0];
+    *scalars_host_.as<kernels::StepScalars>() =
+        kernels::make_step_scalars(rates.sparse_lr, rates.dense_lr, optim_.beta1, optim_.beta2, step);
+    const gpu::stream_t s = compute_.get();
+    compute_.wait(batch_ready_);
+
+    const int64_t b = batch.size;
+    if (!options_.cuda_graph || options_.profile_phases) {
+      enqueue_step(b);
+    } else if (graph_.ready() && graph_batch_ == b) {
+      graph_.launch(s);
+    } else if (eager_batch_ == b) {
+      // The second step of this size: everything it touches exists, capture and replay.
+      graph_.begin_capture(s);
+      try {
+        enqueue_step(b);
+      } catch (...) {
+        try {
+          graph_.end_capture(s);
+        } catch (const Error&) {
+        }
+        invalidate_graph();
+        throw;
+      }
+      graph_.end_capture(s);
+      graph_batch_ = b;
+      graph_.launch(s);
+    } else {
+      enqueue_step(b);  // first step of this size: eager (plans GEMMs, warms every path)
+      eager_batch_ = b;
+    }
+    compute_.synchronize();
+
+    const StepOutput out = *output_host_.as<StepOutput>();
+    if (out.skipped) {
+      embeddings_->validate(batch);  // throws DataError naming the table, sample and id
+      if (std::isfinite(out.loss))
+        throw DataError("train step " + std::to_string(step) + " (batch from sample " +
+                        std::to_string(batch.first_sample) + "): the device skipped the update");
+    }
+    if (!std::isfinite(out.loss))
+      throw NumericError("train step " + std::to_string(step) + " (batch from sample " +
+                         std::to_string(batch.first_sample) + "): the loss is " + std::to_string(out.loss) +
+                         "; no update was applied");
+    ++step;
+    return out.loss;
+  }
+
+  void predict(const Batch& batch, std::span<float> logits) override {
+    check_batch(batch, /*need_labels=*/false);
+    if (static_cast<int64_t>(logits.size()) != batch.size)
+      throw InternalError("predict: " + std::to_string(logits.size()) + " logits for a batch of " +
+                          std::to_string(batch.size));
+    take_back_state();
+    embeddings_->check_offsets(batch);
+    const bool grew = staging_.upload(batch, /*with_labels=*/false, copy_, batch_ready_);
+    if (reserve(batch.size, staging_.device().bags.max_ids) || grew) invalidate_graph();
+    compute_.wait(batch_ready_);
+    const gpu::stream_t s = compute_.get();
+    gpu::memset_async(scalars_.raw(), 0, sizeof(kernels::StepScalars), s);
+    const float* out = forward(batch.size);
+    gpu::memcpy_async(logits.data(), out, logits.size() * sizeof(float), gpu::CopyKind::device_to_host, s);
+    copy_skip_flag(s);
+    compute_.synchronize();
+    if (output_host_.as<StepOutput>()->skipped) {
+      embeddings_->validate(batch);
+      throw DataError("predict (batch from sample " + std::to_string(batch.first_sample) +
+                      "): ids outside their tables reached the device");
+    }
+  }
+
+  std::vector<NamedTensor> state() override {
+    if (!state_exposed_) {
+      const gpu::stream_t s = compute_.get();
+      gpu_model::download(dense_->parameter_mirrors(), s);
+      gpu_model::download(dense_->slot_mirrors(), s);
+      gpu_model::download(embeddings_->mirrors(), s);
+      compute_.synchronize();
+      state_exposed_ = true;
+    }
+    std::vector<NamedTensor> out;
+    for (const auto* list : {&dense_->parameter_mirrors(), &dense_->slot_mirrors(), &embeddings_->mirrors()})
+      for (const gpu_model::DeviceMirror& m : *list) out.push_back({m.name, m.host});
+    out.push_back({"step", step_});
+    return out;
+  }
+
+  const ModelConfig& config() const override { return config_; }
+
+  std::vector<std::pair<std::string, double>> phase_ms() const override {
+    std::vector<std::pair<std::string, double>> out;
+    if (!options_.profile_phases) return out;
+    out.emplace_back("upload", upload_ms_);
+    for (int p = 1; p < kPhaseCount; ++p)
+      out.emplace_back(kPhaseNames[p], gpu::Event::elapsed_ms(phase_events_[static_cast<std::size_t>(p - 1)],
+                                                              phase_events_[static_cast<std::size_t>(p)]));
+    return out;
+  }
+
+  std::string describe() const override {
+    const ModelConfig& m = config_;
+    int64_t rows = 0;
+    for (const TableConfig& t : m.tables) rows += t.rows;
+    std::string s = m.arch == Arch::dlrm ? "DLRM" : "DLRM-DCNv2";
+    const char* mode = options_.profile_phases ? ", eager steps with phase timing"
+                       : options_.cuda_graph      ? ", graph-captured steps"
+                                                  : ", eager steps";
+    s += " (gpu " + std::to_string(props_.index) + ": " + props_.name + ", " + precision_name(options_.precision) +
+         " GEMMs" + mode + "): bottom MLP " +
+         widths_str(m.num_dense, m.bottom_mlp) + ", " + std::to_string(m.num_tables()) + " tables (" +
+         std::to_string(rows) + " rows, dim " + std::to_string(m.embedding_dim) + ", " +
+         std::string(dtype_name(m.row_dtype)) + " rows), ";
+    if (m.arch == Arch::dlrm) {
+      s += std::string("dot interaction") + (m.interaction_self ? " with self terms" : "");
+    } else if (m.cross_layers == 0) {
+      s += "no cross layers (concatenation only)";
+    } else {
+      s += std::to_string(m.cross_layers) + " cross layers" +
+           (m.cross_rank > 0 ? " of rank " + std::to_string(m.cross_rank) : std::string(" (full rank)"));
+    }
+    s += ", top MLP " + widths_str(m.interaction_width(), m.top_mlp) + "; " +
+         std::to_string(dense_->total_elements()) + " dense parameters, dense optimizer " + dense_->optimizer_name();
+    return s;
+  }
+
+ private:
+  static gpu::DeviceProperties select_device(int index) {
+    const int count = gpu::device_count();
+    if (count == 0) throw DeviceError("GPU model: no GPU device is visible");
+    if (index < 0 || index >= count)
+      throw ConfigError("GPU model: device " + std::to_string(index) + " requested, " + std::to_string(count) +
+                        " visible");
+    gpu::set_device(index);
+    return gpu::device_properties(index);
+  }
+
+  void check_batch(const Batch& batch, bool need_labels) const {
+    const auto expect = [&](bool ok, const std::string& what) {
+      if (!ok) throw DataError("batch from sample " + std::to_string(batch.first_sample) + ": " + what);
+    };
+    expect(batch.size > 0, "expected at least one sample, got " + std::to_string(batch.size));
+    expect(batch.num_dense == config_.num_dense, "has " + std::to_string(batch.num_dense) +
+                                                     " dense features, the model (model.num_dense) expects " +
+                                                     std::to_string(config_.num_dense));
+    expect(static_cast<int64_t>(batch.dense.size()) == batch.size * batch.num_dense,
+           "dense holds " + std::to_string(batch.dense.size()) + " values, expected size x num_dense = " +
+               std::to_string(batch.size * batch.num_dense));
+    if (need_labels)
+      expect(static_cast<int64_t>(batch.labels.size()) == batch.size,
+             "labels holds " + std::to_string(batch.labels.size()) + " values, expected " + std::to_string(batch.size));
+  }
+
+  // Copies host state written through state() back to the device.
+  void take_back_state() {
+    if (!state_exposed_) return;
+    const gpu::stream_t s = compute_.get();
+    gpu_model::upload(dense_->parameter_mirrors(), s);
+    gpu_model::upload(dense_->slot_mirrors(), s);
+    gpu_model::upload(embeddings_->mirrors(), s);
+    compute_.synchronize();
+    state_exposed_ = false;
+  }
+
+  void invalidate_graph() {
+    graph_.reset();
+    graph_batch_ = -1;
+    eager_batch_ = -1;
+  }
+
+  // Activation, gradient and scratch buffers for `batch` samples and `max_ids` ids.
+  // Returns true when any buffer was (re)allocated.
+  bool reserve(int64_t batch, int64_t max_ids) {
+    bool changed = false;
+    const int64_t dim = config_.embedding_dim;
+    const int64_t fd = (config_.num_tables() + 1) * dim;
+    const int64_t width = config_.interaction_width();
+    if (batch > capacity_) {
+      bottom_->reserve(batch, alloc_);
+      top_->reserve(batch, alloc_);
+      if (cross_) cross_->reserve(batch, alloc_);
+      features_ = Tensor::empty({batch, fd}, DType::f32, alloc_);
+      grad_features_ = Tensor::empty({batch, fd}, DType::f32, alloc_);
+      if (config_.arch == Arch::dlrm) interaction_ = Tensor::empty({batch, width}, DType::f32, alloc_);
+      grad_logits_ = Tensor::empty({batch}, DType::f32, alloc_);
+      grad_top_in_ = Tensor::empty({batch, width}, DType::f32, alloc_);
+      int64_t widest = std::max<int64_t>({fd, width, bottom_->max_width(), top_->max_width()});
+      scratch_ = Tensor::empty({static_cast<int64_t>(kernels::column_sum_workspace_bytes(batch, widest)) + 1},
+                               DType::u8, alloc_);
+      bce_workspace_ = Tensor::empty({static_cast<int64_t>(kernels::bce_loss_workspace_bytes(batch))}, DType::u8, alloc_);
+      capacity_ = batch;
+      changed = true;
+    }
+    if (max_ids > id_capacity_) {
+      embedding_workspace_ =
+          Tensor::empty({static_cast<int64_t>(kernels::embedding_backward_workspace_bytes(max_ids, config_.embedding_dim))},
+                        DType::u8, alloc_);
+      id_capacity_ = max_ids;
+      changed = true;
+    }
+    return changed;
+  }
+
+  // Records the end of `phase` when profiling (never while capturing: profiling steps
+  // run eagerly).
+  void mark(Phase phase) {
+    if (options_.profile_phases) phase_events_[static_cast<std::size_t>(phase)].record(compute_.get());
+  }
+
+  kernels::StepScalars* device_scalars() const { return reinterpret_cast<kernels::StepScalars*>(scalars_.raw()); }
+  StepOutput* device_output() const { return reinterpret_cast<StepOutput*>(output_.raw()); }
+
+  // Bottom MLP, embeddings, interaction, top MLP. Returns the logits (batch x 1).
+  const float* forward(int64_t batch) {
+    const gpu::stream_t s = compute_.get();
+    const gpu_model::DeviceBatch& db = staging_.device();
+    const int64_t dim = config_.embedding_dim;
+    const int64_t fd = (config_.num_tables() + 1) * dim;
+    const int64_t width = config_.interaction_width();
+    float* x = features_.data<float>();
+    // Row b of X: [bottom output, pooled table 0, ..., pooled table T-1]; both producers
+    // write into it directly.
+    bottom_->forward(gemm_, db.dense, config_.num_dense, batch, x, fd, s);
+    mark(kBottomForward);
+    kernels::PooledView pooled;
+    pooled.data = x + dim;
+    pooled.row_stride = fd;
+    pooled.dtype = DType::f32;
+    kernels::embedding_bag_forward(embeddings_->tables(), db.bags, pooled, &device_scalars()->skip_update, s);
+    mark(kEmbeddingForward);
+    if (config_.arch == Arch::dlrm) {
+      dot_shape_.batch = batch;
+      kernels::dot_interaction_forward(dot_shape_, x, fd, interaction_.data<float>(), width, s);
+      top_in_ = interaction_.data<float>();
+    } else {
+      top_in_ = cross_ ? cross_->forward(gemm_, x, batch, s) : x;
+    }
+    mark(kInteractionForward);
+    const float* logits = top_->forward(gemm_, top_in_, width, batch, nullptr, 0, s);
+    mark(kTopForward);
+    return logits;
+  }
+
+  // Everything a training step does on the device, in stream order (graph-capturable:
+  // no allocation, no synchronisation, per-step values read from device memory).
+  void enqueue_step(int64_t batch) {
+    const gpu::stream_t s = compute_.get();
+    const gpu_model::DeviceBatch& db = staging_.device();
+    const int64_t dim = config_.embedding_dim;
+    const int64_t fd = (config_.num_tables() + 1) * dim;
+    const int64_t width = config_.interaction_width();
+    kernels::StepScalars* scalars = device_scalars();
+    gpu::memcpy_async(scalars, scalars_host_.get(), sizeof(kernels::StepScalars), gpu::CopyKind::host_to_device, s);
+    gpu::memset_async(output_.raw(), 0, sizeof(StepOutput), s);
+    mark(kStart);
+
+    const float* logits = forward(batch);
+    kernels::bce_with_logits(logits, 1, db.labels, batch, grad_logits_.data<float>(), 1, &device_output()->loss,
+                             &scalars->skip_update, bce_workspace_.raw(), bce_workspace_.nbytes(), s);
+    mark(kLoss);
+
+    const gpu_model::Scratch scratch{scratch_.raw(), scratch_.nbytes()};
+    float* grad_top_in = grad_top_in_.data<float>();
+    top_->backward(gemm_, top_in_, width, grad_logits_.data<float>(), 1, grad_top_in, width, batch, scratch, s);
+    mark(kTopBackward);
+    float* grad_x = grad_features_.data<float>();
+    if (config_.arch == Arch::dlrm) {
+      kernels::dot_interaction_backward(dot_shape_, features_.data<float>(), fd, grad_top_in, width, grad_x, fd, s);
+    } else if (cross_) {
+      cross_->backward(gemm_, features_.data<float>(), grad_top_in, grad_x, batch, scratch, s);
+    } else {
+      grad_x = grad_top_in;  // the concatenation is the top MLP's input
+    }
+    mark(kInteractionBackward);
+    bottom_->backward(gemm_, db.dense, config_.num_dense, grad_x, fd, nullptr, 0, batch, scratch, s);
+    mark(kBottomBackward);
+    kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
+                                           embeddings_->optimizer(scalars), embedding_workspace_.raw(),
+                                           embedding_workspace_.nbytes(), s);
+    mark(kEmbeddingBackward);
+    dense_->step(scalars, s);
+    mark(kDenseOptimizer);
+    gpu::memcpy_async(&output_host_.as<StepOutput>()->loss, &device_output()->loss, sizeof(double),
+                      gpu::CopyKind::device_to_host, s);
+    copy_skip_flag(s);
+  }
+
+  void copy_skip_flag(gpu::stream_t s) {
+    gpu::memcpy_async(&output_host_.as<StepOutput>()->skipped, &device_scalars()->skip_update, sizeof(int32_t),
+                      gpu::CopyKind::device_to_host, s);
+  }
+
+  ModelConfig config_;
+  OptimConfig optim_;
+  GpuModelOptions options_;
+  gpu::DeviceProperties props_;
+  gpu::CachingDeviceAllocator alloc_;
+  gpu::Stream compute_;
+  gpu::Stream copy_;
+  gpu::Event batch_ready_{false};
+  cublaslt::Gemm gemm_;
+  gpu_model::BatchStaging staging_;
+  std::unique_ptr<gpu_model::DenseParameters> dense_;
+  std::unique_ptr<gpu_model::GpuMlp> bottom_;
+  std::unique_ptr<gpu_model::GpuCrossNet> cross_;
+  std::unique_ptr<gpu_model::GpuMlp> top_;
+  std::unique_ptr<gpu_model::GpuEmbeddings> embeddings_;
+  kernels::DotInteractionShape dot_shape_;
+  Tensor step_;  // i64 [1], host: updates applied so far
+  gpu::PinnedBuffer scalars_host_;
+  gpu::PinnedBuffer output_host_;
+  Tensor scalars_;  // device StepScalars
+  Tensor output_;   // device StepOutput
+
+  int64_t capacity_ = 0;
+  int64_t id_capacity_ = 0;
+  Tensor features_;        // B x (T+1)D: bottom output and pooled embeddings side by side
+  Tensor grad_features_;   // B x (T+1)D
+  Tensor interaction_;     // DLRM: B x interaction_width
+  Tensor grad_logits_;     // B
+  Tensor grad_top_in_;     // B x interaction_width
+  Tensor scratch_;         // bias-gradient partial sums
+  Tensor bce_workspace_;
+  Tensor embedding_workspace_;
+  const float* top_in_ = nullptr;
+
+  gpu::GraphExec graph_;
+  int64_t graph_batch_ = -1;  // batch size the captured graph serves
+  int64_t eager_batch_ = -1;  // batch size of the last eager step
+  bool state_exposed_ = false;
+  std::vector<gpu::Event> phase_events_ = std::vector<gpu::Event>(kPhaseCount);
+  double upload_ms_ = 0.0;
+};
+
+}  // namespace
+
+std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
+                                         const GpuModelOptions& options) {
+  if (model.dense_dtype != DType::f32)
+    throw ConfigError("model.dense_dtype = \"" + std::string(dtype_name(model.dense_dtype)) +
+                      "\": the GPU backend stores the dense layers in fp32 (set GEMM precision tf32 for tensor cores)");
+  validate_cpu_model_config(model, optim);
+  return std::make_unique<GpuDlrm>(model, optim, options);
+}
+
+}  // namespace hetrec

@@ -1,0 +1,51 @@
+#pragma once
+// The GPU backend of DLRM and DLRM-DCNv2 on one device, fp32:
+//   dense features -> bottom MLP (cuBLASLt, bias + ReLU fused) -> row slot 0 of X
+//   sparse bags -> table-batched embedding lookup -> row slots 1..T of X (B x (T+1) x D)
+//   DLRM: dot interaction on X; DCNv2: cross net on X -> top MLP -> logit -> BCE
+// Backward mirrors it; the embedding backward is fused with the sparse optimizer and the
+// dense parameters are updated by one fused kernel over a flat buffer. The batch is
+// copied from page-locked memory on its own stream. After the first step of a batch
+// size, the whole step is captured as a CUDA graph and replayed (options.cuda_graph).
+//
+// Parameters start with the CPU model's values for the same config (model/dlrm.h), and
+// state() has the CPU model's names, order, shapes and dtypes, as host tensors: they are
+// copied out when state() is called, and copied back in before the next step or
+// prediction (so writing into them, as a checkpoint restore does, changes the model).
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gemm/cublaslt_gemm.h"
+#include "model/model.h"
+#include "model/model_config.h"
+
+namespace hetrec {
+
+struct GpuModelOptions {
+  int device = 0;
+  // fp32 matches the CPU backend; tf32 runs the GEMMs on tensor cores (10-bit mantissa
+  // inputs), several times faster on large layers.
+  cublaslt::Precision precision = cublaslt::Precision::fp32;
+  bool cuda_graph = true;
+  // Records device events between the phases of every step (the step then runs eagerly,
+  // never as a graph) so phase_ms() can report where the time goes.
+  bool profile_phases = false;
+};
+
+class GpuModel : public Model {
+ public:
+  // Device milliseconds of each phase of the last train_step, in step order ("upload"
+  // is the host's batch validation, packing and copy), when options.profile_phases.
+  virtual std::vector<std::pair<std::string, double>> phase_ms() const = 0;
+};
+
+// Validates the configs as make_cpu_model does (same ConfigError keys), and throws
+// ConfigError for what the GPU path does not support (model.dense_dtype other than fp32,
+// model.embedding_dim too wide for the embedding kernels), DeviceError when no device
+// is usable.
+std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
+                                         const GpuModelOptions& options = {});
+
+}  // namespace hetrec

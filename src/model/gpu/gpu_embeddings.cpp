@@ -1,0 +1,148 @@
+#include "model/gpu/gpu_embeddings.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "gpu/memory.h"
+#include "gpu/stream.h"
+#include "kernels/embedding_init.h"
+#include "optim/sparse_update.h"
+
+namespace hetrec::gpu_model {
+
+namespace {
+// Ids are int32 (data/batch.h), so a table can address at most 2^31 rows.
+constexpr int64_t kMaxRowsPerTable = int64_t{1} << 31;
+}  // namespace
+
+GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim, Allocator& device,
+                             gpu::stream_t stream)
+    : model_(model), optim_(optim) {
+  const DType dtype = model.row_dtype;
+  if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
+    throw ConfigError("model.row_dtype: expected \"fp32\", \"fp16\" or \"bf16\" for the embedding rows, got \"" +
+                      std::string(dtype_name(dtype)) + "\"");
+  check_sparse_optimizer(optim.sparse);
+  const int dim = model.embedding_dim;
+  const int num = model.num_tables();
+  row_offsets_host_.assign(1, 0);
+  for (int t = 0; t < num; ++t) {
+    const TableConfig& c = model.tables[static_cast<std::size_t>(t)];
+    if (c.rows <= 0 || c.rows > kMaxRowsPerTable)
+      throw ConfigError("model.tables[" + std::to_string(t) + "].rows (table \"" + c.name + "\"): expected 1 to " +
+                        std::to_string(kMaxRowsPerTable) + " rows (ids are 32-bit), got " + std::to_string(c.rows));
+    row_offsets_host_.push_back(row_offsets_host_.back() + c.rows);
+  }
+  const int64_t total_rows = row_offsets_host_.back();
+
+  weights_ = Tensor::empty({total_rows, dim}, dtype, device);
+  const std::size_t esize = dtype_size(dtype);
+  for (int t = 0; t < num; ++t) {
+    char* table = static_cast<char*>(weights_.raw()) + static_cast<std::size_t>(row_offsets_host_[static_cast<std::size_t>(t)]) * dim * esize;
+    kernels::embedding_init_uniform(table, rows(t), dim, dtype, kernels::embedding_table_init_key(model.init_seed, t),
+                                    stream);
+  }
+  const int64_t state = sparse_state_per_row(optim.sparse, dim);
+  if (state > 0) {
+    accumulators_ = Tensor::empty({total_rows * state}, DType::f32, device);
+    kernels::fill_f32(accumulators_.data<float>(), accumulators_.numel(),
+                      static_cast<float>(optim.adagrad_initial_accumulator), stream);
+  }
+
+  row_offsets_ = Tensor::empty({num + 1}, DType::i64, device);
+  gpu::memcpy_async(row_offsets_.raw(), row_offsets_host_.data(), row_offsets_.nbytes(), gpu::CopyKind::host_to_device,
+                    stream);
+  std::vector<uint8_t> mean(static_cast<std::size_t>(num));
+  for (int t = 0; t < num; ++t) mean[static_cast<std::size_t>(t)] = model.tables[static_cast<std::size_t>(t)].pooling == Pooling::mean;
+  mean_pooling_ = Tensor::empty({std::max(num, 1)}, DType::u8, device);
+  gpu::memcpy_async(mean_pooling_.raw(), mean.data(), mean.size(), gpu::CopyKind::host_to_device, stream);
+  // The host vectors above die with this scope: wait for the copies.
+  gpu::synchronize(stream);
+
+  tables_.weights = weights_.raw();
+  tables_.row_offsets = row_offsets_.data<int64_t>();
+  tables_.mean_pooling = mean_pooling_.data<uint8_t>();
+  tables_.num_tables = num;
+  tables_.dim = dim;
+  tables_.total_rows = total_rows;
+  tables_.row_dtype = dtype;
+
+  switch (optim.sparse) {
+    case OptimizerKind::sgd: optimizer_.kind = kernels::SparseOptimizerKind::sgd; break;
+    case OptimizerKind::adagrad: optimizer_.kind = kernels::SparseOptimizerKind::adagrad; break;
+    default: optimizer_.kind = kernels::SparseOptimizerKind::rowwise_adagrad; break;
+  }
+  optimizer_.eps = static_cast<float>(optim.eps);
+  optimizer_.accumulators = accumulators_.defined() ? accumulators_.data<float>() : nullptr;
+  optimizer_.seed = model.init_seed;
+}
+
+const kernels::SparseOptimizerParams& GpuEmbeddings::optimizer(const kernels::StepScalars* scalars) {
+  optimizer_.scalars = scalars;
+  return optimizer_;
+}
+
+void GpuEmbeddings::check_offsets(const Batch& batch) const {
+  const int num = model_.num_tables();
+  const int64_t b_size = batch.size;
+  if (batch.num_tables != num || batch.offsets.size() != static_cast<std::size_t>(num * b_size + 1))
+    throw DataError("batch (first sample " + std::to_string(batch.first_sample) + "): expected " +
+                    std::to_string(num) + " sparse features and tables x samples + 1 = " +
+                    std::to_string(num * b_size + 1) + " offsets, got " + std::to_string(batch.num_tables) +
+                    " features and " + std::to_string(batch.offsets.size()) + " offsets");
+  if (batch.offsets.front() != 0 || static_cast<std::size_t>(batch.offsets.back()) != batch.ids.size())
+    throw DataError("batch (first sample " + std::to_string(batch.first_sample) +
+                    "): offsets must start at 0 and end at the id count " + std::to_string(batch.ids.size()));
+  // Find the first decreasing entry in parallel (the offsets have tables x samples
+  // entries: millions for a large batch).
+  const auto n = static_cast<int64_t>(batch.offsets.size());
+  int64_t first_bad = n;
+#pragma omp parallel for reduction(min : first_bad) schedule(static)
+  for (int64_t i = 1; i < n; ++i)
+    if (batch.offsets[static_cast<std::size_t>(i)] < batch.offsets[static_cast<std::size_t>(i - 1)] && i < first_bad)
+      first_bad = i;
+  if (first_bad < n)
+    throw DataError("batch (first sample " + std::to_string(batch.first_sample) + "): offsets[" +
+                    std::to_string(first_bad) + "] = " + std::to_string(batch.offsets[static_cast<std::size_t>(first_bad)]) +
+                    " is below offsets[" + std::to_string(first_bad - 1) + "], expected non-decreasing offsets");
+}
+
+void GpuEmbeddings::validate(const Batch& batch) const {
+  check_offsets(batch);
+  const int num = model_.num_tables();
+  const int64_t b_size = batch.size;
+  for (int t = 0; t < num; ++t) {
+    const int64_t rows_t = rows(t);
+    for (int64_t b = 0; b < b_size; ++b)
+      for (int64_t i = batch.bag_begin(t, b); i < batch.bag_end(t, b); ++i) {
+        const int32_t id = batch.ids[static_cast<std::size_t>(i)];
+        if (id >= 0 && id < rows_t) continue;
+        const TableConfig& c = model_.tables[static_cast<std::size_t>(t)];
+        throw DataError("embedding table \"" + c.name + "\" (table " + std::to_string(t) + "): sample " +
+                        std::to_string(b) + " of the batch (sample " + std::to_string(batch.first_sample + b) +
+                        " of its source) has id " + std::to_string(id) + ", expected an id in [0, " +
+                        std::to_string(rows_t) + ")");
+      }
+  }
+}
+
+const std::vector<DeviceMirror>& GpuEmbeddings::mirrors() {
+  if (!mirrors_.empty()) return mirrors_;
+  const int dim = model_.embedding_dim;
+  const std::size_t esize = dtype_size(model_.row_dtype);
+  const int64_t state = sparse_state_per_row(optim_.sparse, dim);
+  for (int t = 0; t < model_.num_tables(); ++t) {
+    const TableConfig& c = model_.tables[static_cast<std::size_t>(t)];
+    const int64_t first = row_offsets_host_[static_cast<std::size_t>(t)];
+    char* w = static_cast<char*>(weights_.raw()) + static_cast<std::size_t>(first) * dim * esize;
+    mirrors_.push_back({"embedding." + c.name + ".weight", Tensor::empty({c.rows, dim}, model_.row_dtype), w});
+    if (state > 0) {
+      Tensor host = state == 1 ? Tensor::empty({c.rows}, DType::f32) : Tensor::empty({c.rows, dim}, DType::f32);
+      mirrors_.push_back({"embedding." + c.name + ".accumulator", host, accumulators_.data<float>() + first * state});
+    }
+  }
+  return mirrors_;
+}
+
+}  // namespace hetrec::gpu_model

@@ -1,0 +1,148 @@
+#include "model/gpu/gpu_mlp.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "kernels/column_sum.h"
+
+namespace hetrec::gpu_model {
+
+GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params,
+               int first_param, cublaslt::Precision precision)
+    : in_(in_features), widths_(std::move(widths)), precision_(precision) {
+  int in = in_features;
+  for (std::size_t i = 0; i < widths_.size(); ++i) {
+    Layer l;
+    l.in = in;
+    l.out = widths_[i];
+    l.relu = i + 1 < widths_.size() || relu_last;
+    const int w = first_param + 2 * static_cast<int>(i);
+    l.weight = params.value(w);
+    l.bias = params.value(w + 1);
+    l.grad_weight = params.grad(w);
+    l.grad_bias = params.grad(w + 1);
+    layers_.push_back(l);
+    in = l.out;
+  }
+}
+
+int GpuMlp::max_width() const {
+  int m = in_;
+  for (int w : widths_) m = std::max(m, w);
+  return m;
+}
+
+void GpuMlp::reserve(int64_t batch, Allocator& device) {
+  if (batch <= capacity_) return;
+  activations_.clear();
+  for (const Layer& l : layers_) activations_.push_back(Tensor::empty({batch, l.out}, DType::f32, device));
+  for (Tensor& g : grad_buffers_) g = Tensor::empty({batch, max_width()}, DType::f32, device);
+  capacity_ = batch;
+}
+
+float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_t batch, float* out, int64_t ld_out,
+                       gpu::stream_t stream) {
+  HETREC_CHECK(batch <= capacity_, "GpuMlp::forward beyond the reserved batch");
+  const float* input = x;
+  int64_t ld_in = ldx;
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    const bool last = i + 1 == layers_.size();
+    float* y = last && out ? out : activations_[i].data<float>();
+    const int64_t ld_y = last && out ? ld_out : l.out;
+    cublaslt::Problem p;
+    p.m = batch;
+    p.n = l.out;
+    p.k = l.in;
+    p.trans_b = true;  // y = x W^T, W stored out x in
+    p.lda = ld_in;
+    p.ldb = l.in;
+    p.ldd = ld_y;
+    p.precision = precision_;
+    p.epilogue = l.relu ? cublaslt::Epilogue::relu_bias : cublaslt::Epilogue::bias;
+    cublaslt::Operands o;
+    o.a = input;
+    o.b = l.weight;
+    o.d = y;
+    o.bias = l.bias;
+    gemm.run(p, o, stream);
+    input = y;
+    ld_in = ld_y;
+    if (last) {
+      last_output_ = y;
+      last_ld_ = ld_y;
+    }
+  }
+  return last_output_;
+}
+
+void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* dy, int64_t ld_dy, float* dx,
+                      int64_t ldx_grad, int64_t batch, const Scratch& scratch, gpu::stream_t stream) {
+  float* grad = dy;
+  int64_t ld_grad = ld_dy;
+  int pingpong = 0;
+  for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+    const Layer& l = layers_[static_cast<std::size_t>(i)];
+    const bool last = i + 1 == static_cast<int>(layers_.size());
+    const float* y = last ? last_output_ : activations_[static_cast<std::size_t>(i)].data<float>();
+    const int64_t ld_y = last ? last_ld_ : l.out;
+    const float* input = i == 0 ? x : activations_[static_cast<std::size_t>(i - 1)].data<float>();
+    const int64_t ld_in = i == 0 ? ldx : layers_[static_cast<std::size_t>(i - 1)].out;
+
+    // dz = dy * relu'(y) in place, and the bias gradient sum_b dz.
+    if (l.relu) {
+      if (ld_y != ld_grad) throw InternalError("GpuMlp::backward: output and gradient strides differ");
+      kernels::relu_backward_column_sum(grad, y, grad, batch, l.out, ld_grad, l.grad_bias, scratch.data,
+                                        scratch.bytes, stream);
+    } else {
+      kernels::column_sum(grad, batch, l.out, ld_grad, l.grad_bias, scratch.data, scratch.bytes, stream);
+    }
+
+    // dW (out x in) = dz^T x.
+    cublaslt::Problem pw;
+    pw.trans_a = true;
+    pw.m = l.out;
+    pw.n = l.in;
+    pw.k = batch;
+    pw.lda = ld_grad;
+    pw.ldb = ld_in;
+    pw.ldd = l.in;
+    pw.precision = precision_;
+    cublaslt::Operands ow;
+    ow.a = grad;
+    ow.b = input;
+    ow.d = l.grad_weight;
+    gemm.run(pw, ow, stream);
+
+    // dx (batch x in) = dz W.
+    float* next = nullptr;
+    int64_t ld_next = 0;
+    if (i > 0) {
+      next = grad_buffers_[pingpong].data<float>();
+      ld_next = l.in;
+      pingpong ^= 1;
+    } else if (dx) {
+      next = dx;
+      ld_next = ldx_grad;
+    }
+    if (next) {
+      cublaslt::Problem px;
+      px.m = batch;
+      px.n = l.in;
+      px.k = l.out;
+      px.lda = ld_grad;
+      px.ldb = l.in;
+      px.ldd = ld_next;
+      px.precision = precision_;
+      cublaslt::Operands ox;
+      ox.a = grad;
+      ox.b = l.weight;
+      ox.d = next;
+      gemm.run(px, ox, stream);
+    }
+    grad = next;
+    ld_grad = ld_next;
+  }
+}
+
+}  // namespace hetrec::gpu_model

@@ -1,0 +1,66 @@
+#pragma once
+// A stack of Linear layers with ReLU after every layer (or all but the last) on the
+// device: forward through cuBLASLt with the bias (and ReLU) fused into the GEMM's
+// epilogue; backward with the ReLU mask and bias gradient in one pass, then the weight
+// and input gradient GEMMs. Parameters live in a DenseParameters buffer.
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor.h"
+#include "gemm/cublaslt_gemm.h"
+#include "gpu/platform.h"
+#include "model/gpu/dense_parameters.h"
+
+namespace hetrec::gpu_model {
+
+// Scratch shared by the layers of a model (bias-gradient partial sums).
+struct Scratch {
+  void* data = nullptr;
+  std::size_t bytes = 0;
+};
+
+class GpuMlp {
+ public:
+  // Layer i's weight (out x in) and bias are parameters first_param + 2i and + 2i + 1.
+  GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params, int first_param,
+         cublaslt::Precision precision);
+
+  int in_features() const { return in_; }
+  int out_features() const { return widths_.back(); }
+  int max_width() const;
+
+  // Activations and gradient buffers for `batch` samples (reallocated only when larger).
+  void reserve(int64_t batch, Allocator& device);
+
+  // x: batch x in (row stride ldx). The last layer writes to `out` (row stride ld_out)
+  // when given, else to the MLP's own buffer. Returns the output pointer.
+  float* forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_t batch, float* out, int64_t ld_out,
+                 gpu::stream_t stream);
+
+  // dy: gradient of the last forward's output (row stride ld_dy; overwritten: the ReLU
+  // mask is applied in place). Writes every parameter gradient, and dx (batch x in, row
+  // stride ldx_grad) unless null.
+  void backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* dy, int64_t ld_dy, float* dx,
+                int64_t ldx_grad, int64_t batch, const Scratch& scratch, gpu::stream_t stream);
+
+ private:
+  struct Layer {
+    int in = 0, out = 0;
+    bool relu = false;
+    float* weight = nullptr;
+    float* bias = nullptr;
+    float* grad_weight = nullptr;
+    float* grad_bias = nullptr;
+  };
+  int in_;
+  std::vector<int> widths_;
+  std::vector<Layer> layers_;
+  cublaslt::Precision precision_;
+  int64_t capacity_ = 0;
+  std::vector<Tensor> activations_;  // [i]: output of layer i (unused for the last when redirected)
+  Tensor grad_buffers_[2];           // ping-pong gradients between layers
+  float* last_output_ = nullptr;
+  int64_t last_ld_ = 0;
+};
+
+}  // namespace hetrec::gpu_model

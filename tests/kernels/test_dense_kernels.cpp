@@ -1,0 +1,227 @@
+// The dense-path kernels: dot interaction, cross-net element-wise parts, column sums,
+// BCE loss and the fused dense optimizers, against double-precision references (and the
+// CPU implementations where the arithmetic is meant to agree bit for bit).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "../gpu/device_test_support.h"
+#include "core/rng.h"
+#include "kernels/bce_loss.h"
+#include "kernels/column_sum.h"
+#include "kernels/cross_net.h"
+#include "kernels/dense_optimizer.h"
+#include "kernels/dot_interaction.h"
+#include "kernels/step_scalars.h"
+#include "nn/dot_interaction.h"
+#include "optim/dense_optimizer.h"
+
+namespace hetrec {
+namespace {
+
+std::vector<float> normals(std::size_t n, uint64_t seed, double scale = 1.0) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = static_cast<float>(scale * rng.normal());
+  return v;
+}
+
+TEST(DotInteractionKernel, ForwardAndBackwardMatchDoubleReference) {
+  HETREC_REQUIRE_GPU();
+  for (bool self : {false, true}) {
+    for (auto [f, d] : {std::pair{27, 128}, std::pair{5, 16}, std::pair{9, 7}, std::pair{41, 96}}) {
+      kernels::DotInteractionShape s{77, f, d, self};
+      const int64_t fstride = f * d + 5, ostride = s.output_width() + 2;
+      const auto x = normals(static_cast<std::size_t>(s.batch * fstride), 41 + f);
+      const auto dout = normals(static_cast<std::size_t>(s.batch * ostride), 42 + f);
+      gpu::DeviceBuffer dx = testing::to_device(x), ddout = testing::to_device(dout);
+      gpu::DeviceBuffer out = testing::poisoned_floats(static_cast<std::size_t>(s.batch * ostride));
+      gpu::DeviceBuffer dfeat = testing::poisoned_floats(static_cast<std::size_t>(s.batch * fstride));
+      kernels::dot_interaction_forward(s, dx.as<float>(), fstride, out.as<float>(), ostride, nullptr);
+      kernels::dot_interaction_backward(s, dx.as<float>(), fstride, ddout.as<float>(), ostride, dfeat.as<float>(),
+                                        fstride, nullptr);
+      const auto got = testing::to_host<float>(out, static_cast<std::size_t>(s.batch * ostride));
+      const auto got_g = testing::to_host<float>(dfeat, static_cast<std::size_t>(s.batch * fstride));
+
+      // Reference through the CPU layer in double (its pair order is the contract).
+      DotInteraction<double> ref(f - 1, d, self);
+      ASSERT_EQ(ref.output_width(), s.output_width());
+      for (int64_t b = 0; b < s.batch; ++b) {
+        std::vector<double> dense(static_cast<std::size_t>(d)), sparse(static_cast<std::size_t>((f - 1) * d));
+        for (int k = 0; k < d; ++k) dense[static_cast<std::size_t>(k)] = x[static_cast<std::size_t>(b * fstride + k)];
+        for (int k = 0; k < (f - 1) * d; ++k) sparse[static_cast<std::size_t>(k)] = x[static_cast<std::size_t>(b * fstride + d + k)];
+        std::vector<double> o(static_cast<std::size_t>(ref.output_width()));
+        ref.forward(dense.data(), sparse.data(), 1, o.data());
+        for (int c = 0; c < ref.output_width(); ++c)
+          ASSERT_NEAR(got[static_cast<std::size_t>(b * ostride + c)], o[static_cast<std::size_t>(c)], 1e-4 * std::sqrt(d))
+              << "f=" << f << " d=" << d << " b=" << b << " c=" << c;
+        std::vector<double> go(static_cast<std::size_t>(ref.output_width()));
+        for (int c = 0; c < ref.output_width(); ++c) go[static_cast<std::size_t>(c)] = dout[static_cast<std::size_t>(b * ostride + c)];
+        std::vector<double> gd(static_cast<std::size_t>(d)), gs(static_cast<std::size_t>((f - 1) * d));
+        ref.backward(dense.data(), sparse.data(), go.data(), 1, gd.data(), gs.data());
+        for (int k = 0; k < f * d; ++k) {
+          const double r = k < d ? gd[static_cast<std::size_t>(k)] : gs[static_cast<std::size_t>(k - d)];
+          ASSERT_NEAR(got_g[static_cast<std::size_t>(b * fstride + k)], r, 1e-4 * std::sqrt(f)) << "k=" << k;
+        }
+        for (int64_t k = f * d; k < fstride; ++k) ASSERT_TRUE(std::isnan(got_g[static_cast<std::size_t>(b * fstride + k)]));
+      }
+    }
+  }
+}
+
+TEST(CrossNetKernels, ElementwiseForwardAndBackward) {
+  HETREC_REQUIRE_GPU();
+  const int64_t batch = 300, width = 257, stride = 260;
+  const auto x0 = normals(static_cast<std::size_t>(batch * stride), 51), x = normals(static_cast<std::size_t>(batch * width), 52);
+  const auto z = normals(static_cast<std::size_t>(batch * width), 53), g = normals(static_cast<std::size_t>(batch * width), 54);
+  const auto acc0 = normals(static_cast<std::size_t>(batch * width), 55);
+  gpu::DeviceBuffer dx0 = testing::to_device(x0), dx = testing::to_device(x), dz_in = testing::to_device(z),
+                    dg = testing::to_device(g), dacc = testing::to_device(acc0);
+  gpu::DeviceBuffer out = testing::poisoned_floats(static_cast<std::size_t>(batch * width));
+  gpu::DeviceBuffer dz = testing::poisoned_floats(static_cast<std::size_t>(batch * width));
+  gpu::DeviceBuffer sum = testing::poisoned_floats(static_cast<std::size_t>(batch * width));
+  kernels::cross_forward({batch, width}, dx0.as<float>(), stride, dx.as<float>(), width, dz_in.as<float>(),
+                         out.as<float>(), width, nullptr);
+  kernels::cross_backward({batch, width}, dg.as<float>(), width, dx0.as<float>(), stride, dz_in.as<float>(),
+                          dz.as<float>(), dacc.as<float>(), width, /*accumulate=*/true, nullptr);
+  kernels::add_matrices({batch, width}, dg.as<float>(), width, dacc.as<float>(), width, sum.as<float>(), width, nullptr);
+  const auto o = testing::to_host<float>(out, out.bytes() / 4), gz = testing::to_host<float>(dz, dz.bytes() / 4),
+             ga = testing::to_host<float>(dacc, dacc.bytes() / 4), gs = testing::to_host<float>(sum, sum.bytes() / 4);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < width; ++c) {
+      const std::size_t e = static_cast<std::size_t>(b * width + c), e0 = static_cast<std::size_t>(b * stride + c);
+      const double ref_out = static_cast<double>(x0[e0]) * z[e] + x[e];
+      ASSERT_NEAR(o[e], ref_out, 1e-6 * (1 + std::fabs(ref_out)));
+      ASSERT_NEAR(gz[e], static_cast<double>(g[e]) * x0[e0], 1e-6 * (1 + std::fabs(g[e] * x0[e0])));
+      const double ref_acc = acc0[e] + static_cast<double>(g[e]) * z[e];
+      ASSERT_NEAR(ga[e], ref_acc, 1e-6 * (1 + std::fabs(ref_acc)));
+      ASSERT_NEAR(gs[e], g[e] + ref_acc, 1e-5 * (1 + std::fabs(ref_acc)));
+    }
+}
+
+TEST(ColumnSumKernels, PlainAndReluMasked) {
+  HETREC_REQUIRE_GPU();
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1, 1}, {1000, 1}, {4097, 300}, {65536, 16}}) {
+    const int64_t ld = cols + 3;
+    const auto dy = normals(static_cast<std::size_t>(rows * ld), 61), y = normals(static_cast<std::size_t>(rows * ld), 62);
+    gpu::DeviceBuffer ddy = testing::to_device(dy), dyv = testing::to_device(y);
+    gpu::DeviceBuffer sums = testing::poisoned_floats(static_cast<std::size_t>(cols));
+    gpu::DeviceBuffer masked_sums = testing::poisoned_floats(static_cast<std::size_t>(cols));
+    const std::size_t ws_bytes = kernels::column_sum_workspace_bytes(rows, cols);
+    gpu::DeviceBuffer ws(ws_bytes + 4);
+    kernels::column_sum(ddy.as<float>(), rows, cols, ld, sums.as<float>(), ws.get(), ws_bytes, nullptr);
+    kernels::relu_backward_column_sum(ddy.as<float>(), dyv.as<float>(), ddy.as<float>(), rows, cols, ld,
+                                      masked_sums.as<float>(), ws.get(), ws_bytes, nullptr);
+    const auto s = testing::to_host<float>(sums, static_cast<std::size_t>(cols));
+    const auto ms = testing::to_host<float>(masked_sums, static_cast<std::size_t>(cols));
+    const auto dz = testing::to_host<float>(ddy, static_cast<std::size_t>(rows * ld));
+    for (int64_t c = 0; c < cols; ++c) {
+      double ref = 0, ref_masked = 0, abs_sum = 0;
+      for (int64_t r = 0; r < rows; ++r) {
+        const std::size_t e = static_cast<std::size_t>(r * ld + c);
+        ref += dy[e];
+        abs_sum += std::fabs(dy[e]);
+        const double m = y[e] > 0 ? dy[e] : 0.0;
+        ref_masked += m;
+        ASSERT_EQ(dz[e], static_cast<float>(m));
+      }
+      ASSERT_NEAR(s[static_cast<std::size_t>(c)], ref, 1e-6 * abs_sum + 1e-6) << rows << "x" << cols << " c=" << c;
+      ASSERT_NEAR(ms[static_cast<std::size_t>(c)], ref_masked, 1e-6 * abs_sum + 1e-6);
+    }
+  }
+}
+
+TEST(BceLossKernel, LossAndGradientMatchDoubleReference) {
+  HETREC_REQUIRE_GPU();
+  for (int64_t n : {int64_t{1}, int64_t{4095}, int64_t{4096}, int64_t{100003}}) {
+    auto logits = normals(static_cast<std::size_t>(n * 2), 71, 4.0);  // stride 2: a column of a wider matrix
+    logits[0] = 80.0f;                                                // far in the tails
+    if (n > 1) logits[2] = -90.0f;
+    Rng rng(72);
+    std::vector<float> labels(static_cast<std::size_t>(n));
+    for (float& y : labels) y = rng.uniform() < 0.3 ? 1.0f : 0.0f;
+    gpu::DeviceBuffer dl = testing::to_device(logits), dy = testing::to_device(labels);
+    gpu::DeviceBuffer grad = testing::poisoned_floats(static_cast<std::size_t>(n));
+    gpu::DeviceBuffer loss = testing::to_device(std::vector<double>{-1.0});
+    gpu::DeviceBuffer flag = testing::to_device(std::vector<int32_t>{0});
+    const std::size_t ws_bytes = kernels::bce_loss_workspace_bytes(n);
+    gpu::DeviceBuffer ws(ws_bytes);
+    kernels::bce_with_logits(dl.as<float>(), 2, dy.as<float>(), n, grad.as<float>(), 1, loss.as<double>(),
+                             flag.as<int32_t>(), ws.get(), ws_bytes, nullptr);
+    const auto g = testing::to_host<float>(grad, static_cast<std::size_t>(n));
+    double ref = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = logits[static_cast<std::size_t>(2 * i)], y = labels[static_cast<std::size_t>(i)];
+      ref += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
+      const double sig = 1.0 / (1.0 + std::exp(-x));
+      ASSERT_NEAR(g[static_cast<std::size_t>(i)], (sig - y) / static_cast<double>(n), 1e-7 / static_cast<double>(n) + 1e-12);
+    }
+    ref /= static_cast<double>(n);
+    EXPECT_NEAR(testing::to_host<double>(loss, 1)[0], ref, 1e-12 * std::fabs(ref) + 1e-14);
+    EXPECT_EQ(testing::to_host<int32_t>(flag, 1)[0], 0) << "a finite loss leaves the flag alone";
+  }
+}
+
+TEST(BceLossKernel, NonFiniteLossRaisesTheSkipFlag) {
+  HETREC_REQUIRE_GPU();
+  std::vector<float> logits = {1.0f, std::nanf(""), -2.0f};
+  gpu::DeviceBuffer dl = testing::to_device(logits), dy = testing::to_device(std::vector<float>{1, 0, 1});
+  gpu::DeviceBuffer loss = testing::to_device(std::vector<double>{0.0});
+  gpu::DeviceBuffer flag = testing::to_device(std::vector<int32_t>{0});
+  gpu::DeviceBuffer ws(kernels::bce_loss_workspace_bytes(3));
+  kernels::bce_with_logits(dl.as<float>(), 1, dy.as<float>(), 3, nullptr, 1, loss.as<double>(), flag.as<int32_t>(),
+                           ws.get(), ws.bytes(), nullptr);
+  EXPECT_TRUE(std::isnan(testing::to_host<double>(loss, 1)[0]));
+  EXPECT_EQ(testing::to_host<int32_t>(flag, 1)[0], 1);
+}
+
+// The fused dense optimizers equal the CPU element-wise updates bit for bit, and a
+// raised skip flag leaves every buffer untouched.
+TEST(DenseOptimizerKernels, MatchCpuUpdatesBitForBit) {
+  HETREC_REQUIRE_GPU();
+  const int64_t n = 100003;
+  const auto p0 = normals(static_cast<std::size_t>(n), 81), g = normals(static_cast<std::size_t>(n), 82, 0.1);
+  auto s0 = normals(static_cast<std::size_t>(n), 83, 0.01);
+  for (float& s : s0) s = std::fabs(s);
+  const double lr = 0.0123, eps = 1e-8, beta1 = 0.9, beta2 = 0.999;
+  for (int kind = 0; kind < 3; ++kind) {
+    for (bool skip : {false, true}) {
+      for (int64_t step : {int64_t{0}, int64_t{41}}) {
+        std::vector<float> p = p0, s = s0, m = s0, v = s0;
+        gpu::DeviceBuffer dp = testing::to_device(p), dg = testing::to_device(g), ds = testing::to_device(s),
+                          dm = testing::to_device(m), dv = testing::to_device(v);
+        kernels::StepScalars sc = kernels::make_step_scalars(0.0, lr, beta1, beta2, step);
+        sc.skip_update = skip ? 1 : 0;
+        gpu::DeviceBuffer dsc = testing::to_device(std::vector<kernels::StepScalars>{sc});
+        const auto* scp = dsc.as<kernels::StepScalars>();
+        if (kind == 0) {
+          kernels::dense_sgd(dp.as<float>(), dg.as<float>(), n, scp, nullptr);
+          if (!skip) sgd_update(p.data(), g.data(), n, lr);
+        } else if (kind == 1) {
+          kernels::dense_adagrad(dp.as<float>(), dg.as<float>(), ds.as<float>(), n, eps, scp, nullptr);
+          if (!skip) adagrad_update(p.data(), g.data(), s.data(), n, lr, eps);
+        } else {
+          kernels::dense_adam(dp.as<float>(), dg.as<float>(), dm.as<float>(), dv.as<float>(), n, beta1, beta2, eps, scp,
+                              nullptr);
+          AdamHyper h;
+          h.lr = lr;
+          if (!skip) adam_update(p.data(), g.data(), m.data(), v.data(), n, h, step + 1);
+        }
+        EXPECT_EQ(testing::to_host<float>(dp, p.size()), p) << "kind " << kind << " skip " << skip;
+        EXPECT_EQ(testing::to_host<float>(ds, s.size()), s) << "kind " << kind;
+        EXPECT_EQ(testing::to_host<float>(dm, m.size()), m) << "kind " << kind;
+        EXPECT_EQ(testing::to_host<float>(dv, v.size()), v) << "kind " << kind;
+        if (!skip && kind == 0) {
+          // And the rule itself, in double.
+          const auto got = testing::to_host<float>(dp, p.size());
+          for (int64_t i = 0; i < n; i += 97)
+            ASSERT_NEAR(got[static_cast<std::size_t>(i)], p0[static_cast<std::size_t>(i)] - lr * g[static_cast<std::size_t>(i)], 1e-6);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hetrec

@@ -1,0 +1,256 @@
+// The GPU model against the CPU model (same config, same seed, same batches): identical
+// initial state, the same losses and parameters after a few steps (tolerances per row
+// dtype below), graph replay equal to eager execution, state() round trips, and batch
+// validation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../gpu/device_test_support.h"
+#include "core/rng.h"
+#include "model/dlrm.h"
+#include "model/gpu/gpu_dlrm.h"
+
+namespace hetrec {
+namespace {
+
+ModelConfig small_model(Arch arch, DType row_dtype, int cross_rank = 0) {
+  ModelConfig m;
+  m.arch = arch;
+  m.num_dense = 13;
+  m.embedding_dim = 16;
+  const int64_t rows[] = {1000, 50, 3000, 7, 20000};
+  for (int t = 0; t < 5; ++t) {
+    TableConfig c;
+    c.name = "C" + std::to_string(t + 1);
+    c.rows = rows[t];
+    c.hotness = 2;
+    c.pooling = t == 3 ? Pooling::mean : Pooling::sum;
+    m.tables.push_back(c);
+  }
+  m.bottom_mlp = {32, 16};
+  m.top_mlp = {64, 32, 1};
+  m.cross_layers = 2;
+  m.cross_rank = cross_rank;
+  m.row_dtype = row_dtype;
+  m.init_seed = 2024;
+  return m;
+}
+
+Batch make_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
+  Batch b;
+  b.reset(size, m.num_dense, m.num_tables());
+  b.first_sample = static_cast<int64_t>(seed) * 1000;
+  Rng rng(seed);
+  for (float& x : b.dense) x = static_cast<float>(std::log1p(10.0 * rng.uniform()));
+  for (float& y : b.labels) y = rng.uniform() < 0.35 ? 1.0f : 0.0f;
+  for (int t = 0; t < m.num_tables(); ++t)
+    for (int64_t s = 0; s < size; ++s) {
+      const int64_t len = static_cast<int64_t>(rng.below(4));  // 0..3: empty bags included
+      for (int64_t k = 0; k < len; ++k) {
+        // A skewed draw: low ids repeat often across the batch.
+        const double u = rng.uniform();
+        const auto rows = static_cast<double>(m.tables[static_cast<std::size_t>(t)].rows);
+        b.ids.push_back(static_cast<int32_t>(std::min(rows - 1, std::floor(rows * u * u * u))));
+      }
+      b.offsets[static_cast<std::size_t>(t * size + s + 1)] = static_cast<int32_t>(b.ids.size());
+    }
+  return b;
+}
+
+std::map<std::string, Tensor> by_name(const std::vector<NamedTensor>& v) {
+  std::map<std::string, Tensor> out;
+  for (const NamedTensor& nt : v) out[nt.name] = nt.tensor;
+  return out;
+}
+
+void expect_same_layout(const std::vector<NamedTensor>& gpu, const std::vector<NamedTensor>& cpu) {
+  ASSERT_EQ(gpu.size(), cpu.size());
+  for (std::size_t i = 0; i < gpu.size(); ++i) {
+    EXPECT_EQ(gpu[i].name, cpu[i].name) << i;
+    EXPECT_EQ(gpu[i].tensor.shape(), cpu[i].tensor.shape()) << gpu[i].name;
+    EXPECT_EQ(gpu[i].tensor.dtype(), cpu[i].tensor.dtype()) << gpu[i].name;
+    EXPECT_EQ(gpu[i].tensor.device().kind, DeviceKind::cpu) << gpu[i].name;
+  }
+}
+
+// max |a - b| over max |b| (floats of any stored dtype).
+double relative_difference(const Tensor& a, const Tensor& b) {
+  double diff = 0, scale = 1e-30;
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    const double x = load_as_f32(a.raw(), static_cast<std::size_t>(i), a.dtype());
+    const double y = load_as_f32(b.raw(), static_cast<std::size_t>(i), b.dtype());
+    diff = std::max(diff, std::fabs(x - y));
+    scale = std::max(scale, std::fabs(y));
+  }
+  return diff / scale;
+}
+
+StepRates rates(double lr) { return StepRates{static_cast<float>(lr), static_cast<float>(lr)}; }
+
+struct ParityCase {
+  const char* name;
+  Arch arch;
+  int cross_rank;
+  DType rows;
+  OptimizerKind dense, sparse;
+  // Tolerances: loss relative difference per step, and state (max diff / max value).
+  double loss_tol, state_tol;
+};
+
+class GpuModelParity : public ::testing::TestWithParam<ParityCase> {};
+
+TEST_P(GpuModelParity, InitialStateEqualsCpuAndTrainingTracksIt) {
+  HETREC_REQUIRE_GPU();
+  const ParityCase c = GetParam();
+  const ModelConfig m = small_model(c.arch, c.rows, c.cross_rank);
+  OptimConfig o;
+  o.dense = c.dense;
+  o.sparse = c.sparse;
+  o.lr = 0.05;
+  o.sparse_lr = 0.05;
+  // A positive initial accumulator keeps Adagrad's first steps away from lr * sign(g),
+  // where the last-bit differences of two GEMM libraries would be amplified.
+  o.adagrad_initial_accumulator = 0.1;
+  auto cpu = make_cpu_model(m, o);
+  auto gpu = make_gpu_model(m, o);
+
+  const auto s_cpu0 = cpu->state();
+  const auto s_gpu0 = gpu->state();
+  expect_same_layout(s_gpu0, s_cpu0);
+  for (std::size_t i = 0; i < s_cpu0.size(); ++i)
+    ASSERT_EQ(0, std::memcmp(s_gpu0[i].tensor.raw(), s_cpu0[i].tensor.raw(), s_cpu0[i].tensor.nbytes()))
+        << "initial " << s_cpu0[i].name;
+
+  for (int step = 0; step < 6; ++step) {
+    const Batch b = make_batch(m, 96 + 32 * (step % 2), 500 + static_cast<uint64_t>(step));
+    const double l_cpu = cpu->train_step(b, rates(0.05));
+    const double l_gpu = gpu->train_step(b, rates(0.05));
+    EXPECT_NEAR(l_gpu, l_cpu, c.loss_tol * std::fabs(l_cpu)) << c.name << " step " << step;
+    if (step == 0) {
+      EXPECT_NEAR(l_gpu, l_cpu, 1e-5 * std::fabs(l_cpu)) << "the first loss precedes any update";
+    }
+  }
+  const auto s_cpu = by_name(cpu->state());
+  for (const NamedTensor& nt : gpu->state()) {
+    const Tensor& ref = s_cpu.at(nt.name);
+    if (nt.name == "step") {
+      EXPECT_EQ(nt.tensor.data<int64_t>()[0], ref.data<int64_t>()[0]);
+      continue;
+    }
+    EXPECT_LE(relative_difference(nt.tensor, ref), c.state_tol) << c.name << ": " << nt.name;
+  }
+}
+
+// fp32 rows track the CPU to GEMM rounding; 16-bit rows additionally differ where
+// stochastic rounding of a slightly different value picks the other neighbour (one
+// 16-bit unit: 2^-8 relative for bf16, 2^-11 for fp16).
+INSTANTIATE_TEST_SUITE_P(
+    Models, GpuModelParity,
+    ::testing::Values(
+        ParityCase{"dlrm_sgd_rowwise_f32", Arch::dlrm, 0, DType::f32, OptimizerKind::sgd, OptimizerKind::rowwise_adagrad, 1e-5, 1e-4},
+        ParityCase{"dlrm_adagrad_adagrad_f32", Arch::dlrm, 0, DType::f32, OptimizerKind::adagrad, OptimizerKind::adagrad, 1e-5, 1e-4},
+        ParityCase{"dlrm_adam_sgd_f32", Arch::dlrm, 0, DType::f32, OptimizerKind::adam, OptimizerKind::sgd, 1e-4, 1e-3},
+        ParityCase{"dcn_lowrank_adagrad_rowwise_f32", Arch::dcnv2, 8, DType::f32, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-5, 1e-4},
+        ParityCase{"dcn_fullrank_sgd_adagrad_f32", Arch::dcnv2, 0, DType::f32, OptimizerKind::sgd, OptimizerKind::adagrad, 1e-5, 1e-4},
+        ParityCase{"dlrm_sgd_rowwise_bf16", Arch::dlrm, 0, DType::bf16, OptimizerKind::sgd, OptimizerKind::rowwise_adagrad, 1e-4, 1e-2},
+        ParityCase{"dcn_lowrank_adagrad_rowwise_f16", Arch::dcnv2, 8, DType::f16, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-4, 2e-3}),
+    [](const ::testing::TestParamInfo<ParityCase>& param_info) { return std::string(param_info.param.name); });
+
+TEST(GpuModel, GraphReplayEqualsEagerBitForBit) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = small_model(Arch::dcnv2, DType::bf16, 8);
+  OptimConfig o;
+  o.adagrad_initial_accumulator = 0.1;
+  GpuModelOptions eager_opts;
+  eager_opts.cuda_graph = false;
+  auto graphed = make_gpu_model(m, o);
+  auto eager = make_gpu_model(m, o, eager_opts);
+  for (int step = 0; step < 7; ++step) {
+    // Same size for 5 steps (eager, capture, replays), then a partial batch, then back.
+    const int64_t size = step == 5 ? 37 : 128;
+    const Batch b = make_batch(m, size, 900 + static_cast<uint64_t>(step));
+    const StepRates r = rates(0.01 * (step + 1));  // rates change every step: read from device memory
+    EXPECT_EQ(graphed->train_step(b, r), eager->train_step(b, r)) << "step " << step;
+  }
+  const auto a = graphed->state(), b = eager->state();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(a[i].tensor.raw(), b[i].tensor.raw(), a[i].tensor.nbytes())) << a[i].name;
+}
+
+TEST(GpuModel, StateWrittenByTheCallerIsTakenBack) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = small_model(Arch::dlrm, DType::f32);
+  OptimConfig o;
+  auto a = make_gpu_model(m, o);
+  ModelConfig m2 = m;
+  m2.init_seed = 7;  // different initial values
+  auto b = make_gpu_model(m2, o);
+  for (int step = 0; step < 3; ++step) a->train_step(make_batch(m, 64, 40 + static_cast<uint64_t>(step)), rates(0.02));
+  // Restore b from a, as a checkpoint load writes into state().
+  const auto sa = a->state();
+  const auto sb = b->state();
+  for (std::size_t i = 0; i < sa.size(); ++i) std::memcpy(sb[i].tensor.raw(), sa[i].tensor.raw(), sa[i].tensor.nbytes());
+  for (int step = 3; step < 6; ++step) {
+    const Batch batch = make_batch(m, 64, 40 + static_cast<uint64_t>(step));
+    EXPECT_EQ(a->train_step(batch, rates(0.02)), b->train_step(batch, rates(0.02))) << step;
+  }
+  EXPECT_EQ(b->state().back().tensor.data<int64_t>()[0], 6);
+}
+
+TEST(GpuModel, PredictMatchesCpu) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = small_model(Arch::dcnv2, DType::f32, 0);
+  OptimConfig o;
+  auto cpu = make_cpu_model(m, o);
+  auto gpu = make_gpu_model(m, o);
+  Batch b = make_batch(m, 200, 77);
+  b.labels.clear();  // prediction needs no labels
+  std::vector<float> lc(200), lg(200, std::nanf(""));
+  cpu->predict(b, lc);
+  gpu->predict(b, lg);
+  for (int i = 0; i < 200; ++i) EXPECT_NEAR(lg[static_cast<std::size_t>(i)], lc[static_cast<std::size_t>(i)], 1e-5 * (1 + std::fabs(lc[static_cast<std::size_t>(i)])));
+  EXPECT_NE(gpu->describe().find("gpu"), std::string::npos);
+}
+
+TEST(GpuModel, OutOfRangeIdIsADataErrorAndNothingChanges) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = small_model(Arch::dlrm, DType::f32);
+  OptimConfig o;
+  auto gpu = make_gpu_model(m, o);
+  gpu->train_step(make_batch(m, 32, 4), rates(0.1));  // some state to keep
+  std::vector<std::vector<unsigned char>> before;
+  for (const NamedTensor& nt : gpu->state()) {
+    const auto* p = static_cast<const unsigned char*>(nt.tensor.raw());
+    before.emplace_back(p, p + nt.tensor.nbytes());
+  }
+  Batch b = make_batch(m, 32, 5);
+  ASSERT_FALSE(b.ids.empty());
+  b.ids.back() = 20000;  // the last table has 20000 rows: one past the end
+  for (bool predict : {false, true}) {
+    try {
+      if (predict) {
+        std::vector<float> logits(32);
+        gpu->predict(b, logits);
+      } else {
+        gpu->train_step(b, rates(0.1));
+      }
+      FAIL() << "expected DataError";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("C5"), std::string::npos) << e.what();
+    }
+  }
+  const auto after = gpu->state();
+  ASSERT_EQ(after.size(), before.size());
+  for (std::size_t i = 0; i < after.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(after[i].tensor.raw(), before[i].data(), before[i].size())) << after[i].name;
+  EXPECT_EQ(after.back().tensor.data<int64_t>()[0], 1);
+}
+
+}  // namespace
+}  // namespace hetrec
