@@ -1,9 +1,9 @@
 // End-to-end training-step benchmark of the GPU model: median step time over N steps on
-// synthetic batches of a model preset, optional per-phase device times, and the
+// synthetic batches of a config file's model, optional per-phase device times, and the
 // analytical floor of the step. Writes one JSON results file (DESIGN.md "Results
-// files", benchmark "e2e").
+// files", benchmark "e2e"); bench/e2e_compare.py adds the PyTorch baseline.
 //
-//   e2e_bench --config mlperf-dcnv2-capped --batch 65536 --steps 20 --precision tf32
+//   e2e_bench --config configs/dlrm_dcnv2_capped.toml --batch 65536 --steps 20 --precision tf32
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -20,55 +20,15 @@
 #include "core/rng.h"
 #include "gpu/device.h"
 #include "model/gpu/gpu_dlrm.h"
+#include "train/config.h"
 
 namespace hetrec {
 namespace {
-
-// ---- The reference workload (DESIGN.md "Reference workload: MLPerf DLRM-DCNv2") ----
-constexpr int64_t kMlperfRows[] = {40000000, 39060,   17295,    7424, 20265, 3,        7122,     1543,   63,
-                                   40000000, 3067956, 405282,   10,   2209,  11938,    155,      4,      976,
-                                   14,       40000000, 40000000, 40000000, 590152, 12973, 108, 36};
-constexpr int kMlperfHotness[] = {3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1};
-constexpr int64_t kCappedRows = 2000000;  // the "capped" variant's per-table limit
 
 // ---- Datasheet rates for the analytical floor (NVIDIA H100/H200 SXM datasheet) ----
 constexpr double kFp32FlopsPerS = 67e12;   // non-tensor fp32
 constexpr double kTf32FlopsPerS = 495e12;  // dense tf32 tensor cores
 constexpr double kHbmBytesPerS = 4.8e12;   // H200 HBM3e
-
-ModelConfig preset(const std::string& name, DType rows) {
-  ModelConfig m;
-  m.row_dtype = rows;
-  if (name == "small") {
-    m.arch = Arch::dlrm;
-    m.embedding_dim = 64;
-    for (int t = 0; t < 8; ++t) m.tables.push_back({"C" + std::to_string(t + 1), 100000, 4, false, Pooling::sum});
-    m.bottom_mlp = {256, 64};
-    m.top_mlp = {512, 256, 1};
-    return m;
-  }
-  // The MLPerf tables and MLPs; "mlperf-dlrm-*" swaps the cross net for the DLRM dot
-  // interaction (the original DLRM benchmark's architecture).
-  const bool capped = name == "mlperf-dcnv2-capped" || name == "mlperf-dlrm-capped";
-  const bool dot = name == "mlperf-dlrm-capped";
-  if (!capped && name != "mlperf-dcnv2")
-    throw ConfigError("--config: expected small, mlperf-dcnv2, mlperf-dcnv2-capped or mlperf-dlrm-capped, got \"" +
-                      name + "\"");
-  m.arch = dot ? Arch::dlrm : Arch::dcnv2;
-  m.embedding_dim = 128;
-  for (int t = 0; t < 26; ++t) {
-    TableConfig c;
-    c.name = "C" + std::to_string(t + 1);
-    c.rows = capped ? std::min(kMlperfRows[t], kCappedRows) : kMlperfRows[t];
-    c.hotness = kMlperfHotness[t];
-    m.tables.push_back(c);
-  }
-  m.bottom_mlp = {512, 256, 128};
-  m.cross_layers = 3;
-  m.cross_rank = 512;
-  m.top_mlp = {1024, 1024, 512, 256, 1};
-  return m;
-}
 
 // Fixed-hotness bags with skewed ids (id = rows * u^3: a few rows are hot, as in the
 // real data), dense features log(1 + x) of uniform x.
@@ -133,16 +93,16 @@ std::string today(const char* format) {
 
 int run(int argc, char** argv) {
   CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
-  std::string config = "mlperf-dcnv2-capped", precision = "tf32", rows = "fp32", json_out, commit = "unknown", tag;
+  std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
   bool no_graph = false, profile = false;
-  app.add_option("--config", config, "small | mlperf-dcnv2 | mlperf-dcnv2-capped | mlperf-dlrm-capped");
+  app.add_option("--config", config, "hetrec config file (its [model] and [optim] are used)");
   app.add_option("--batch", batch, "samples per step");
   app.add_option("--steps", steps, "timed steps (the median is reported)");
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--precision", precision, "GEMM precision: fp32 | tf32");
-  app.add_option("--rows", rows, "embedding row dtype: fp32 | fp16 | bf16");
+  app.add_option("--rows", rows, "embedding row dtype: fp32 | fp16 | bf16 (default: the config's)");
   app.add_flag("--no-graph", no_graph, "run every step eagerly");
   app.add_flag("--profile", profile, "per-phase device times (steps run eagerly)");
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
@@ -154,12 +114,10 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "e2e_bench: no GPU device\n");
     return 2;
   }
-  const ModelConfig m = preset(config, parse_dtype(rows, "--rows"));
-  OptimConfig o;
-  o.dense = OptimizerKind::adagrad;
-  o.sparse = OptimizerKind::rowwise_adagrad;
-  o.lr = 0.004;
-  o.sparse_lr = 0.004;
+  const RunConfig cfg = load_run_config(config);
+  ModelConfig m = cfg.model;
+  if (!rows.empty()) m.row_dtype = parse_dtype(rows, "--rows");
+  const OptimConfig& o = cfg.optim;
   GpuModelOptions opts;
   if (precision == "tf32") opts.precision = cublaslt::Precision::tf32;
   else if (precision != "fp32") throw ConfigError("--precision: expected fp32 or tf32, got \"" + precision + "\"");

@@ -1,7 +1,25 @@
 #!/usr/bin/env bash
-# The README's second command: install dependencies, build, run the whole test suite.
+# The README's second command: install dependencies, build, run the whole test suite;
+# then the hardening jobs (docs/reliability.md): the CPU suite again under
+# AddressSanitizer + UndefinedBehaviorSanitizer, and every fuzz target for a bounded time
+# from its seed corpus (HETREC_FUZZ_SECONDS per target, default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+stage() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)" >&2; }
+
+stage "dependencies"
 tools/install_deps.sh
+
+stage "build and test"
 build=$(tools/build.sh)
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 600
+
+stage "CPU suite under AddressSanitizer + UBSan (preset cpu-sanitize, build/asan)"
+cmake --preset cpu-sanitize >/dev/null
+cmake --build --preset cpu-sanitize -j "$(nproc)"
+ctest --preset cpu-sanitize -j "$(nproc)"
+
+stage "fuzz targets, ${HETREC_FUZZ_SECONDS:-60} s each (build/fuzz)"
+fuzz/run.sh "${HETREC_FUZZ_SECONDS:-60}"
+
+stage "all passed"

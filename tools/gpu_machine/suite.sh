@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Runs hetrec's GPU checks and benchmarks on a GPU machine from prebuilt binaries:
+# .carry/suite/suite.tar.xz holds bin/ (hetrec, e2e_bench, the GPU test programs) and
+# lib/ (the shared libraries they need beyond the CUDA toolkit). Stages, in order:
+#   tests    every GPU test program, then compute-sanitizer memcheck on a subset
+#   demo     `hetrec train --config configs/demo.toml` on the GPU
+#   e2e:CONFIG:BATCH:TAG   bench/e2e_compare.py (hetrec and the PyTorch baseline)
+# Usage: tools/gpu_machine/suite.sh OUT_DIR COMMIT STAGE...
+set -uo pipefail
+out=$1 commit=$2
+shift 2
+root=/tmp/hetrec-suite
+mkdir -p "$root" "$out"
+tar -C "$root" -xJf .carry/suite/suite.tar.xz
+export LD_LIBRARY_PATH=$root/lib:${LD_LIBRARY_PATH:-}
+export HETREC_COMMIT=$commit PYTHONUNBUFFERED=1
+bin=$root/bin
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+for stage in "$@"; do
+  echo "=== stage $stage ($(date +%T))"
+  case $stage in
+    tests)
+      for t in "$bin"/gpu_test_* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
+        timeout 200 "$t" --gtest_brief=1 > "$out/$(basename "$t").log" 2>&1
+        echo "$(basename "$t") rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
+      done
+      cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+      for spec in "kernels_test_embedding_bag:*dim16*" "kernels_test_dense_kernels:*" "model_gpu_test_gpu_dlrm:*GraphReplay*"; do
+        t=${spec%%:*}
+        timeout 120 "$cs" --tool memcheck --error-exitcode 9 "$bin/$t" --gtest_brief=1 --gtest_filter="${spec#*:}" \
+          > "$out/memcheck-$t.log" 2>&1
+        echo "memcheck $t rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck-$t.log")"
+      done ;;
+    demo)
+      "$bin/hetrec" train --config configs/demo.toml --set train.progress=on \
+        --set train.metrics_path="'$out/demo-metrics.jsonl'" --set train.checkpoint_dir="'/tmp/demo-ckpt'" \
+        > "$out/demo.log" 2> "$out/demo.err"
+      echo "demo rc=$?"; tail -12 "$out/demo.log"; tr '\r' '\n' < "$out/demo.err" | tail -4 ;;
+    e2e:*)
+      IFS=: read -r _ config batch tag <<< "$stage"
+      timeout 400 python3 bench/e2e_compare.py --e2e-bench "$bin/e2e_bench" --config "$config" --batch "$batch" \
+        --tag "$tag" --commit "$commit" --out-dir "$out" 2>&1 | tail -4 ;;
+    *) echo "unknown stage $stage" ;;
+  esac
+done
