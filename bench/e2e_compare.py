@@ -27,6 +27,7 @@ def main():
     ap.add_argument("--rows", default="")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--torch-timeout", type=int, default=300, help="seconds for the PyTorch baseline")
     ap.add_argument("--commit", default=os.environ.get("HETREC_COMMIT", "unknown"))
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
     args = ap.parse_args()
@@ -42,7 +43,10 @@ def main():
             result = json.load(f)
     torch_cmd = [sys.executable, os.path.join(ROOT, "tools", "torch_dlrm_bench.py"), "--config", args.config,
                  "--batch", str(args.batch), "--steps", str(args.steps), "--modes", args.modes]
-    proc = subprocess.run(torch_cmd, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(torch_cmd, capture_output=True, text=True, timeout=args.torch_timeout)
+    except subprocess.TimeoutExpired:
+        proc = subprocess.CompletedProcess(torch_cmd, 124, "", f"timed out after {args.torch_timeout} s")
     if proc.returncode != 0:
         print(proc.stderr[-4000:], file=sys.stderr)
         torch_out = {"error": proc.stderr.strip().splitlines()[-1] if proc.stderr.strip() else "failed"}

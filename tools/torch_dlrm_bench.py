@@ -25,16 +25,18 @@ ROTATE = 4  # distinct batches cycled through
 
 
 class DlrmModel(torch.nn.Module):
-    def __init__(self, m):
+    def __init__(self, m, device):
         super().__init__()
         self.arch = m.get("arch", "dlrm")
         dim = m["embedding_dim"]
         pooling = m.get("pooling", "sum")
+        # Built on the device: 40M-row tables would take minutes to initialise on the host.
         self.tables = torch.nn.ModuleList(
-            torch.nn.EmbeddingBag(rows, dim, mode=pooling, sparse=True) for rows in m["table_rows"])
-        for t in self.tables:
-            bound = 1.0 / math.sqrt(t.num_embeddings)
-            torch.nn.init.uniform_(t.weight, -bound, bound)
+            torch.nn.EmbeddingBag(rows, dim, mode=pooling, sparse=True, device=device) for rows in m["table_rows"])
+        with torch.no_grad():
+            for t in self.tables:
+                bound = 1.0 / math.sqrt(t.num_embeddings)
+                t.weight.uniform_(-bound, bound)
 
         def mlp(widths, in_features, relu_last):
             layers = []
@@ -110,7 +112,7 @@ def run(mode, cfg, batch, steps, warmup):
     lr, sparse_lr, eps = o.get("lr", 0.004), o.get("sparse_lr", o.get("lr", 0.004)), o.get("eps", 1e-8)
     device = torch.device("cuda")
     torch.manual_seed(0)
-    model = DlrmModel(m).to(device)
+    model = DlrmModel(m, device).to(device)
     dense_params = [p for n, p in model.named_parameters() if not n.startswith("tables.")]
     dense_opt = torch.optim.Adagrad(dense_params, lr=lr, eps=eps, foreach=True)
     accs = [torch.zeros(t.num_embeddings, device=device) for t in model.tables]
