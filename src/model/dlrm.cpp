@@ -56,7 +56,7 @@ class CpuDlrm final : public Model {
       : config_(model),
         bottom_mlp_(model.num_dense, model.bottom_mlp, /*relu_last=*/true),
         top_mlp_(model.interaction_width(), model.top_mlp, /*relu_last=*/false),
-        embeddings_(model, optim, model.init_seed),
+        embeddings_(model.embedding_spec(), optim, model.init_seed),
         step_(Tensor::zeros({1}, DType::i64)) {
     const uint64_t dense_seed = seed_streams::dense_init_seed(model.init_seed);
     bottom_mlp_.init(dense_seed, kBottomMlpStreams);

@@ -7,6 +7,7 @@
 
 #include "core/dtype.h"
 #include "data/feature_spec.h"
+#include "nn/embedding_spec.h"
 #include "optim/optim_config.h"
 
 namespace hetrec {
@@ -28,6 +29,8 @@ struct ModelConfig : FeatureSpec {
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32
   uint64_t init_seed = 1;          // parameter initialisation
+
+  EmbeddingSpec embedding_spec() const { return EmbeddingSpec{tables, embedding_dim, row_dtype}; }
 
   // Width of the interaction output that feeds the top MLP.
   int interaction_width() const {

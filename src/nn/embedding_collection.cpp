@@ -93,8 +93,8 @@ void sort_by_row_id(uint64_t* keys, uint64_t* scratch, int64_t n, int64_t rows, 
 
 }  // namespace
 
-EmbeddingCollection::EmbeddingCollection(const ModelConfig& model, const OptimConfig& optim, uint64_t seed)
-    : dim_(model.embedding_dim), row_dtype_(model.row_dtype), optim_(optim), seed_(seed) {
+EmbeddingCollection::EmbeddingCollection(const EmbeddingSpec& spec, const OptimConfig& optim, uint64_t seed)
+    : dim_(spec.dim), row_dtype_(spec.row_dtype), optim_(optim), seed_(seed) {
   if (row_dtype_ != DType::f32 && row_dtype_ != DType::f16 && row_dtype_ != DType::bf16)
     throw ConfigError("model.row_dtype: expected \"fp32\", \"fp16\" or \"bf16\" for the embedding rows, got \"" +
                       std::string(dtype_name(row_dtype_)) + "\"");
@@ -102,9 +102,9 @@ EmbeddingCollection::EmbeddingCollection(const ModelConfig& model, const OptimCo
     throw ConfigError("model.embedding_dim: expected a positive integer, got " + std::to_string(dim_));
   check_sparse_optimizer(optim_.sparse);
 
-  tables_.reserve(model.tables.size());
-  for (std::size_t t = 0; t < model.tables.size(); ++t) {
-    const TableConfig& config = model.tables[t];
+  tables_.reserve(spec.tables.size());
+  for (std::size_t t = 0; t < spec.tables.size(); ++t) {
+    const TableConfig& config = spec.tables[t];
     if (config.rows <= 0 || config.rows > kMaxRows)
       throw ConfigError("model.tables[" + std::to_string(t) + "].rows (table \"" + config.name +
                         "\"): expected 1 to " + std::to_string(kMaxRows) + " rows (ids are 32-bit), got " +

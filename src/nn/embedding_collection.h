@@ -8,8 +8,9 @@
 
 #include "core/tensor.h"
 #include "data/batch.h"
-#include "model/model.h"
-#include "model/model_config.h"
+#include "core/named_tensor.h"
+#include "nn/embedding_spec.h"
+#include "optim/optim_config.h"
 
 namespace hetrec {
 
@@ -20,7 +21,7 @@ class EmbeddingCollection {
   // (seed, t, r), so the values do not depend on the thread count. Optimizer state from
   // `optim`. Throws ConfigError for a row dtype other than fp32/fp16/bf16, a sparse
   // optimizer other than SGD/Adagrad/row-wise Adagrad, or a table without rows.
-  EmbeddingCollection(const ModelConfig& model, const OptimConfig& optim, uint64_t seed);
+  EmbeddingCollection(const EmbeddingSpec& spec, const OptimConfig& optim, uint64_t seed);
 
   int num_tables() const;
   int dim() const;

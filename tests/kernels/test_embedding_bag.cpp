@@ -47,7 +47,7 @@ TEST_P(EmbeddingKernels, InitMatchesCpuCollectionBitForBit) {
   const auto [dtype, dim] = GetParam();
   const ModelConfig m = testing::embedding_model(dim, dtype, 101);
   OptimConfig optim;
-  EmbeddingCollection cpu(m, optim, m.init_seed);
+  EmbeddingCollection cpu(m.embedding_spec(), optim, m.init_seed);
   DeviceTables dev(m);
   const std::vector<unsigned char> gpu = download_weights(dev, m);
   const std::size_t row_bytes = static_cast<std::size_t>(dim) * dtype_size(dtype);
@@ -79,7 +79,7 @@ TEST_P(EmbeddingKernels, ForwardMatchesDoubleReferenceAndCpu) {
 
   const std::vector<float> w = testing::rows_as_float(download_weights(dev, m), dtype);
   OptimConfig optim;
-  EmbeddingCollection cpu(m, optim, m.init_seed);
+  EmbeddingCollection cpu(m.embedding_spec(), optim, m.init_seed);
   std::vector<float> cpu_out(static_cast<std::size_t>(batch * num * dim));
   cpu.forward(b, cpu_out.data());
   for (int64_t s = 0; s < batch; ++s) {
@@ -251,7 +251,7 @@ void run_update_case(DType dtype, int dim, OptimizerKind kind, uint64_t seed) {
   // bit on rows the GPU sums in one sequence (64 occurrences or fewer); longer rows are
   // summed in chunks, and row-wise Adagrad sums g^2 across lanes, so those agree to
   // rounding (and 16-bit rows then to one unit of stochastic rounding, in few places).
-  EmbeddingCollection cpu(m, optim, m.init_seed);
+  EmbeddingCollection cpu(m.embedding_spec(), optim, m.init_seed);
   cpu.backward_update(b, grad.data(), lr, step);
   int64_t differ = 0, elements = 0;
   for (int t = 0; t < num; ++t) {

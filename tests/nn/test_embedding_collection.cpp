@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "model/model_config.h"
 #include "nn/embedding_collection.h"
 
 using namespace hetrec;
@@ -270,7 +271,7 @@ class EmbeddingForward : public ::testing::TestWithParam<DType> {};
 
 TEST_P(EmbeddingForward, MatchesDoubleReference) {
   const ModelConfig m = make_model(13, mixed_tables(), GetParam());
-  EmbeddingCollection emb(m, make_optim(OptimizerKind::sgd), 7);
+  EmbeddingCollection emb(m.embedding_spec(), make_optim(OptimizerKind::sgd), 7);
   Rng rng(21);
   const int64_t batch_size = 37;
   const Batch batch = random_batch(m, batch_size, rng);
@@ -298,7 +299,7 @@ INSTANTIATE_TEST_SUITE_P(RowDtypes, EmbeddingForward, ::testing::Values(DType::f
 TEST(EmbeddingForward, Fp16RowsDecodeEveryBitPattern) {
   const int dim = 16;
   const ModelConfig m = make_model(dim, {{"all", 65536 / dim, 1, false, Pooling::sum}}, DType::f16);
-  EmbeddingCollection emb(m, make_optim(OptimizerKind::sgd), 1);
+  EmbeddingCollection emb(m.embedding_spec(), make_optim(OptimizerKind::sgd), 1);
   Tensor weight = find_state(emb, "embedding.all.weight");
   for (uint32_t i = 0; i < 65536; ++i) weight.data<uint16_t>()[i] = static_cast<uint16_t>(i);
   Batch batch;
@@ -320,7 +321,7 @@ TEST(EmbeddingForward, Fp16RowsDecodeEveryBitPattern) {
 
 TEST(EmbeddingForward, OutOfRangeIdNamesTableSampleAndId) {
   const ModelConfig m = make_model(4, {{"users", 10, 2, false, Pooling::sum}, {"items", 6, 2, false, Pooling::mean}});
-  EmbeddingCollection emb(m, make_optim(OptimizerKind::sgd), 3);
+  EmbeddingCollection emb(m.embedding_spec(), make_optim(OptimizerKind::sgd), 3);
   Rng rng(5);
   std::vector<float> pooled(5 * 2 * 4);
   for (const int32_t bad : {6, -1, 1 << 30}) {
@@ -354,7 +355,7 @@ TEST(EmbeddingForward, OutOfRangeIdNamesTableSampleAndId) {
 TEST(EmbeddingCollection, ConfigErrorsNameTheKey) {
   const auto message = [](const ModelConfig& m, const OptimConfig& o) -> std::string {
     try {
-      EmbeddingCollection emb(m, o, 1);
+      EmbeddingCollection emb(m.embedding_spec(), o, 1);
     } catch (const ConfigError& e) {
       return e.what();
     }
@@ -376,7 +377,7 @@ TEST(EmbeddingCollection, ConfigErrorsNameTheKey) {
 TEST(EmbeddingCollection, InitIsUniformSeededAndSharedAcrossRowDtypes) {
   const std::vector<TableSpec> specs = {{"big", 20000, 1, false, Pooling::sum}, {"small", 9, 1, false, Pooling::sum}};
   const ModelConfig m = make_model(8, specs);
-  EmbeddingCollection emb(m, make_optim(OptimizerKind::sgd), 42);
+  EmbeddingCollection emb(m.embedding_spec(), make_optim(OptimizerKind::sgd), 42);
   const std::vector<float> w = table_weights(emb, 0);
   const double bound = 1.0 / std::sqrt(20000.0);
   double sum = 0.0, sum_sq = 0.0;
@@ -390,16 +391,16 @@ TEST(EmbeddingCollection, InitIsUniformSeededAndSharedAcrossRowDtypes) {
   EXPECT_LT(std::fabs(sum / n), 5.0 * std::sqrt(variance / n));
   EXPECT_NEAR(sum_sq / n, variance, 0.02 * variance);
 
-  EmbeddingCollection same(m, make_optim(OptimizerKind::sgd), 42);
+  EmbeddingCollection same(m.embedding_spec(), make_optim(OptimizerKind::sgd), 42);
   EXPECT_EQ(table_weights(same, 0), w);
   EXPECT_EQ(table_weights(same, 1), table_weights(emb, 1));
-  EmbeddingCollection other(m, make_optim(OptimizerKind::sgd), 43);
+  EmbeddingCollection other(m.embedding_spec(), make_optim(OptimizerKind::sgd), 43);
   EXPECT_NE(table_weights(other, 0), w);
   EXPECT_NE(table_weights(emb, 1), std::vector<float>(w.begin(), w.begin() + 9 * 8));  // tables draw apart
 
   // 16-bit tables hold the fp32 initial values rounded to nearest.
   for (DType dt : {DType::f16, DType::bf16}) {
-    EmbeddingCollection narrow(make_model(8, specs, dt), make_optim(OptimizerKind::sgd), 42);
+    EmbeddingCollection narrow(make_model(8, specs, dt).embedding_spec(), make_optim(OptimizerKind::sgd), 42);
     const Tensor t = find_state(narrow, "embedding.big.weight");
     for (std::size_t i = 0; i < w.size(); ++i) {
       const uint16_t expect = dt == DType::f16 ? f32_to_f16(w[i]) : f32_to_bf16(w[i]);
@@ -411,7 +412,7 @@ TEST(EmbeddingCollection, InitIsUniformSeededAndSharedAcrossRowDtypes) {
 TEST(EmbeddingCollection, StateNamesShapesAndAccumulatorInit) {
   const std::vector<TableSpec> specs = {{"u", 11, 1, false, Pooling::sum}, {"v", 5, 1, false, Pooling::sum}};
   {
-    EmbeddingCollection emb(make_model(6, specs), make_optim(OptimizerKind::sgd), 1);
+    EmbeddingCollection emb(make_model(6, specs).embedding_spec(), make_optim(OptimizerKind::sgd), 1);
     const auto st = emb.state();
     ASSERT_EQ(st.size(), 2u);
     EXPECT_EQ(st[0].name, "embedding.u.weight");
@@ -419,7 +420,7 @@ TEST(EmbeddingCollection, StateNamesShapesAndAccumulatorInit) {
     EXPECT_EQ(st[1].name, "embedding.v.weight");
   }
   {
-    EmbeddingCollection emb(make_model(6, specs, DType::bf16), make_optim(OptimizerKind::adagrad, 1e-8, 0.25), 1);
+    EmbeddingCollection emb(make_model(6, specs, DType::bf16).embedding_spec(), make_optim(OptimizerKind::adagrad, 1e-8, 0.25), 1);
     const auto st = emb.state();
     ASSERT_EQ(st.size(), 4u);
     EXPECT_EQ(st[0].tensor.dtype(), DType::bf16);
@@ -429,7 +430,7 @@ TEST(EmbeddingCollection, StateNamesShapesAndAccumulatorInit) {
     for (float a : as_floats(st[3].tensor)) EXPECT_EQ(a, 0.25f);
   }
   {
-    EmbeddingCollection emb(make_model(6, specs), make_optim(OptimizerKind::rowwise_adagrad, 1e-8, 0.5), 1);
+    EmbeddingCollection emb(make_model(6, specs).embedding_spec(), make_optim(OptimizerKind::rowwise_adagrad, 1e-8, 0.5), 1);
     const auto st = emb.state();
     ASSERT_EQ(st.size(), 4u);
     EXPECT_EQ(st[3].name, "embedding.v.accumulator");
@@ -448,7 +449,7 @@ TEST(EmbeddingBackward, SgdStepIsMinusFiniteDifferenceGradient) {
                                         {"c", 4, 2, true, Pooling::sum},
                                         {"d", 5, 2, false, Pooling::mean}};
   const ModelConfig m = make_model(5, specs);
-  EmbeddingCollection emb(m, make_optim(OptimizerKind::sgd), 9);
+  EmbeddingCollection emb(m.embedding_spec(), make_optim(OptimizerKind::sgd), 9);
   Rng rng(31);
   const int64_t batch_size = 8;
   const Batch batch = random_batch(m, batch_size, rng);
@@ -495,7 +496,7 @@ class EmbeddingOptimizers : public ::testing::TestWithParam<OptimizerKind> {};
 TEST_P(EmbeddingOptimizers, MatchHandComputedUpdatesOverThreeSteps) {
   const ModelConfig m = make_model(7, mixed_tables());
   const OptimConfig o = make_optim(GetParam(), 1e-3, GetParam() == OptimizerKind::sgd ? 0.0 : 0.1);
-  EmbeddingCollection emb(m, o, 17);
+  EmbeddingCollection emb(m.embedding_spec(), o, 17);
   ReferenceOptimizer ref(m, o, emb);
   Rng rng(41);
   const float lrs[] = {0.05f, 0.2f, 0.1f};
@@ -523,7 +524,7 @@ INSTANTIATE_TEST_SUITE_P(Sparse, EmbeddingOptimizers,
 TEST(EmbeddingBackward, LargeTableGroupsIdsCorrectly) {
   const ModelConfig m = make_model(3, {{"huge", 4200000, 40, false, Pooling::sum}, {"tiny", 3, 40, false, Pooling::mean}});
   const OptimConfig o = make_optim(OptimizerKind::rowwise_adagrad, 1e-8, 0.0);
-  EmbeddingCollection emb(m, o, 5);
+  EmbeddingCollection emb(m.embedding_spec(), o, 5);
   ReferenceOptimizer ref(m, o, emb);
   Rng rng(51);
   const int64_t batch_size = 64;
@@ -572,7 +573,7 @@ TEST_P(EmbeddingSixteenBit, UpdatesAreUnbiasedAndDeterministic) {
     for (int d = 0; d < dim; ++d) grad[static_cast<std::size_t>(b * dim + d)] = grad_row[d];
 
   const auto run = [&](int64_t step) {
-    EmbeddingCollection emb(m, make_optim(OptimizerKind::sgd), 77);
+    EmbeddingCollection emb(m.embedding_spec(), make_optim(OptimizerKind::sgd), 77);
     Tensor w = find_state(emb, "embedding.t.weight");
     for (int64_t r = 0; r < rows; ++r)
       for (int d = 0; d < dim; ++d) w.data<uint16_t>()[r * dim + d] = encode(start[d]);
@@ -626,7 +627,7 @@ TEST(EmbeddingCollection, BitIdenticalAcrossThreadCounts) {
       std::vector<float> outputs[2];
       for (int threads = 1; threads <= 2; ++threads) {
         omp_set_num_threads(threads);
-        EmbeddingCollection emb(m, o, 123);
+        EmbeddingCollection emb(m.embedding_spec(), o, 123);
         Rng rng(61);
         for (int step = 0; step < 3; ++step) {
           const int64_t batch_size = 50;
