@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gpu/check.h"
+#include "gpu/fp_ops.h"
 #include "kernels/launch.h"
 
 namespace hetrec::kernels {
@@ -13,7 +14,7 @@ constexpr int kThreads = 256;
 
 // Products rounded on their own (never fused into the following add), as the host's
 // plain fp32 arithmetic rounds them.
-__device__ inline float mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline float mul(float a, float b) { return gpu::mul_rn(a, b); }
 
 __global__ void __launch_bounds__(kThreads)
     sgd_kernel(float* __restrict__ param, const float* __restrict__ grad, int64_t n,

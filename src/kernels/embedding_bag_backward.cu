@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
+#include "gpu/fp_ops.h"
 #include "gpu/warp.h"
 #include "kernels/embedding_lanes.h"
 #include "kernels/launch.h"
@@ -19,6 +20,7 @@ namespace hetrec::kernels {
 namespace {
 
 constexpr int kBlockThreads = 256;
+static_assert(kBlockThreads % gpu::kWarpSize == 0, "the update's group reductions need whole warps");
 // Marks ids that failed validation: sorts after every real row and is skipped.
 constexpr uint32_t kInvalidKey = 0xFFFFFFFFu;
 // Persistent update grid: blocks per multiprocessor (enough warps to hide latency).
@@ -72,7 +74,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 
 // a * b rounded once, never fused into a following add: keeps the update rules' rounding
 // identical to a plain host evaluation of the same expressions.
-__device__ inline float mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ inline float mul(float a, float b) { return gpu::mul_rn(a, b); }
 
 template <int VEC, int UNITS>
 __device__ inline void zero(float (&g)[UNITS][VEC]) {

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gpu/check.h"
+#include "gpu/fp_ops.h"
 #include "gpu/half.h"
 #include "kernels/launch.h"
 
@@ -28,7 +29,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int d = 0; d < dim; ++d) {
     const double u = static_cast<double>(rng.next_u64() >> kUniformShift) * kUniformScale;
     // (2u - 1) * bound: 2u - 1 is exact, so a fused multiply-add cannot change it.
-    const float v = static_cast<float>(__dmul_rn(2.0 * u - 1.0, bound));
+    const float v = static_cast<float>(gpu::mul_rn(2.0 * u - 1.0, bound));
     if constexpr (sizeof(Store) == sizeof(float)) {
       row[d] = v;
     } else if constexpr (Store::kBf16) {

@@ -17,6 +17,7 @@ constexpr int kDigits = 1 << kDigitBits;
 // One thread per digit in the cross-warp prefix step, so a block has kDigits threads.
 constexpr int kSortThreads = kDigits;
 constexpr int kSortWarps = kSortThreads / gpu::kWarpSize;
+static_assert(kSortThreads % gpu::kWarpSize == 0, "the ballot ranking needs whole warps");
 constexpr int kItemsPerThread = 8;
 constexpr int64_t kSortTile = static_cast<int64_t>(kSortThreads) * kItemsPerThread;
 constexpr std::size_t kAlign = 256;

@@ -14,6 +14,7 @@ constexpr int kScanThreads = 256;
 constexpr int kItemsPerThread = 8;
 constexpr int64_t kScanTile = kScanThreads * kItemsPerThread;  // elements per block
 constexpr int kScanWarps = kScanThreads / gpu::kWarpSize;
+static_assert(kScanThreads % gpu::kWarpSize == 0, "the block scan combines whole warps");
 constexpr std::size_t kAlign = 256;  // scratch sub-buffers start on 256-byte boundaries
 
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
