@@ -13,5 +13,6 @@ void add_eval_command(CLI::App& app, Action& action);
 void add_data_command(CLI::App& app, Action& action);
 void add_hw_command(CLI::App& app, Action& action);
 void add_gemm_command(CLI::App& app, Action& action);
+void add_plan_command(CLI::App& app, Action& action);
 
 }  // namespace hetrec::cli

@@ -1,10 +1,10 @@
 // `hetrec hw list | show` and `hetrec gemm select`: hardware descriptions and the
 // analytical GEMM selector.
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/hw_dir.h"
 #include "core/error.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
@@ -12,16 +12,6 @@
 #include "perf/gemm_report.h"
 
 namespace hetrec::cli {
-namespace {
-
-// Hardware descriptions ship in the repository's hw/ folder; HETREC_HW_DIR or --hw-dir
-// point elsewhere.
-std::string default_hw_dir() {
-  if (const char* env = std::getenv("HETREC_HW_DIR")) return env;
-  return std::string(HETREC_SOURCE_DIR) + "/hw";
-}
-
-}  // namespace
 
 void add_hw_command(CLI::App& app, Action& action) {
   auto dir = std::make_shared<std::string>(default_hw_dir());

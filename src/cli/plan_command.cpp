@@ -1,0 +1,303 @@
+// `hetrec plan`: the co-design planner. For each accelerator named with --hw it searches
+// the recipes of a config's model (batch, precisions, table placement), prints the chosen
+// ones side by side with their predicted phases, and writes the recipe TOML and an SVG of
+// the step breakdown. The step model is calibrated first on the recorded end-to-end
+// measurements (bench/results/e2e-*.json) of every architecture that has some.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/hw_dir.h"
+#include "core/error.h"
+#include "hw/hardware.h"
+#include "perf/gemm_model_params.h"
+#include "plan/breakdown_svg.h"
+#include "plan/calibration.h"
+#include "plan/e2e_record.h"
+#include "plan/port_comparison.h"
+#include "plan/recipe_toml.h"
+#include "plan/report.h"
+#include "plan/search.h"
+#include "train/config.h"
+
+namespace hetrec::cli {
+namespace {
+
+struct PlanOptions {
+  std::string config;
+  std::vector<std::string> overrides;
+  std::vector<std::string> hardware = {"h200_sxm"};
+  std::string hw_dir = default_hw_dir();
+  std::string out;
+  std::string svg;
+  double headroom = kDefaultHeadroom;
+  int64_t max_batch = kDefaultMaxBatch;
+  int64_t min_batch = kDefaultMinBatch;
+  std::vector<std::string> dense = {"fp32", "tf32"};
+  std::vector<std::string> rows = {"fp32", "fp16", "bf16"};
+  bool allow_host_tables = false;
+  double lower_precision_gain = kDefaultLowerPrecisionGain;
+  std::string port_from;
+  std::string ids;
+  std::string measurements = std::string(HETREC_SOURCE_DIR) + "/bench/results";
+  bool no_calibration = false;
+  std::size_t candidates = 0;
+};
+
+// Older e2e records name e2e_bench's presets instead of a config file.
+struct Preset {
+  const char* name;
+  const char* file;
+  const char* arch_override;  // nullptr: the file's own arch
+};
+constexpr Preset kE2ePresets[] = {
+    {"mlperf-dcnv2", "configs/dlrm_dcnv2_mlperf.toml", nullptr},
+    {"mlperf-dcnv2-capped", "configs/dlrm_dcnv2_capped.toml", nullptr},
+    {"mlperf-dlrm-capped", "configs/dlrm_dcnv2_capped.toml", "model.arch=\"dlrm\""},
+};
+
+std::string fmt_list(const std::vector<std::string>& items) {
+  std::string s;
+  for (const std::string& i : items) s += (s.empty() ? "" : ",") + i;
+  return s;
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// The config a record names, found as given or under the source tree.
+std::optional<RunConfig> record_config(const E2eRecord& r) {
+  std::string file;
+  std::vector<std::string> overrides;
+  if (ends_with(r.config, ".toml")) {
+    file = r.config;
+  } else {
+    for (const Preset& p : kE2ePresets)
+      if (r.config == p.name) {
+        file = p.file;
+        if (p.arch_override) overrides.push_back(p.arch_override);
+      }
+  }
+  if (file.empty()) return std::nullopt;
+  for (const std::string& candidate : {file, std::string(HETREC_SOURCE_DIR) + "/" + file})
+    if (std::filesystem::exists(candidate)) return load_run_config(candidate, overrides);
+  return std::nullopt;
+}
+
+// The hardware description a record's GPU name belongs to ("NVIDIA H200" -> h200_sxm):
+// the one whose display name starts with it, when exactly one does.
+std::optional<Hardware> record_hardware(const E2eRecord& r, const std::vector<Hardware>& all) {
+  std::optional<Hardware> found;
+  for (const Hardware& h : all)
+    if (h.display_name.rfind(r.gpu, 0) == 0) {
+      if (found) return std::nullopt;
+      found = h;
+    }
+  return found;
+}
+
+// Step-model parameters per architecture, fitted to the recorded measurements.
+std::map<std::string, StepModelParams> calibrate_from_records(const PlanOptions& o) {
+  std::map<std::string, StepModelParams> fitted;
+  if (o.no_calibration) return fitted;
+  if (!std::filesystem::is_directory(o.measurements)) {
+    std::printf("step model: no measurements folder '%s'; generic factors everywhere\n", o.measurements.c_str());
+    return fitted;
+  }
+  std::vector<Hardware> all;
+  for (const std::string& name : list_hardware(o.hw_dir)) all.push_back(load_hardware_by_name(name, o.hw_dir));
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(o.measurements)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("e2e-", 0) == 0 && ends_with(name, ".json")) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::map<std::string, std::vector<StepMeasurement>> by_arch;
+  std::map<std::string, Hardware> arch_hardware;
+  std::map<std::string, GemmSelector> selectors;  // by hardware name
+  for (const std::string& f : files) {
+    // A record that cannot be used is reported and left out; the plan goes on without it.
+    try {
+      const E2eRecord r = read_e2e_record(f);
+      const std::optional<Hardware> hw = record_hardware(r, all);
+      if (!hw) throw ConfigError("no single hardware file for GPU '" + r.gpu + "'");
+      const std::optional<RunConfig> cfg = record_config(r);
+      if (!cfg) throw ConfigError("config '" + r.config + "' not found");
+      auto sel = selectors.find(hw->name);
+      if (sel == selectors.end())
+        sel = selectors
+                  .emplace(hw->name, GemmSelector::for_hardware(*hw, load_gemm_params_for(*hw, o.hw_dir + "/params")))
+                  .first;
+      by_arch[hw->arch].push_back(e2e_measurement(r, cfg->model, cfg->optim, sel->second));
+      arch_hardware.emplace(hw->arch, *hw);
+    } catch (const ConfigError& e) {
+      std::printf("step model: leaving out %s: %s\n", f.c_str(), e.what());
+    }
+  }
+  for (const auto& [arch, ms] : by_arch) {
+    const CalibrationFit fit = calibrate_step_model(ms, default_step_model_params(arch_hardware.at(arch)));
+    std::printf("step model %s: calibrated on %zu recorded steps; rms error %.1f%%, largest step error %.1f%%\n",
+                arch.c_str(), ms.size(), 100.0 * fit.rms_log_error, 100.0 * fit.max_step_error);
+    std::string factors;
+    for (StepFactor f : kAllStepFactors)
+      factors += " " + std::string(step_factor_name(f)) + "=" + std::to_string(fit.params.at(f)).substr(0, 6);
+    std::printf("  factors:%s\n", factors.c_str());
+    fitted[arch] = fit.params;
+  }
+  return fitted;
+}
+
+PlanConstraints constraints_of(const PlanOptions& o) {
+  PlanConstraints c;
+  c.headroom = o.headroom;
+  c.max_batch = o.max_batch;
+  c.min_batch = o.min_batch;
+  c.dense.clear();
+  for (const std::string& d : o.dense) c.dense.push_back(parse_dense_precision(d, "--dense"));
+  c.rows.clear();
+  for (const std::string& r : o.rows) {
+    const DType t = parse_dtype(r, "--rows");
+    if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
+      throw ConfigError("--rows: expected fp32, fp16 or bf16, got '" + r + "'");
+    c.rows.push_back(t);
+  }
+  c.allow_host_tables = o.allow_host_tables;
+  c.lower_precision_gain = o.lower_precision_gain;
+  validate_constraints(c);
+  return c;
+}
+
+void write_file(const std::string& path, const std::string& text, const char* what) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw IoError(std::string(what) + " '" + path + "': cannot open for writing");
+  out << text;
+  out.flush();
+  if (!out) throw IoError(std::string(what) + " '" + path + "': write failed");
+  std::printf("wrote %s\n", path.c_str());
+}
+
+// plan.toml -> plan-h100_sxm.toml when several recipes are written.
+std::string per_hardware_path(const std::string& path, const std::string& hw, bool several) {
+  if (!several) return path;
+  const std::filesystem::path p(path);
+  return (p.parent_path() / (p.stem().string() + "-" + hw + p.extension().string())).string();
+}
+
+void run_plan(const PlanOptions& o) {
+  const RunConfig cfg = load_run_config(o.config, o.overrides);
+  const PlanConstraints constraints = constraints_of(o);
+  Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
+  if (!o.ids.empty()) w.ids = parse_id_distribution(o.ids, "--ids");
+  std::vector<std::string> names;
+  for (const std::string& n : o.hardware)
+    if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+  if (!o.port_from.empty() && std::find(names.begin(), names.end(), o.port_from) == names.end())
+    names.insert(names.begin(), o.port_from);
+  if (names.empty()) throw ConfigError("--hw: expected at least one hardware name (see `hetrec hw list`)");
+
+  const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o);
+  std::vector<std::unique_ptr<PlanTarget>> targets;
+  for (const std::string& name : names) {
+    const Hardware hw = load_hardware_by_name(name, o.hw_dir);
+    const auto it = fitted.find(hw.arch);
+    targets.push_back(std::make_unique<PlanTarget>(
+        PlanTarget{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, o.hw_dir + "/params")),
+                   it != fitted.end() ? it->second : default_step_model_params(hw)}));
+  }
+  std::vector<PlanResult> plans;
+  std::vector<const PlanTarget*> target_list;
+  for (const auto& t : targets) {
+    plans.push_back(plan_recipes(w, *t, constraints));
+    target_list.push_back(t.get());
+  }
+
+  std::printf("\nhetrec plan: %s; headroom %.0f%%, batch %lld..%lld, GEMMs %s, rows %s, %s\n\n", o.config.c_str(),
+              100.0 * constraints.headroom, static_cast<long long>(constraints.min_batch),
+              static_cast<long long>(constraints.max_batch), fmt_list(o.dense).c_str(), fmt_list(o.rows).c_str(),
+              constraints.allow_host_tables ? "tables may move to host memory" : "every table in HBM");
+  std::fputs(format_plan_table(w, plans, target_list).c_str(), stdout);
+  for (std::size_t i = 0; i < plans.size() && o.candidates > 0; ++i)
+    std::printf("\n%s: best candidates\n%s", plans[i].hardware.c_str(),
+                format_candidates(w, plans[i], o.candidates).c_str());
+
+  if (!o.port_from.empty()) {
+    const auto from = std::find_if(plans.begin(), plans.end(), [&](const PlanResult& p) { return p.hardware == o.port_from; });
+    if (from->ranked.empty()) {
+      std::printf("\ndirect port: %s has no recipe to port\n", o.port_from.c_str());
+    } else {
+      std::vector<PortComparison> ports;
+      for (std::size_t i = 0; i < plans.size(); ++i)
+        if (plans[i].hardware != o.port_from)
+          ports.push_back(compare_direct_port(w, *from, plans[i], *targets[i], constraints));
+      std::printf("\ndirect port of the %s recipe\n%s", o.port_from.c_str(), format_port_comparisons(w, ports).c_str());
+    }
+  }
+
+  std::printf("\n");
+  std::vector<std::pair<std::string, StepPrediction>> bars;
+  std::size_t planned = 0;
+  for (const PlanResult& p : plans) planned += p.ranked.empty() ? 0 : 1;
+  for (const PlanResult& p : plans) {
+    if (p.ranked.empty()) continue;
+    const RecipeEvaluation& best = p.best();
+    bars.emplace_back(p.hardware + " (batch " + std::to_string(best.recipe.batch) + ", " +
+                          std::string(dense_precision_name(best.recipe.dense)) + ", " +
+                          std::string(dtype_name(best.recipe.row_dtype)) + " rows)",
+                      best.step);
+    if (!o.out.empty())
+      write_file(per_hardware_path(o.out, p.hardware, planned > 1), recipe_to_toml(best.recipe, best.step, w.model),
+                 "recipe file");
+  }
+  if (!o.svg.empty()) write_file(o.svg, breakdown_svg("Predicted step of " + o.config, bars), "chart file");
+  std::string unplanned;
+  for (const PlanResult& p : plans)
+    if (p.ranked.empty()) unplanned += (unplanned.empty() ? "" : ", ") + p.hardware;
+  if (!unplanned.empty())
+    throw ConfigError("no recipe of " + o.config + " fits " + unplanned +
+                      " within the constraints (the refusal above names the largest consumers)");
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Action& action) {
+  auto o = std::make_shared<PlanOptions>();
+  CLI::App* cmd = app.add_subcommand("plan", "plan the training recipe of a model for each accelerator");
+  cmd->add_option("--config,-c", o->config, "model config (TOML); its [model] and [optim] are planned")->required();
+  cmd->add_option("--set", o->overrides, "override a config key, e.g. --set model.embedding_dim=64 (repeatable)");
+  cmd->add_option("--hw", o->hardware, "hardware names, comma separated (see `hetrec hw list`)")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--hw-dir", o->hw_dir, "folder of hardware description files")->capture_default_str();
+  cmd->add_option("--out", o->out, "write the recipe TOML here (plan-<hw>.toml style names for several)");
+  cmd->add_option("--svg", o->svg, "write an SVG chart of the predicted step breakdown here");
+  cmd->add_option("--headroom", o->headroom, "fraction of device memory kept free")->capture_default_str();
+  cmd->add_option("--max-batch", o->max_batch, "largest batch size tried")->capture_default_str();
+  cmd->add_option("--min-batch", o->min_batch, "smallest batch size tried")->capture_default_str();
+  cmd->add_option("--dense", o->dense, "allowed GEMM precisions: fp32, tf32, bf16")->delimiter(',')->capture_default_str();
+  cmd->add_option("--rows", o->rows, "allowed embedding row precisions: fp32, fp16, bf16")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_flag("--allow-host-tables", o->allow_host_tables,
+                "let tables move to page-locked host memory when they do not fit (not yet run by `hetrec train`)");
+  cmd->add_option("--lower-precision-gain", o->lower_precision_gain,
+                  "throughput gain a step down in precision must bring")
+      ->capture_default_str();
+  cmd->add_option("--port-from", o->port_from, "compare this hardware's recipe run unchanged on the others");
+  cmd->add_option("--ids", o->ids,
+                  "id distribution: uniform, zipf:<s> or power:<a> (default: zipf with data.synthetic.zipf_exponent)");
+  cmd->add_option("--measurements", o->measurements, "folder of recorded e2e results to calibrate the step model on")
+      ->capture_default_str();
+  cmd->add_flag("--no-calibration", o->no_calibration, "use the generic step-model factors");
+  cmd->add_option("--candidates", o->candidates, "also list this many best candidates per hardware");
+  cmd->callback([o, &action] { action = [o] { run_plan(*o); }; });
+}
+
+}  // namespace hetrec::cli

@@ -1,0 +1,102 @@
+#include "plan/e2e_record.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "core/error.h"
+#include "plan/recipe.h"
+
+namespace hetrec {
+namespace {
+
+using nlohmann::json;
+
+const json& member(const json& object, const std::string& key, const std::string& where) {
+  if (!object.is_object() || !object.contains(key)) throw ConfigError(where + ": missing key '" + key + "'");
+  return object.at(key);
+}
+
+std::string text(const json& object, const std::string& key, const std::string& where) {
+  const json& v = member(object, key, where);
+  if (!v.is_string()) throw ConfigError(where + ": key '" + key + "' must be a string");
+  return v.get<std::string>();
+}
+
+double number(const json& object, const std::string& key, const std::string& where) {
+  const json& v = member(object, key, where);
+  if (!v.is_number()) throw ConfigError(where + ": key '" + key + "' must be a number");
+  return v.get<double>();
+}
+
+}  // namespace
+
+E2eRecord read_e2e_record(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError("e2e results file '" + path + "': cannot open for reading");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json root;
+  try {
+    root = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw ConfigError("e2e results file '" + path + "': invalid JSON: " + e.what());
+  }
+  if (text(root, "benchmark", path) != "e2e")
+    throw ConfigError(path + ": key 'benchmark' is '" + root.at("benchmark").get<std::string>() + "', expected 'e2e'");
+  E2eRecord r;
+  r.path = path;
+  r.gpu = text(root, "gpu", path);
+  r.date = text(root, "date", path);
+  const std::string where = path + ": metrics";
+  const json& m = member(root, "metrics", path);
+  r.config = text(m, "config", where);
+  r.precision = text(m, "precision", where);
+  r.row_dtype = m.contains("row_dtype") ? text(m, "row_dtype", where) : "";
+  const double batch = number(m, "batch", where);
+  if (!(batch >= 1.0) || batch != std::floor(batch)) throw ConfigError(where + ".batch: expected a positive integer");
+  r.batch = static_cast<int64_t>(batch);
+  r.step_ms = number(m, "step_ms", where);
+  if (!(r.step_ms > 0.0)) throw ConfigError(where + ".step_ms: expected a positive time");
+  if (m.contains("cuda_graph")) {
+    if (!m.at("cuda_graph").is_boolean()) throw ConfigError(where + ".cuda_graph: expected true or false");
+    r.cuda_graph = m.at("cuda_graph").get<bool>();
+  }
+  if (m.contains("phase_ms")) {
+    const json& phases = m.at("phase_ms");
+    if (!phases.is_object()) throw ConfigError(where + ".phase_ms: expected an object of phase -> milliseconds");
+    for (const auto& [name, value] : phases.items()) {
+      if (!value.is_number()) throw ConfigError(where + ".phase_ms." + name + ": expected a number");
+      r.phase_ms[name] = value.get<double>();
+    }
+  }
+  return r;
+}
+
+StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& model, const OptimConfig& optim,
+                                const GemmSelector& gemm) {
+  Recipe recipe = recipe_of_model(model, record.batch, gemm.hardware().name);
+  if (record.precision == "tf32") recipe.dense = DensePrecision::tf32;
+  else if (record.precision == "fp32") recipe.dense = DensePrecision::fp32;
+  else if (record.precision == "bf16") recipe.dense = DensePrecision::bf16;
+  else throw ConfigError(record.path + ": metrics.precision '" + record.precision + "': expected fp32, tf32 or bf16");
+  if (!record.row_dtype.empty()) {
+    recipe.row_dtype = parse_dtype(record.row_dtype, record.path + ": metrics.row_dtype");
+    if (recipe.row_dtype != DType::f32 && recipe.row_dtype != DType::f16 && recipe.row_dtype != DType::bf16)
+      throw ConfigError(record.path + ": metrics.row_dtype '" + record.row_dtype + "': expected fp32, fp16 or bf16");
+  }
+  StepMeasurement m;
+  m.label = record.path.substr(record.path.find_last_of('/') + 1);
+  m.work = step_work(model, optim, recipe, gemm, kE2eBenchIds);
+  m.step_ms = record.step_ms;
+  for (const auto& [name, ms] : record.phase_ms) {
+    const auto phase = parse_step_phase(name);
+    if (!phase) throw ConfigError(record.path + ": metrics.phase_ms: unknown phase '" + name + "'");
+    m.phase_ms[*phase] = ms;
+  }
+  return m;
+}
+
+}  // namespace hetrec

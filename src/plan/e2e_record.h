@@ -1,0 +1,43 @@
+#pragma once
+// Recorded end-to-end measurements (bench/results/e2e-*.json, written by bench/e2e_bench
+// and bench/e2e_compare.py) read back as step-model measurements, for calibration and
+// for replay tests.
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "model/model_config.h"
+#include "perf/gemm_selector.h"
+#include "plan/calibration.h"
+#include "plan/id_distribution.h"
+
+namespace hetrec {
+
+// The ids of e2e_bench's synthetic batches: id = floor(rows * u^3) (bench/e2e_bench.cpp,
+// synthetic_batch).
+inline const IdDistribution kE2eBenchIds{IdLaw::power, 3.0};
+
+struct E2eRecord {
+  std::string path;
+  std::string gpu;        // as the driver reports it, e.g. "NVIDIA H200"
+  std::string date;
+  std::string config;     // config file (or the benchmark's preset name in older records)
+  std::string precision;  // GEMM precision: "fp32" or "tf32"
+  std::string row_dtype;  // "" = the config's
+  int64_t batch = 0;
+  double step_ms = 0.0;   // median step
+  bool cuda_graph = true;
+  std::map<std::string, double> phase_ms;  // profiled phases (empty unless --profile)
+};
+
+// Throws IoError when the file cannot be read, ConfigError naming the file and key when
+// it is not an e2e record (benchmark != "e2e", missing or mistyped metrics).
+E2eRecord read_e2e_record(const std::string& path);
+
+// The record as a measurement of `model` / `optim` on the selector's hardware: its batch,
+// GEMM precision and row dtype, every table in HBM, ids as e2e_bench draws them. Throws
+// ConfigError naming the file for an unknown precision, row dtype or phase name.
+StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& model, const OptimConfig& optim,
+                                const GemmSelector& gemm);
+
+}  // namespace hetrec

@@ -1,0 +1,53 @@
+#pragma once
+// The structure of the GPU model (model/gpu/) as the planner's memory and step models see
+// it: its layers, its dense parameter tensors and the widths of its activation buffers.
+// Both models read the GPU code's shapes from here, so that one place follows that code.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace hetrec {
+
+// Dense tensors start on 64-float (256-byte) boundaries in the flat parameter, gradient
+// and optimizer-slot buffers (model/gpu/dense_parameters.cpp, kAlignElements).
+inline constexpr int64_t kDenseAlignElements = 64;
+// The device id buffer and the batch staging grow to 1.25x the ids of the batch that
+// outgrew them, plus one (model/gpu/batch_staging.cpp, kGrowth).
+inline constexpr double kIdCapacityGrowth = 1.25;
+
+struct LinearShape {
+  int in = 0;
+  int out = 0;
+  bool relu = false;
+};
+
+struct DenseTensorShape {
+  std::string name;
+  int64_t numel = 0;
+};
+
+struct GpuModelLayout {
+  Arch arch = Arch::dlrm;
+  int num_dense = 0;
+  int num_tables = 0;
+  int dim = 0;
+  int64_t feature_width = 0;      // (T + 1) x D: bottom output and pooled embeddings side by side
+  int64_t interaction_width = 0;  // the top MLP's input
+  std::vector<LinearShape> bottom;  // every layer has a ReLU (relu_last = true)
+  std::vector<LinearShape> top;     // ReLU on all but the last
+  int cross_layers = 0;             // DCNv2 only; 0 = the top MLP reads the concatenation
+  int cross_rank = 0;               // 0 = full rank
+  std::vector<DenseTensorShape> dense_tensors;  // state order: bottom, cross, top
+  int64_t dense_elements = 0;       // without padding
+  int64_t dense_flat_elements = 0;  // with the 64-float alignment of every tensor
+  double ids_per_sample = 0.0;      // sum of table hotness (the mean bag size with variable bags)
+
+  // Widest input or output of an MLP (its gradient ping-pong buffers are B x this).
+  static int max_width(const std::vector<LinearShape>& layers);
+};
+
+GpuModelLayout gpu_model_layout(const ModelConfig& model);
+
+}  // namespace hetrec

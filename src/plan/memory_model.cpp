@@ -1,0 +1,231 @@
+#include "plan/memory_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "core/error.h"
+#include "optim/sparse_update.h"
+#include "plan/device_memory.h"
+#include "plan/gpu_model_layout.h"
+#include "plan/kernel_workspaces.h"
+
+namespace hetrec {
+namespace {
+
+// cuBLASLt workspace the GPU model's GEMM object allocates (gemm/cublaslt_gemm.h,
+// Gemm::kDefaultWorkspaceBytes: what the cuBLAS documentation recommends for Hopper).
+constexpr double kCublasLtWorkspaceBytes = 32.0 * kMiB;
+// Device copies of kernels::StepScalars (two floats, two floats, an int64 and an int32:
+// 32 bytes with padding) and of the step output (a double and an int32: 16 bytes).
+constexpr std::size_t kStepScalarsBytes = 32;
+constexpr std::size_t kStepOutputBytes = 16;
+constexpr double kFloatBytes = 4.0;
+constexpr double kIndexBytes = 4.0;   // int32 ids and offsets (data/batch.h)
+constexpr double kRowOffsetBytes = 8.0;  // int64 first row of each table
+
+// Collects consumers; every device tensor is also rounded to its allocator size class.
+class Ledger {
+ public:
+  void device(const std::string& name, double bytes) {
+    if (bytes <= 0.0) return;
+    add(name, MemorySpace::device, bytes);
+    const auto requested = static_cast<std::size_t>(bytes);
+    rounding_ += static_cast<double>(caching_allocator_size_class(requested) - requested);
+  }
+  void host(const std::string& name, double bytes) {
+    if (bytes > 0.0) add(name, MemorySpace::host, bytes);
+  }
+  double rounding() const { return rounding_; }
+  std::vector<MemoryConsumer> take() { return std::move(consumers_); }
+
+ private:
+  void add(const std::string& name, MemorySpace space, double bytes) {
+    for (MemoryConsumer& c : consumers_)
+      if (c.name == name && c.space == space) {
+        c.bytes += bytes;
+        return;
+      }
+    consumers_.push_back({name, space, bytes});
+  }
+  std::vector<MemoryConsumer> consumers_;
+  double rounding_ = 0.0;
+};
+
+std::string sparse_state_name(OptimizerKind kind, int dim) {
+  switch (kind) {
+    case OptimizerKind::adagrad: return "Adagrad, " + std::to_string(dim * 4) + " B per row";
+    case OptimizerKind::rowwise_adagrad: return "row-wise Adagrad, 4 B per row";
+    default: return "none";
+  }
+}
+
+int dense_slots(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::adagrad: return 1;
+    case OptimizerKind::adam: return 2;
+    default: return 0;
+  }
+}
+
+std::string plural(int n, const char* one, const char* many) { return std::to_string(n) + " " + (n == 1 ? one : many); }
+
+}  // namespace
+
+std::string format_bytes(double bytes) {
+  char buf[64];
+  if (bytes >= kGiB) std::snprintf(buf, sizeof buf, "%.2f GiB", bytes / kGiB);
+  else if (bytes >= kMiB) std::snprintf(buf, sizeof buf, "%.1f MiB", bytes / kMiB);
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+  return buf;
+}
+
+double MemoryEstimate::device_bytes() const {
+  double s = 0.0;
+  for (const MemoryConsumer& c : consumers) s += c.space == MemorySpace::device ? c.bytes : 0.0;
+  return s;
+}
+
+double MemoryEstimate::host_bytes() const {
+  double s = 0.0;
+  for (const MemoryConsumer& c : consumers) s += c.space == MemorySpace::host ? c.bytes : 0.0;
+  return s;
+}
+
+bool MemoryEstimate::fits(const Hardware& hw, double headroom) const {
+  if (!(headroom >= 0.0 && headroom < 1.0))
+    throw ConfigError("memory headroom: expected a fraction in [0, 1), got " + std::to_string(headroom));
+  if (hw.name != hardware)
+    throw InternalError("MemoryEstimate::fits: estimate for '" + hardware + "' checked against '" + hw.name + "'");
+  return device_bytes() <= (1.0 - headroom) * usable_device_bytes(hw);
+}
+
+std::vector<MemoryConsumer> MemoryEstimate::largest_device_consumers(std::size_t count) const {
+  std::vector<MemoryConsumer> out;
+  for (const MemoryConsumer& c : consumers)
+    if (c.space == MemorySpace::device) out.push_back(c);
+  std::stable_sort(out.begin(), out.end(), [](const MemoryConsumer& a, const MemoryConsumer& b) { return a.bytes > b.bytes; });
+  if (out.size() > count) out.resize(count);
+  return out;
+}
+
+std::string MemoryEstimate::refusal(const Hardware& hw, double headroom) const {
+  const double usable = usable_device_bytes(hw);
+  char pct[32];
+  std::snprintf(pct, sizeof pct, "%.0f%%", headroom * 100.0);
+  std::string s = "needs " + format_bytes(device_bytes()) + " of device memory on " + hw.name + ", which offers " +
+                  format_bytes(usable) + " (" + format_bytes((1.0 - headroom) * usable) + " with " + pct +
+                  " headroom); largest consumers: ";
+  bool first = true;
+  for (const MemoryConsumer& c : largest_device_consumers(kRefusalConsumers)) {
+    s += (first ? "" : ", ") + c.name + " " + format_bytes(c.bytes);
+    first = false;
+  }
+  return s;
+}
+
+MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                               const Hardware& hw) {
+  validate_recipe(recipe, model);
+  const GpuModelLayout g = gpu_model_layout(model);
+  const double b = static_cast<double>(recipe.batch);
+  const double row_bytes = static_cast<double>(g.dim) * static_cast<double>(dtype_size(recipe.row_dtype));
+  const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.dim)) * kFloatBytes;
+  Ledger m;
+
+  // ---- persistent: tables, dense parameters, library workspace (model/gpu/gpu_embeddings.cpp,
+  // dense_parameters.cpp, gemm/cublaslt_gemm.h) ----
+  int64_t hbm_rows = 0, host_rows = 0;
+  int hbm_tables = 0;
+  for (std::size_t t = 0; t < model.tables.size(); ++t) {
+    if (recipe.placement[t] == TablePlacement::hbm) {
+      hbm_rows += model.tables[t].rows;
+      ++hbm_tables;
+    } else {
+      host_rows += model.tables[t].rows;
+    }
+  }
+  const std::string rows_name = std::string(dtype_name(recipe.row_dtype)) + ", dim " + std::to_string(g.dim);
+  m.device("embedding rows (" + plural(hbm_tables, "table", "tables") + " in HBM, " + rows_name + ")",
+           static_cast<double>(hbm_rows) * row_bytes);
+  m.device("embedding optimizer state (" + sparse_state_name(optim.sparse, g.dim) + ")",
+           static_cast<double>(hbm_rows) * state_bytes);
+  m.device("embedding row offsets", (g.num_tables + 1) * kRowOffsetBytes);
+  m.device("embedding pooling flags", std::max(g.num_tables, 1));
+  const double flat = static_cast<double>(g.dense_flat_elements) * kFloatBytes;
+  m.device("dense parameters (" + std::to_string(g.dense_elements) + " values)", flat);
+  m.device("dense gradients", flat);
+  for (int s = 0; s < dense_slots(optim.dense); ++s)
+    m.device(std::string("dense optimizer state (") + (optim.dense == OptimizerKind::adam ? "Adam" : "Adagrad") + ")",
+             flat);
+  m.device("cuBLASLt workspace", kCublasLtWorkspaceBytes);
+  m.device("step scalars and output", kStepScalarsBytes);
+  m.device("step scalars and output", kStepOutputBytes);
+
+  // ---- per batch (model/gpu/batch_staging.cpp and GpuDlrm::reserve) ----
+  const double ids = std::ceil(b * g.ids_per_sample);
+  const double id_capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
+  const std::string inputs = "batch inputs on the device (dense, labels, offsets, ids)";
+  m.device(inputs, (b * g.num_dense + 1) * kFloatBytes);
+  m.device(inputs, b * kFloatBytes);
+  m.device(inputs, (b * g.num_tables + 1) * kIndexBytes);
+  m.device(inputs, id_capacity * kIndexBytes);
+
+  for (const LinearShape& l : g.bottom) m.device("bottom MLP activations", b * l.out * kFloatBytes);
+  for (int i = 0; i < 2; ++i)
+    m.device("bottom MLP gradient buffers", b * GpuModelLayout::max_width(g.bottom) * kFloatBytes);
+  for (const LinearShape& l : g.top) m.device("top MLP activations", b * l.out * kFloatBytes);
+  for (int i = 0; i < 2; ++i) m.device("top MLP gradient buffers", b * GpuModelLayout::max_width(g.top) * kFloatBytes);
+  const double n = static_cast<double>(g.interaction_width);
+  if (g.cross_layers > 0) {
+    const std::string acts = std::string("cross net activations (x_l, z_l") + (g.cross_rank > 0 ? ", V x_l" : "") +
+                             " of " + plural(g.cross_layers, "layer", "layers") + ")";
+    for (int l = 0; l < g.cross_layers; ++l) {
+      m.device(acts, b * n * kFloatBytes);
+      m.device(acts, b * n * kFloatBytes);
+      if (g.cross_rank > 0) m.device(acts, b * g.cross_rank * kFloatBytes);
+    }
+    const std::string grads = std::string("cross net backward buffers (dz, dx0 sum") + (g.cross_rank > 0 ? ", d(V x)" : "") + ")";
+    m.device(grads, b * n * kFloatBytes);
+    m.device(grads, b * n * kFloatBytes);
+    if (g.cross_rank > 0) m.device(grads, b * g.cross_rank * kFloatBytes);
+  }
+  const double fd = static_cast<double>(g.feature_width);
+  m.device("features [bottom output, pooled embeddings]", b * fd * kFloatBytes);
+  m.device("feature gradient", b * fd * kFloatBytes);
+  if (g.arch == Arch::dlrm) m.device("dot interaction output", b * n * kFloatBytes);
+  m.device("logit gradient", b * kFloatBytes);
+  m.device("top MLP input gradient", b * n * kFloatBytes);
+  const int64_t widest = std::max<int64_t>({g.feature_width, g.interaction_width, GpuModelLayout::max_width(g.bottom),
+                                            GpuModelLayout::max_width(g.top)});
+  m.device("bias-gradient scratch",
+           static_cast<double>(plan_kernels::column_sum_workspace_bytes(recipe.batch, widest)) + 1.0);
+  m.device("loss workspace", static_cast<double>(plan_kernels::bce_loss_workspace_bytes(recipe.batch)));
+  m.device("embedding backward workspace (sort, segments, chunk sums)",
+           static_cast<double>(plan_kernels::embedding_backward_workspace_bytes(static_cast<int64_t>(id_capacity), g.dim)));
+
+  // ---- host: page-locked batch staging (batch_staging.cpp, staging_bytes), tables placed
+  // in host memory, and the host mirrors state() creates for checkpoints ----
+  m.host("page-locked batch staging", (b * g.num_dense + b) * kFloatBytes + (b * g.num_tables + 1 + id_capacity) * kIndexBytes);
+  m.host("embedding rows in host memory (" + rows_name + ")", static_cast<double>(host_rows) * row_bytes);
+  m.host("embedding optimizer state in host memory", static_cast<double>(host_rows) * state_bytes);
+  m.host("host mirrors of the model state (created at the first checkpoint)",
+         static_cast<double>(hbm_rows + host_rows) * (row_bytes + state_bytes) + flat * (1 + dense_slots(optim.dense)));
+
+  const double rounding = m.rounding();
+  MemoryEstimate e;
+  e.hardware = hw.name;
+  e.usable_bytes = usable_device_bytes(hw);
+  e.consumers = m.take();
+  // Device consumers first: keep the host ones at the end.
+  std::stable_partition(e.consumers.begin(), e.consumers.end(),
+                        [](const MemoryConsumer& c) { return c.space == MemorySpace::device; });
+  const auto first_host = std::find_if(e.consumers.begin(), e.consumers.end(),
+                                       [](const MemoryConsumer& c) { return c.space == MemorySpace::host; });
+  const auto at = e.consumers.insert(first_host, {"caching allocator size-class rounding", MemorySpace::device, rounding});
+  e.consumers.insert(at + 1, {"runtime context and library modules", MemorySpace::device, kRuntimeContextBytes});
+  return e;
+}
+
+}  // namespace hetrec

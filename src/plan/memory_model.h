@@ -1,0 +1,52 @@
+#pragma once
+// The memory model: bytes a recipe needs on the device (and in host memory) for a model,
+// consumer by consumer, as the GPU model (model/gpu/) allocates them: embedding rows and
+// their sparse optimizer state, dense parameters with their gradients and optimizer
+// slots, the per-sample activations, gradients and workspaces, the batch buffers, the
+// cuBLASLt workspace, the caching allocator's rounding and the runtime context.
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "hw/hardware.h"
+#include "model/model_config.h"
+#include "plan/recipe.h"
+
+namespace hetrec {
+
+enum class MemorySpace { device, host };
+
+struct MemoryConsumer {
+  std::string name;  // what it is, e.g. "cross net activations (x_l, z_l, V x_l of 3 layers)"
+  MemorySpace space = MemorySpace::device;
+  double bytes = 0.0;
+};
+
+struct MemoryEstimate {
+  std::string hardware;
+  double usable_bytes = 0.0;  // device memory a process can allocate (device_memory.h)
+  std::vector<MemoryConsumer> consumers;  // device consumers first, in allocation order
+
+  double device_bytes() const;
+  double host_bytes() const;
+  // Whether the device consumers fit in (1 - headroom) of the usable device memory;
+  // headroom in [0, 1) (ConfigError otherwise). `hw` must be the estimate's hardware.
+  bool fits(const Hardware& hw, double headroom) const;
+  // The `count` largest device consumers, largest first.
+  std::vector<MemoryConsumer> largest_device_consumers(std::size_t count) const;
+  // Why the recipe does not fit: what it needs, what the device offers, and the largest
+  // consumers with their sizes.
+  std::string refusal(const Hardware& hw, double headroom) const;
+};
+
+// Consumers listed by a refusal.
+inline constexpr std::size_t kRefusalConsumers = 4;
+
+// Throws ConfigError when the recipe does not match the model (validate_recipe).
+MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                               const Hardware& hw);
+
+// "97.37 GiB", "512.0 MiB", "12.0 KiB".
+std::string format_bytes(double bytes);
+
+}  // namespace hetrec

@@ -1,0 +1,59 @@
+#include "plan/recipe_toml.h"
+
+#include <fmt/format.h>
+
+namespace hetrec {
+namespace {
+
+// A TOML basic string: quotes, backslashes and control characters escaped.
+std::string quoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      out += fmt::format("\\u{:04X}", static_cast<unsigned char>(c));
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// A comment line's text: line breaks would end the comment.
+std::string one_line(std::string text) {
+  for (char& c : text)
+    if (c == '\n' || c == '\r') c = ' ';
+  return text;
+}
+
+}  // namespace
+
+std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& prediction, const ModelConfig& model) {
+  validate_recipe(recipe, model);
+  std::string s;
+  s += fmt::format("# Planned by hetrec plan for {}: {}.\n", one_line(recipe.hardware), one_line(describe_recipe(recipe, model)));
+  s += fmt::format("# Predicted {:.2f} ms per step, {:.0f} samples/s.\n", prediction.step_ms, prediction.samples_per_s);
+  s += "[recipe]\n";
+  s += fmt::format("hardware = {}\n", quoted(recipe.hardware));
+  s += fmt::format("batch_size = {}\n", recipe.batch);
+  s += fmt::format("dense_dtype = \"{}\"\n", recipe.dense == DensePrecision::bf16 ? "bf16" : "fp32");
+  s += fmt::format("allow_tf32 = {}\n", recipe.dense == DensePrecision::tf32 ? "true" : "false");
+  s += fmt::format("row_dtype = \"{}\"\n", dtype_name(recipe.row_dtype));
+  if (recipe.host_tables() > 0) {
+    s += "host_tables = [";
+    bool first = true;
+    for (std::size_t t = 0; t < recipe.placement.size(); ++t) {
+      if (recipe.placement[t] != TablePlacement::host) continue;
+      s += fmt::format("{}{}", first ? "" : ", ", quoted(model.tables[t].name));
+      first = false;
+    }
+    s += "]\n";
+  }
+  s += fmt::format("predicted_step_ms = {:.3f}\n", prediction.step_ms);
+  s += fmt::format("predicted_samples_per_s = {:.1f}\n", prediction.samples_per_s);
+  return s;
+}
+
+}  // namespace hetrec

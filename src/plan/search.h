@@ -1,0 +1,80 @@
+#pragma once
+// The recipe search: every candidate within the user's constraints (batch size, dense
+// precision, row precision, and, when allowed, tables moved to host memory until the rest
+// fits), filtered by the memory model and ranked by the step model's samples per second.
+//
+// Lower precision must pay for itself: a candidate's score is its samples/s divided by
+// (1 + lower_precision_gain) for every step down from full precision (16-bit rows: one
+// step; TF32 GEMMs: one; bf16 GEMMs: two). A GPU whose memory holds fp32 rows keeps them
+// unless 16-bit rows are more than that gain faster.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/memory_model.h"
+#include "plan/recipe.h"
+#include "plan/step_model.h"
+#include "plan/workload.h"
+
+namespace hetrec {
+
+// Memory kept free by default: 10% of the usable device memory (fragmentation, the
+// evaluation pass, and the memory model's own error).
+inline constexpr double kDefaultHeadroom = 0.10;
+// MLPerf DLRM-DCNv2 reference runs train at global batch 65536 or below; larger batches
+// need retuned learning rates to reach the target AUC.
+inline constexpr int64_t kDefaultMaxBatch = 65536;
+inline constexpr int64_t kDefaultMinBatch = 1024;
+// A step down in precision must buy more than 10% throughput.
+inline constexpr double kDefaultLowerPrecisionGain = 0.10;
+
+struct PlanConstraints {
+  double headroom = kDefaultHeadroom;
+  // What the GPU backend runs today: fp32 and tf32 GEMMs (bf16 dense compute is not
+  // written yet), and every row precision.
+  std::vector<DensePrecision> dense = {DensePrecision::fp32, DensePrecision::tf32};
+  std::vector<DType> rows = {DType::f32, DType::f16, DType::bf16};
+  bool allow_host_tables = false;  // the GPU backend keeps every table in HBM today
+  int64_t min_batch = kDefaultMinBatch;
+  int64_t max_batch = kDefaultMaxBatch;
+  double lower_precision_gain = kDefaultLowerPrecisionGain;
+};
+
+// Throws ConfigError naming the bad constraint.
+void validate_constraints(const PlanConstraints& c);
+
+struct RecipeEvaluation {
+  Recipe recipe;
+  MemoryEstimate memory;
+  bool fits = false;
+  StepPrediction step;  // computed for every evaluation that fits, and by evaluate_recipe
+  double score = 0.0;   // samples/s discounted for lowered precision
+  std::string note;     // e.g. why the GEMMs run on another pipe than the recipe names
+  std::string refusal;  // when it does not fit: what it needs and its largest consumers
+};
+
+// Precision steps down from fp32 rows and fp32 GEMMs.
+int precision_steps(const Recipe& recipe);
+
+// Memory, fit and step prediction of one recipe on one target.
+RecipeEvaluation evaluate_recipe(const Workload& workload, const Recipe& recipe, const PlanTarget& target,
+                                 const PlanConstraints& constraints);
+
+struct PlanResult {
+  std::string hardware;
+  std::vector<RecipeEvaluation> ranked;   // candidates that fit, best score first
+  std::vector<RecipeEvaluation> refused;  // candidates that do not fit (memory only)
+
+  // The chosen recipe. Throws ConfigError when nothing fits, naming the largest consumers
+  // of the smallest candidate.
+  const RecipeEvaluation& best() const;
+};
+
+// Batch sizes tried: the powers of two in [min_batch, max_batch], and max_batch itself.
+std::vector<int64_t> candidate_batches(const PlanConstraints& c);
+// The order in which tables move to host memory: fewest lookups per byte first.
+std::vector<int> host_placement_order(const ModelConfig& model);
+
+PlanResult plan_recipes(const Workload& workload, const PlanTarget& target, const PlanConstraints& constraints);
+
+}  // namespace hetrec

@@ -1,0 +1,40 @@
+#include "plan/step_model_params.h"
+
+namespace hetrec {
+
+std::string_view step_factor_name(StepFactor f) {
+  switch (f) {
+    case StepFactor::gemm_fp32: return "gemm_fp32";
+    case StepFactor::gemm_tf32: return "gemm_tf32";
+    case StepFactor::gemm_16bit: return "gemm_16bit";
+    case StepFactor::elementwise: return "elementwise";
+    case StepFactor::interaction: return "interaction";
+    case StepFactor::embedding_forward: return "embedding_forward";
+    case StepFactor::embedding_backward: return "embedding_backward";
+    case StepFactor::upload: return "upload";
+    case StepFactor::host_tables: return "host_tables";
+    case StepFactor::kernel_overhead_us: return "kernel_overhead_us";
+    case StepFactor::step_overhead_us: return "step_overhead_us";
+  }
+  return "?";
+}
+
+bool step_factor_is_overhead(StepFactor f) {
+  return f == StepFactor::kernel_overhead_us || f == StepFactor::step_overhead_us;
+}
+
+StepFactor gemm_factor(MatrixPrecision pipe) {
+  switch (pipe) {
+    case MatrixPrecision::fp32: return StepFactor::gemm_fp32;
+    case MatrixPrecision::tf32: return StepFactor::gemm_tf32;
+    default: return StepFactor::gemm_16bit;
+  }
+}
+
+StepModelParams default_step_model_params(const Hardware& hw) {
+  StepModelParams p;
+  p.arch = hw.arch;
+  return p;
+}
+
+}  // namespace hetrec

@@ -1,0 +1,82 @@
+#pragma once
+// The per-architecture efficiency factors of the step-time model: the numbers that are
+// not datasheet facts and that calibrate_step_model (plan/calibration.h) fits to measured
+// steps. Each bandwidth factor is the share of the datasheet rate a kind of work reaches;
+// the GEMM factor scales the GEMM model's own prediction; the two overheads are times.
+#include <array>
+#include <string>
+#include <string_view>
+
+#include "hw/hardware.h"
+
+namespace hetrec {
+
+enum class StepFactor {
+  // GEMM time = GEMM model time (perf/, without its launch) / factor, one factor per pipe
+  // the GEMM runs on: SIMT fp32, TF32, 16-bit (bf16 and fp16).
+  gemm_fp32,
+  gemm_tf32,
+  gemm_16bit,
+  elementwise,         // element-wise passes: bytes / (HBM rate x elementwise)
+  interaction,         // DLRM dot interaction kernels: bytes / (HBM rate x interaction)
+  embedding_forward,   // pooled lookup: bytes / (HBM rate x embedding_forward)
+  embedding_backward,  // sort + fused update: bytes / (HBM rate x embedding_backward)
+  upload,              // batch pack and copy: bytes / (host link rate x upload)
+  host_tables,         // table rows crossing the host link: bytes / (host link rate x host_tables)
+  kernel_overhead_us,  // time added per kernel launch (graph node)
+  step_overhead_us,    // host time per step outside the kernels (checks, sync)
+};
+inline constexpr std::size_t kStepFactorCount = 11;
+inline constexpr StepFactor kAllStepFactors[kStepFactorCount] = {
+    StepFactor::gemm_fp32,          StepFactor::gemm_tf32,         StepFactor::gemm_16bit,
+    StepFactor::elementwise,        StepFactor::interaction,       StepFactor::embedding_forward,
+    StepFactor::embedding_backward, StepFactor::upload,            StepFactor::host_tables,
+    StepFactor::kernel_overhead_us, StepFactor::step_overhead_us};
+
+std::string_view step_factor_name(StepFactor f);
+// Overheads multiply a count; every other factor divides a time at the full rate.
+bool step_factor_is_overhead(StepFactor f);
+
+// ---- generic starting values (before calibration) ----
+// Trust the GEMM model, which carries its own per-architecture efficiencies (hw/params).
+inline constexpr double kDefaultGemmFactor = 1.0;
+// Streaming kernels: DESIGN.md measured a 4.3 TB/s device copy on the 4.8 TB/s H200.
+inline constexpr double kDefaultStreamEfficiency = 0.896;
+// Pinned host-to-device copies reach about 80% of a PCIe link's per-direction rate
+// (CUDA bandwidthTest on Gen4 x16: about 25 of 32 GB/s). Estimate for Gen5.
+inline constexpr double kDefaultUploadEfficiency = 0.8;
+// GPU reads of 256-512 B rows scattered over page-locked host memory: about half the
+// link rate. Estimate; no measurement yet.
+inline constexpr double kDefaultHostTableEfficiency = 0.5;
+// Gap a kernel adds in a stream (the GEMM model's launch_overhead_us for sm_90).
+inline constexpr double kDefaultKernelOverheadUs = 2.0;
+// Host work per step besides the upload: batch checks, graph launch, the final sync.
+// Estimate.
+inline constexpr double kDefaultStepOverheadUs = 100.0;
+
+struct StepModelParams {
+  std::string arch = "generic";
+  bool calibrated = false;
+  std::string note = "generic starting values";
+  std::array<double, kStepFactorCount> factors = {
+      kDefaultGemmFactor,          kDefaultGemmFactor,       kDefaultGemmFactor,        // gemm_fp32, _tf32, _16bit
+      kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // elementwise, interaction
+      kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // embedding fwd, bwd
+      kDefaultUploadEfficiency,    kDefaultHostTableEfficiency,                         // upload, host_tables
+      kDefaultKernelOverheadUs,    kDefaultStepOverheadUs};                             // overheads
+  // Whether the next batch's upload runs while the device computes the current step.
+  // false: GpuDlrm::train_step packs and copies the batch, then runs the step, then waits
+  // for it (bench/README.md: "the host upload ... is not yet overlapped").
+  bool upload_overlaps = false;
+
+  double at(StepFactor f) const { return factors[static_cast<std::size_t>(f)]; }
+  double& at(StepFactor f) { return factors[static_cast<std::size_t>(f)]; }
+};
+
+// The GEMM factor of the pipe a GEMM runs on.
+StepFactor gemm_factor(MatrixPrecision pipe);
+
+// The generic values with `arch` set to the hardware's architecture.
+StepModelParams default_step_model_params(const Hardware& hw);
+
+}  // namespace hetrec

@@ -1,0 +1,24 @@
+#pragma once
+// What is planned for: the model, its optimizers and how its ids are distributed; and
+// where: one accelerator with its GEMM model and step-model factors.
+#include "model/model_config.h"
+#include "perf/gemm_selector.h"
+#include "plan/id_distribution.h"
+#include "plan/step_model_params.h"
+
+namespace hetrec {
+
+struct Workload {
+  ModelConfig model;
+  OptimConfig optim;
+  IdDistribution ids;
+};
+
+struct PlanTarget {
+  GemmSelector gemm;  // holds the hardware description and its GEMM-model parameters
+  StepModelParams step;
+
+  const Hardware& hw() const { return gemm.hardware(); }
+};
+
+}  // namespace hetrec

@@ -1,0 +1,63 @@
+#pragma once
+// Shared helpers of the planner tests: the reference workloads (DESIGN.md, "Reference
+// workload") built in code (the plan layer sits below the config parser), the shipped
+// hardware files and a target for each.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "hw/hardware.h"
+#include "model/model_config.h"
+#include "perf/gemm_model_params.h"
+#include "perf/gemm_selector.h"
+#include "plan/workload.h"
+
+namespace hetrec::test {
+
+inline const std::string kHwDir = std::string(HETREC_SOURCE_DIR) + "/hw";
+inline const std::string kParamsDir = kHwDir + "/params";
+inline const std::string kResultsDir = std::string(HETREC_SOURCE_DIR) + "/bench/results/";
+
+// MLPerf DLRM-DCNv2 (configs/dlrm_dcnv2_mlperf.toml); `cap` > 0 caps every table at that
+// many rows (configs/dlrm_dcnv2_capped.toml: 2,000,000); `arch` dlrm swaps the cross net
+// for the dot interaction (e2e_bench's former mlperf-dlrm-capped preset).
+inline ModelConfig mlperf_model(int64_t cap = 0, Arch arch = Arch::dcnv2) {
+  const int64_t rows[] = {40000000, 39060, 17295, 7424,  20265,    3,        7122,     1543,   63,
+                          40000000, 3067956, 405282, 10, 2209,     11938,    155,      4,      976,
+                          14,       40000000, 40000000, 40000000, 590152, 12973, 108, 36};
+  const int hotness[] = {3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1};
+  ModelConfig m;
+  m.arch = arch;
+  m.num_dense = 13;
+  m.embedding_dim = 128;
+  for (int t = 0; t < 26; ++t) {
+    TableConfig c;
+    c.name = "t" + std::to_string(t);
+    c.rows = cap > 0 ? std::min(rows[t], cap) : rows[t];
+    c.hotness = hotness[t];
+    m.tables.push_back(c);
+  }
+  m.bottom_mlp = {512, 256, 128};
+  m.top_mlp = {1024, 1024, 512, 256, 1};
+  m.cross_layers = 3;
+  m.cross_rank = 512;
+  return m;
+}
+
+inline OptimConfig mlperf_optim() {
+  OptimConfig o;
+  o.dense = OptimizerKind::adagrad;
+  o.sparse = OptimizerKind::rowwise_adagrad;
+  return o;
+}
+
+inline Hardware shipped_hardware(const std::string& name) { return load_hardware_by_name(name, kHwDir); }
+
+inline PlanTarget shipped_target(const std::string& name) {
+  const Hardware hw = shipped_hardware(name);
+  return PlanTarget{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, kParamsDir)),
+                    default_step_model_params(hw)};
+}
+
+}  // namespace hetrec::test

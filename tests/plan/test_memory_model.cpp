@@ -1,0 +1,208 @@
+// The memory model against hand-counted buffers of the GPU model (model/gpu/), the
+// caching allocator's size classes, and the reference workload on 80 and 141 GB GPUs.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+#include "core/error.h"
+#include "plan/device_memory.h"
+#include "plan/memory_model.h"
+#include "plan_test_support.h"
+
+namespace hetrec::test {
+namespace {
+
+// DCNv2: 3 dense features, tables of 1000 and 300 rows (hotness 2 and 3), dim 8, bottom
+// MLP 3-16-8, two cross layers of rank 4 on the 24-wide concatenation, top MLP 24-32-1.
+ModelConfig small_model(Arch arch = Arch::dcnv2) {
+  ModelConfig m;
+  m.arch = arch;
+  m.num_dense = 3;
+  m.embedding_dim = 8;
+  m.tables = {TableConfig{"a", 1000, 2, false, Pooling::sum}, TableConfig{"b", 300, 3, false, Pooling::sum}};
+  m.bottom_mlp = {16, 8};
+  m.top_mlp = {32, 1};
+  m.cross_layers = 2;
+  m.cross_rank = 4;
+  return m;
+}
+
+std::map<std::string, double> by_name(const MemoryEstimate& e, MemorySpace space) {
+  std::map<std::string, double> out;
+  for (const MemoryConsumer& c : e.consumers)
+    if (c.space == space) out[c.name] += c.bytes;
+  return out;
+}
+
+double rounding_of(std::initializer_list<double> tensors) {
+  double r = 0.0;
+  for (double t : tensors) {
+    const auto b = static_cast<std::size_t>(t);
+    r += static_cast<double>(caching_allocator_size_class(b) - b);
+  }
+  return r;
+}
+
+TEST(MemoryModel, AllocatorSizeClassesFollowTheCachingAllocator) {
+  const std::size_t MiB = std::size_t{1} << 20;
+  EXPECT_EQ(caching_allocator_size_class(0), 512u);
+  EXPECT_EQ(caching_allocator_size_class(1), 512u);
+  EXPECT_EQ(caching_allocator_size_class(513), 1024u);
+  EXPECT_EQ(caching_allocator_size_class(MiB), MiB);
+  // (1 MiB, 2 MiB]: steps of 256 KiB.
+  EXPECT_EQ(caching_allocator_size_class(MiB + 1), MiB + MiB / 4);
+  EXPECT_EQ(caching_allocator_size_class(3 * MiB / 2 + 1), 7 * MiB / 4);
+  // (128 MiB, 256 MiB]: steps of 32 MiB.
+  EXPECT_EQ(caching_allocator_size_class(130 * MiB), 160 * MiB);
+  EXPECT_EQ(caching_allocator_size_class(256 * MiB), 256 * MiB);
+  // Above 256 MiB: 2 MiB pages.
+  EXPECT_EQ(caching_allocator_size_class(256 * MiB + 1), 258 * MiB);
+  EXPECT_EQ(caching_allocator_size_class(1001 * MiB), 1002 * MiB);
+}
+
+TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const ModelConfig m = small_model();
+  OptimConfig o;  // dense Adagrad, sparse row-wise Adagrad
+  const Recipe r = recipe_of_model(m, 100, hw.name);
+  const MemoryEstimate e = estimate_memory(m, o, r, hw);
+  const auto dev = by_name(e, MemorySpace::device);
+  const auto host = by_name(e, MemorySpace::host);
+
+  // Hand count, batch 100, 500 ids (capacity 626), every buffer fp32 unless noted.
+  std::map<std::string, double> want = {
+      {"embedding rows (2 tables in HBM, fp32, dim 8)", 1300.0 * 8 * 4},
+      {"embedding optimizer state (row-wise Adagrad, 4 B per row)", 1300.0 * 4},
+      {"embedding row offsets", 3 * 8},
+      {"embedding pooling flags", 2},
+      // 1465 values padded per tensor to 64 floats: 1920 floats.
+      {"dense parameters (1465 values)", 1920.0 * 4},
+      {"dense gradients", 1920.0 * 4},
+      {"dense optimizer state (Adagrad)", 1920.0 * 4},
+      {"cuBLASLt workspace", 32.0 * 1024 * 1024},
+      {"step scalars and output", 32 + 16},
+      {"batch inputs on the device (dense, labels, offsets, ids)", 301.0 * 4 + 100 * 4 + 201 * 4 + 626 * 4},
+      {"bottom MLP activations", 100.0 * 16 * 4 + 100 * 8 * 4},
+      {"bottom MLP gradient buffers", 2 * 100.0 * 16 * 4},
+      {"top MLP activations", 100.0 * 32 * 4 + 100 * 1 * 4},
+      {"top MLP gradient buffers", 2 * 100.0 * 32 * 4},
+      {"cross net activations (x_l, z_l, V x_l of 2 layers)", 2 * (100.0 * 24 * 4 * 2 + 100 * 4 * 4)},
+      {"cross net backward buffers (dz, dx0 sum, d(V x))", 100.0 * 24 * 4 * 2 + 100 * 4 * 4},
+      {"features [bottom output, pooled embeddings]", 100.0 * 24 * 4},
+      {"feature gradient", 100.0 * 24 * 4},
+      {"logit gradient", 100.0 * 4},
+      {"top MLP input gradient", 100.0 * 24 * 4},
+      {"bias-gradient scratch", 1 * 32 * 4 + 1},  // one 256-row chunk x the widest (32) + 1
+      {"loss workspace", 8},
+      // keys, values and their twins (4 x 2560), segment starts 2560, counters 256, chunk
+      // owners 256, chunk partials 21 x 8 floats -> 768, sort scratch 1024.
+      {"embedding backward workspace (sort, segments, chunk sums)", 4 * 2560 + 2560 + 256 + 256 + 768 + 1024},
+      {"runtime context and library modules", kRuntimeContextBytes},
+  };
+  want["caching allocator size-class rounding"] = rounding_of(
+      {41600, 5200, 24, 2, 7680, 7680, 7680, 32.0 * 1024 * 1024, 32, 16, 1204, 400, 804, 2504, 6400, 3200, 6400, 6400,
+       12800, 400, 12800, 12800, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 9600, 400, 9600, 129, 8,
+       15104});
+  EXPECT_EQ(dev.size(), want.size());
+  for (const auto& [name, bytes] : want) {
+    ASSERT_TRUE(dev.count(name)) << "missing consumer: " << name;
+    EXPECT_DOUBLE_EQ(dev.at(name), bytes) << name;
+  }
+  for (const auto& [name, bytes] : dev) EXPECT_TRUE(want.count(name)) << "unexpected consumer: " << name;
+  EXPECT_EQ(host.size(), 2u);
+  EXPECT_DOUBLE_EQ(host.at("page-locked batch staging"), (300.0 + 100) * 4 + (200 + 1 + 626) * 4);
+  EXPECT_DOUBLE_EQ(host.at("host mirrors of the model state (created at the first checkpoint)"),
+                   1300.0 * (32 + 4) + 1920.0 * 4 * 2);
+  double sum = 0.0;
+  for (const auto& [name, bytes] : want) sum += bytes;
+  EXPECT_DOUBLE_EQ(e.device_bytes(), sum);
+  EXPECT_DOUBLE_EQ(e.usable_bytes, usable_device_bytes(hw));
+}
+
+TEST(MemoryModel, DlrmAndOtherOptimizersChangeTheirConsumers) {
+  const Hardware hw = shipped_hardware("h100_sxm");
+  const ModelConfig m = small_model(Arch::dlrm);  // interaction width 8 + 3 pairs = 11
+  OptimConfig o;
+  o.dense = OptimizerKind::adam;
+  o.sparse = OptimizerKind::adagrad;
+  const MemoryEstimate e = estimate_memory(m, o, recipe_of_model(m, 100, hw.name), hw);
+  const auto dev = by_name(e, MemorySpace::device);
+  EXPECT_DOUBLE_EQ(dev.at("dot interaction output"), 100.0 * 11 * 4);
+  EXPECT_DOUBLE_EQ(dev.at("top MLP input gradient"), 100.0 * 11 * 4);
+  EXPECT_DOUBLE_EQ(dev.at("embedding optimizer state (Adagrad, 32 B per row)"), 1300.0 * 8 * 4);
+  // bottom 64+64+128+64, top 352->384, 32->64, 32->64, 1->64: 896 floats.
+  EXPECT_DOUBLE_EQ(dev.at("dense optimizer state (Adam)"), 2 * 896.0 * 4);
+  for (const auto& [name, bytes] : dev) EXPECT_EQ(name.find("cross net"), std::string::npos) << name;
+
+  o.sparse = OptimizerKind::sgd;
+  o.dense = OptimizerKind::sgd;
+  const auto plain = by_name(estimate_memory(m, o, recipe_of_model(m, 100, hw.name), hw), MemorySpace::device);
+  for (const auto& [name, bytes] : plain) EXPECT_EQ(name.find("optimizer state"), std::string::npos) << name;
+}
+
+TEST(MemoryModel, ReferenceWorkloadFitsH200ButNotH100AtFp32Rows) {
+  const ModelConfig m = mlperf_model();
+  const OptimConfig o = mlperf_optim();
+  const Hardware h100 = shipped_hardware("h100_sxm"), h200 = shipped_hardware("h200_sxm");
+  Recipe r = recipe_of_model(m, 65536, h100.name);
+  r.dense = DensePrecision::tf32;
+  const MemoryEstimate on_h100 = estimate_memory(m, o, r, h100);
+  r.hardware = h200.name;
+  const MemoryEstimate on_h200 = estimate_memory(m, o, r, h200);
+  // 204.2 M rows x 128 x 4 B = 104.5 GB of rows.
+  double rows = 0.0;
+  for (const TableConfig& t : m.tables) rows += static_cast<double>(t.rows);
+  EXPECT_DOUBLE_EQ(on_h200.largest_device_consumers(1).front().bytes, rows * 128 * 4);
+  EXPECT_FALSE(on_h100.fits(h100, 0.10));
+  EXPECT_FALSE(on_h100.fits(h100, 0.0));
+  EXPECT_TRUE(on_h200.fits(h200, 0.10));
+  EXPECT_THROW((void)on_h200.fits(h200, 1.0), ConfigError);
+  EXPECT_THROW((void)on_h200.fits(h100, 0.1), InternalError);
+
+  const std::string why = on_h100.refusal(h100, 0.10);
+  EXPECT_NE(why.find("h100_sxm"), std::string::npos) << why;
+  EXPECT_NE(why.find("embedding rows (26 tables in HBM, fp32, dim 128) 97.36 GiB"), std::string::npos) << why;
+  EXPECT_NE(why.find("cross net activations"), std::string::npos) << why;
+
+  // 16-bit rows halve the table bytes and fit the H100; the optimizer state is unchanged.
+  for (DType half_type : {DType::f16, DType::bf16}) {
+    Recipe half = r;
+    half.hardware = h100.name;
+    half.row_dtype = half_type;
+    const MemoryEstimate e = estimate_memory(m, o, half, h100);
+    const auto dev = by_name(e, MemorySpace::device), full = by_name(on_h100, MemorySpace::device);
+    const std::string name = "embedding rows (26 tables in HBM, " + std::string(dtype_name(half_type)) + ", dim 128)";
+    EXPECT_DOUBLE_EQ(dev.at(name), full.at("embedding rows (26 tables in HBM, fp32, dim 128)") / 2);
+    EXPECT_DOUBLE_EQ(dev.at("embedding optimizer state (row-wise Adagrad, 4 B per row)"),
+                     full.at("embedding optimizer state (row-wise Adagrad, 4 B per row)"));
+    EXPECT_TRUE(e.fits(h100, 0.10));
+  }
+}
+
+TEST(MemoryModel, HostTablesMoveTheirBytesToHostMemory) {
+  const ModelConfig m = mlperf_model();
+  const Hardware hw = shipped_hardware("h100_sxm");
+  Recipe r = recipe_of_model(m, 65536, hw.name);
+  const MemoryEstimate all = estimate_memory(m, mlperf_optim(), r, hw);
+  for (int t : {0, 9, 19, 20}) r.placement[static_cast<std::size_t>(t)] = TablePlacement::host;
+  const MemoryEstimate some = estimate_memory(m, mlperf_optim(), r, hw);
+  double rows = 0.0;
+  for (const TableConfig& t : m.tables) rows += static_cast<double>(t.rows);
+  const double kept = rows - 4 * 40000000.0;
+  // The rows and row-wise accumulators of four 40 M-row tables leave the device, and the
+  // size-class rounding of the two smaller tensors changes with them.
+  const double moved = 4 * 40000000.0 * (128 * 4 + 4) + rounding_of({rows * 512, rows * 4}) -
+                       rounding_of({kept * 512, kept * 4});
+  EXPECT_DOUBLE_EQ(all.device_bytes() - some.device_bytes(), moved);
+  const auto host = by_name(some, MemorySpace::host);
+  EXPECT_DOUBLE_EQ(host.at("embedding rows in host memory (fp32, dim 128)"), 4 * 40000000.0 * 512);
+  EXPECT_DOUBLE_EQ(host.at("embedding optimizer state in host memory"), 4 * 40000000.0 * 4);
+  EXPECT_TRUE(some.fits(hw, 0.10));
+
+  r.placement.pop_back();
+  EXPECT_THROW(estimate_memory(m, mlperf_optim(), r, hw), ConfigError);
+}
+
+}  // namespace
+}  // namespace hetrec::test

@@ -1,0 +1,214 @@
+// The step-time model: its terms against independent counts of the GPU model's work,
+// and its behaviour over batch size, precision, row type and placement.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "perf/gemm_problem.h"
+#include "plan/step_model.h"
+#include "plan_test_support.h"
+
+namespace hetrec::test {
+namespace {
+
+ModelConfig small_dcn() {
+  ModelConfig m;
+  m.arch = Arch::dcnv2;
+  m.num_dense = 3;
+  m.embedding_dim = 8;
+  m.tables = {TableConfig{"a", 1000, 2, false, Pooling::sum}, TableConfig{"b", 300, 3, false, Pooling::sum}};
+  m.bottom_mlp = {16, 8};
+  m.top_mlp = {32, 1};
+  m.cross_layers = 2;
+  m.cross_rank = 4;
+  return m;
+}
+
+double phase_base(const StepWork& w, StepPhase p, StepFactor f) {
+  double s = 0.0;
+  for (const StepTerm& t : w.terms)
+    if (t.phase == p && t.factor == f) s += t.base;
+  return s;
+}
+
+int count_terms(const StepWork& w, StepPhase p, StepFactor f) {
+  int n = 0;
+  for (const StepTerm& t : w.terms) n += t.phase == p && t.factor == f;
+  return n;
+}
+
+// The GEMM model's time for one of the model's GEMMs, without its launch.
+double gemm_us(const GemmSelector& sel, int64_t m, int64_t n, int64_t k, bool ta, bool tb, GemmEpilogue ep, bool acc) {
+  GemmProblem p;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.trans_a = ta;
+  p.trans_b = tb;
+  p.a_type = p.b_type = p.c_type = DType::f32;
+  p.allow_tf32 = true;
+  p.epilogue = ep;
+  p.accumulate = acc;
+  const GemmEstimate e = sel.select(p).estimate;
+  return e.time_us - e.launch_us;
+}
+
+TEST(StepModel, TermsCountTheGpuModelsWork) {
+  const PlanTarget t = shipped_target("h200_sxm");
+  const ModelConfig m = small_dcn();
+  const OptimConfig o = mlperf_optim();
+  Recipe r = recipe_of_model(m, 4096, t.hw().name);
+  r.dense = DensePrecision::tf32;
+  const StepWork w = step_work(m, o, r, t.gemm, IdDistribution{IdLaw::uniform, 0.0});
+  const double b = 4096, n = 24, hbm = t.hw().hbm_tbs * 1e6, host = t.hw().host_gbs_per_direction * 1e3;
+  const auto tf = StepFactor::gemm_tf32;
+
+  // Forward GEMMs: 2 bottom, 2 per cross layer (rank 4), 2 top; backward: wgrad for each
+  // layer, dgrad for all but the bottom MLP's first, 4 per cross layer.
+  EXPECT_EQ(count_terms(w, StepPhase::bottom_mlp_fwd, tf), 2);
+  EXPECT_EQ(count_terms(w, StepPhase::interaction_fwd, tf), 4);
+  EXPECT_EQ(count_terms(w, StepPhase::top_mlp_fwd, tf), 2);
+  EXPECT_EQ(count_terms(w, StepPhase::top_mlp_bwd, tf), 4);
+  EXPECT_EQ(count_terms(w, StepPhase::interaction_bwd, tf), 8);
+  EXPECT_EQ(count_terms(w, StepPhase::bottom_mlp_bwd, tf), 3);
+  const GemmSelector& g = t.gemm;
+  EXPECT_NEAR(phase_base(w, StepPhase::bottom_mlp_fwd, tf),
+              gemm_us(g, 4096, 16, 3, false, true, GemmEpilogue::bias_relu, false) +
+                  gemm_us(g, 4096, 8, 16, false, true, GemmEpilogue::bias_relu, false),
+              1e-9);
+  EXPECT_NEAR(phase_base(w, StepPhase::top_mlp_bwd, tf),
+              gemm_us(g, 1, 32, 4096, true, false, GemmEpilogue::none, false) +
+                  gemm_us(g, 4096, 32, 1, false, false, GemmEpilogue::none, false) +
+                  gemm_us(g, 32, 24, 4096, true, false, GemmEpilogue::none, false) +
+                  gemm_us(g, 4096, 24, 32, false, false, GemmEpilogue::none, false),
+              1e-9);
+  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, tf),
+              2 * (gemm_us(g, 24, 4, 4096, true, false, GemmEpilogue::none, false) +
+                   gemm_us(g, 4096, 4, 24, false, false, GemmEpilogue::none, false) +
+                   gemm_us(g, 4, 24, 4096, true, false, GemmEpilogue::none, false) +
+                   gemm_us(g, 4096, 24, 4, false, false, GemmEpilogue::none, true)),
+              1e-9);
+
+  // Element-wise bytes, counted from the kernels: cross forward reads x0, x, z and writes
+  // the output; its backward reads g, x0, z (and dx0 when accumulating), writes dz and
+  // dx0, then sums dz's columns; the chain and direct gradients are added at the end.
+  const auto ew = StepFactor::elementwise;
+  EXPECT_NEAR(phase_base(w, StepPhase::interaction_fwd, ew), 2 * b * n * 16 / hbm, 1e-12);
+  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, ew), (b * n * (20 + 4) + b * n * (24 + 4) + b * n * 12) / hbm,
+              1e-12);
+  // ReLU backward (dy, y in; dz out) on 32 and (bias sum only) 1 column in the top MLP.
+  EXPECT_NEAR(phase_base(w, StepPhase::top_mlp_bwd, ew), (b * 32 * 12 + b * 1 * 4) / hbm, 1e-12);
+  EXPECT_NEAR(phase_base(w, StepPhase::loss, ew), b * 12 / hbm, 1e-12);
+  // Adagrad over the 1920 padded floats: param, grad, sum in; param, sum out.
+  EXPECT_NEAR(phase_base(w, StepPhase::dense_optimizer, ew), 1920.0 * 20 / hbm, 1e-12);
+  // Upload: dense and labels (4 floats), offsets (2 per sample + 1) and 5 ids per sample.
+  EXPECT_NEAR(phase_base(w, StepPhase::upload, StepFactor::upload), (b * 4 * 4 + (b * 2 + 1) * 4 + b * 5 * 4) / host,
+              1e-12);
+  // Embedding forward: every id's fp32 row, ids and offsets, the pooled output.
+  EXPECT_NEAR(phase_base(w, StepPhase::embedding_fwd, StepFactor::embedding_forward),
+              (b * 5 * 32 + (b * 5 + b * 2) * 4 + b * 2 * 32) / hbm, 1e-12);
+  EXPECT_EQ(count_terms(w, StepPhase::embedding_fwd, StepFactor::host_tables), 0);
+  // Launches: one per GEMM and kernel (column sums: 2 each, the loss: 2).
+  EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::top_mlp_bwd, StepFactor::kernel_overhead_us), 4 + 2 * 2);
+  EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::interaction_fwd, StepFactor::kernel_overhead_us), 4 + 2);
+  EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::overhead, StepFactor::step_overhead_us), 1.0);
+}
+
+TEST(StepModel, PredictionAppliesTheFactors) {
+  const PlanTarget t = shipped_target("h200_sxm");
+  const ModelConfig m = mlperf_model(2000000);
+  const StepWork w = step_work(m, mlperf_optim(), recipe_of_model(m, 16384, "h200_sxm"), t.gemm, IdDistribution{});
+  StepModelParams p = t.step;
+  const StepPrediction base = predict_step(w, p);
+  double sum = 0.0;
+  for (StepPhase ph : kAllStepPhases) sum += base.phase(ph);
+  EXPECT_NEAR(base.step_ms, sum, 1e-9 * sum);
+  EXPECT_NEAR(base.samples_per_s, 16384 / (base.step_ms * 1e-3), 1e-6 * base.samples_per_s);
+
+  // Halving a bandwidth factor doubles exactly its terms; doubling an overhead doubles its.
+  StepModelParams slow = p;
+  slow.at(StepFactor::embedding_backward) /= 2;
+  slow.at(StepFactor::step_overhead_us) *= 2;
+  const StepPrediction s = predict_step(w, slow);
+  EXPECT_NEAR(s.phase(StepPhase::embedding_bwd_update) - base.phase(StepPhase::embedding_bwd_update),
+              phase_base(w, StepPhase::embedding_bwd_update, StepFactor::embedding_backward) /
+                  p.at(StepFactor::embedding_backward) * 1e-3,
+              1e-9);
+  EXPECT_NEAR(s.phase(StepPhase::overhead) - base.phase(StepPhase::overhead), p.at(StepFactor::step_overhead_us) * 1e-3,
+              1e-12);
+  EXPECT_DOUBLE_EQ(s.phase(StepPhase::top_mlp_fwd), base.phase(StepPhase::top_mlp_fwd));
+
+  // An overlapped upload hides behind the device work.
+  p.upload_overlaps = true;
+  const StepPrediction o = predict_step(w, p);
+  EXPECT_NEAR(o.step_ms, base.step_ms - base.phase(StepPhase::upload), 1e-9);
+}
+
+TEST(StepModel, StepTimeGrowsWithBatchAndThroughputWithIt) {
+  const PlanTarget t = shipped_target("h200_sxm");
+  const ModelConfig m = mlperf_model(2000000);
+  double last_ms = 0.0;
+  double first_rate = 0.0, last_rate = 0.0;
+  for (int64_t b = 1024; b <= 65536; b *= 2) {
+    Recipe r = recipe_of_model(m, b, t.hw().name);
+    r.dense = DensePrecision::tf32;
+    const StepPrediction p = predict_step(step_work(m, mlperf_optim(), r, t.gemm, IdDistribution{}), t.step);
+    EXPECT_GT(p.step_ms, last_ms) << "batch " << b;
+    for (StepPhase ph : {StepPhase::upload, StepPhase::embedding_fwd, StepPhase::embedding_bwd_update,
+                         StepPhase::interaction_bwd})
+      EXPECT_GT(p.phase(ph), 0.0) << step_phase_name(ph);
+    last_ms = p.step_ms;
+    if (first_rate == 0.0) first_rate = p.samples_per_s;
+    last_rate = p.samples_per_s;
+  }
+  EXPECT_GT(last_rate, 1.5 * first_rate);
+}
+
+TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
+  const ModelConfig m = mlperf_model();
+  const OptimConfig o = mlperf_optim();
+  const PlanTarget h200 = shipped_target("h200_sxm");
+  const Recipe fp32 = recipe_of_model(m, 65536, "h200_sxm");
+  const auto predict = [&](const Recipe& r, const PlanTarget& t) {
+    return predict_step(step_work(m, o, r, t.gemm, IdDistribution{}), t.step);
+  };
+  const StepPrediction a = predict(fp32, h200);
+  Recipe tf32 = fp32;
+  tf32.dense = DensePrecision::tf32;
+  const StepPrediction b = predict(tf32, h200);
+  EXPECT_LT(b.phase(StepPhase::interaction_bwd), a.phase(StepPhase::interaction_bwd) / 2);
+  EXPECT_DOUBLE_EQ(b.phase(StepPhase::embedding_fwd), a.phase(StepPhase::embedding_fwd));
+
+  Recipe half = tf32;
+  half.row_dtype = DType::f16;
+  const StepPrediction c = predict(half, h200);
+  EXPECT_LT(c.phase(StepPhase::embedding_fwd), b.phase(StepPhase::embedding_fwd));
+  EXPECT_LT(c.phase(StepPhase::embedding_bwd_update), b.phase(StepPhase::embedding_bwd_update));
+  EXPECT_DOUBLE_EQ(c.phase(StepPhase::top_mlp_bwd), b.phase(StepPhase::top_mlp_bwd));
+
+  Recipe host = tf32;
+  host.placement[0] = TablePlacement::host;
+  const StepWork hw_work = step_work(m, o, host, h200.gemm, IdDistribution{});
+  EXPECT_EQ(count_terms(hw_work, StepPhase::embedding_fwd, StepFactor::host_tables), 1);
+  const StepPrediction d = predict_step(hw_work, h200.step);
+  EXPECT_GT(d.phase(StepPhase::embedding_fwd), b.phase(StepPhase::embedding_fwd));
+  EXPECT_GT(d.phase(StepPhase::embedding_bwd_update), b.phase(StepPhase::embedding_bwd_update));
+
+  // Without a TF32 pipe the tf32 recipe's GEMMs are the fp32 ones.
+  const PlanTarget mi350 = shipped_target("mi350x");
+  Recipe on_mi = tf32, on_mi_fp32 = fp32;
+  on_mi.hardware = on_mi_fp32.hardware = "mi350x";
+  const StepWork tw = step_work(m, o, on_mi, mi350.gemm, IdDistribution{});
+  EXPECT_EQ(count_terms(tw, StepPhase::top_mlp_fwd, StepFactor::gemm_tf32), 0);
+  EXPECT_DOUBLE_EQ(predict_step(tw, mi350.step).step_ms, predict(on_mi_fp32, mi350).step_ms);
+}
+
+TEST(StepModel, PhaseNamesRoundTrip) {
+  for (StepPhase p : kAllStepPhases) EXPECT_EQ(parse_step_phase(step_phase_name(p)), p);
+  EXPECT_FALSE(parse_step_phase("warp_drive").has_value());
+}
+
+}  // namespace
+}  // namespace hetrec::test
