@@ -5,7 +5,10 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       nlohmann-json3-dev libcli11-dev libfmt-dev libgtest-dev python3
       # The fuzz targets (fuzz/): clang with libFuzzer and the sanitizer runtimes, clang's
       # OpenMP runtime, and the pthreads OpenBLAS so that libomp is the only OpenMP runtime.
-      clang libclang-rt-14-dev libomp-dev libopenblas-pthread-dev)
+      clang libclang-rt-14-dev libomp-dev libopenblas-pthread-dev
+      # The HIP build (tools/hip_build.sh): Debian's hipcc 5.2, the HIP runtime headers
+      # and the AMD GPU device libraries.
+      hipcc libamdhip64-dev rocm-device-libs)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's second command: install dependencies, build, run the whole test suite;
-# then the hardening jobs (docs/reliability.md): the CPU suite again under
+# then every device source compiled for AMD (gfx90a) with hipcc, and the hardening jobs
+# (docs/reliability.md): the CPU suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and every fuzz target for a bounded time
 # from its seed corpus (HETREC_FUZZ_SECONDS per target, default 60).
 set -euo pipefail
@@ -13,6 +14,9 @@ tools/install_deps.sh
 stage "build and test"
 build=$(tools/build.sh)
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 600
+
+stage "HIP: every device source compiled for gfx90a (build/hip)"
+tools/hip_build.sh >/dev/null
 
 stage "CPU suite under AddressSanitizer + UBSan (preset cpu-sanitize, build/asan)"
 cmake --preset cpu-sanitize >/dev/null

@@ -210,6 +210,14 @@ BinaryFile::BinaryFile(std::string path, const std::string& what) : path_(std::m
   if (file_ == nullptr)
     throw IoError(path_ + ": cannot open for reading" + (what.empty() ? "" : " (" + what + ")") + ": " +
                   std::strerror(errno));
+  // The destructor does not run when the constructor throws: close the file then too.
+  struct CloseUnlessKept {
+    std::FILE*& file;
+    bool keep = false;
+    ~CloseUnlessKept() {
+      if (!keep) std::fclose(std::exchange(file, nullptr));
+    }
+  } close_on_error{file_};
   if (fseeko(file_, 0, SEEK_END) != 0 || (file_bytes_ = ftello(file_)) < 0)
     throw IoError(fmt::format("{}: cannot determine the file size: {}", path_, std::strerror(errno)));
 
@@ -285,9 +293,11 @@ BinaryFile::BinaryFile(std::string path, const std::string& what) : path_(std::m
   for (int64_t g = 0; g < g_count; ++g) {
     const auto offset = static_cast<int64_t>(group_offsets_[static_cast<std::size_t>(g)]);
     const int64_t lower = g == 0 ? header_bytes : static_cast<int64_t>(group_offsets_[static_cast<std::size_t>(g - 1)]) + kGroupHeaderBytes + 4;
-    if ((g == 0 && offset != header_bytes) || offset < lower || offset + kGroupHeaderBytes + 4 > index_offset_)
+    // offset comes from the file: compare without adding to it, which could overflow.
+    if ((g == 0 && offset != header_bytes) || offset < lower || offset > index_offset_ - kGroupHeaderBytes - 4)
       throw DataError(fmt::format("{}: corrupt trailer: row group {} at offset {} is out of place", path_, g, offset));
   }
+  close_on_error.keep = true;
 }
 
 BinaryFile::~BinaryFile() {
@@ -324,7 +334,7 @@ void BinaryFile::read_group(int64_t g, RowGroup& out) {
   const int64_t n = get<uint32_t>(p + 4);
   const auto first = static_cast<int64_t>(get<uint64_t>(p + 8));
   const auto payload = static_cast<int64_t>(get<uint64_t>(p + 16));
-  if (kGroupHeaderBytes + payload + 4 != bytes)
+  if (payload != bytes - kGroupHeaderBytes - 4)  // payload comes from the file: adding to it could overflow
     throw DataError(fmt::format("{}: {} payload bytes recorded, {} stored (corrupt file)", group_name(g), payload,
                                 bytes - kGroupHeaderBytes - 4));
   const uint32_t stored = get<uint32_t>(p + bytes - 4);
@@ -396,7 +406,7 @@ void BinaryFile::read_group(int64_t g, RowGroup& out) {
     const char* ids = take(count * 4, "ids");
     auto& out_ids = out.ids[t];
     out_ids.resize(static_cast<std::size_t>(count));
-    std::memcpy(out_ids.data(), ids, static_cast<std::size_t>(count) * 4);
+    if (count > 0) std::memcpy(out_ids.data(), ids, static_cast<std::size_t>(count) * 4);  // data() may be null
     const int64_t rows = header_.rows[t];
     for (std::size_t i = 0; i < sn; ++i)
       for (int64_t k = bag_begin[i]; k < bag_begin[i + 1]; ++k) {

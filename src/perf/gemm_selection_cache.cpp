@@ -216,7 +216,7 @@ GemmSelectionCache GemmSelectionCache::load(const std::string& path, const GemmC
       std::string why = "the validators differ";
       for (const auto& [name, value] : current.items) {
         auto it = std::find_if(found.items.begin(), found.items.end(),
-                               [&](const auto& f) { return f.first == name; });
+                               [&wanted = name](const auto& f) { return f.first == wanted; });
         if (it == found.items.end()) {
           why = "validator '" + name + "' is missing from the file";
           break;

@@ -68,6 +68,20 @@ std::string newest_valid_checkpoint(const std::string& dir, const Logger& log) {
   return {};
 }
 
+// A crash during a checkpoint write leaves its temporary file ("ckpt-*.hck.tmp-<pid>"),
+// as large as a checkpoint; it is never read, so remove it before it fills the disk.
+void remove_torn_writes(const std::string& dir, const Logger& log) {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("ckpt-", 0) == 0 && name.find(".hck.tmp-") != std::string::npos) {
+      std::error_code rm;
+      std::filesystem::remove(e.path(), rm);
+      log.info("removed an unfinished checkpoint write: " + e.path().string());
+    }
+  }
+}
+
 void prune_checkpoints(const std::string& dir, int64_t keep, const Logger& log) {
   const auto all = list_checkpoints(dir);
   for (std::size_t i = static_cast<std::size_t>(keep); i < all.size(); ++i) {
@@ -103,7 +117,10 @@ TrainSummary Trainer::run() {
     return last_checkpoint.empty() ? std::string(" No checkpoint has been written.")
                                    : " The last checkpoint, " + last_checkpoint + ", is intact.";
   };
-  if (!tc.checkpoint_dir.empty()) std::filesystem::create_directories(tc.checkpoint_dir);
+  if (!tc.checkpoint_dir.empty()) {
+    std::filesystem::create_directories(tc.checkpoint_dir);
+    remove_torn_writes(tc.checkpoint_dir, log_);
+  }
   if (tc.resume) {
     const std::string path = newest_valid_checkpoint(tc.checkpoint_dir, log_);
     if (path.empty()) {
@@ -140,7 +157,12 @@ TrainSummary Trainer::run() {
   auto save = [&](const std::string& why) {
     if (tc.checkpoint_dir.empty()) return;
     const std::string path = checkpoint_path(tc.checkpoint_dir, step);
-    save_checkpoint(path, CheckpointMeta{step, epoch, position, signature}, model->state());
+    try {
+      save_checkpoint(path, CheckpointMeta{step, epoch, position, signature}, model->state());
+    } catch (const IoError& e) {
+      progress.finish();
+      throw IoError(std::string(e.what()) + "." + kept_note());
+    }
     prune_checkpoints(tc.checkpoint_dir, tc.keep_checkpoints, log_);
     summary.checkpoint = path;
     last_checkpoint = path;

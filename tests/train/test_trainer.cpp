@@ -180,3 +180,18 @@ TEST(Trainer, CheckpointForAnotherModelIsRefused) {
   }
   fs::remove_all(dir);
 }
+
+// An unfinished write left by a crash (its temporary file) is removed at the next start;
+// finished checkpoints are kept.
+TEST(Trainer, LeftoverTemporaryCheckpointFilesAreRemoved) {
+  const auto dir = fresh_dir("torn");
+  const std::string text = small_config("dlrm", "adagrad", "rowwise_adagrad");
+  train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=2"});
+  const fs::path torn = dir / "ckpt-000000000004.hck.tmp-12345";
+  std::ofstream(torn) << std::string(1000, 'x');
+  train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true", "train.steps=3"});
+  EXPECT_FALSE(fs::exists(torn));
+  EXPECT_TRUE(fs::exists(checkpoint_path(dir.string(), 2)));
+  EXPECT_TRUE(fs::exists(checkpoint_path(dir.string(), 3)));
+  fs::remove_all(dir);
+}
