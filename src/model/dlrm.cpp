@@ -1,4 +1,3 @@
-#include "core/seed_streams.h"
 #include "model/dlrm.h"
 
 #include <algorithm>
@@ -10,6 +9,8 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/seed_streams.h"
+#include "model/describe.h"
 #include "nn/bce_loss.h"
 #include "nn/cross_net.h"
 #include "nn/dot_interaction.h"
@@ -26,15 +27,6 @@ namespace {
 using seed_streams::kBottomMlpStreams;
 using seed_streams::kCrossNetStreams;
 using seed_streams::kTopMlpStreams;
-
-std::string widths_str(int in, const std::vector<int>& widths) {
-  std::string s = std::to_string(in);
-  for (int w : widths) {
-    s += '-';
-    s += std::to_string(w);
-  }
-  return s;
-}
 
 void check_widths(const std::vector<int>& widths, const char* key) {
   if (widths.empty()) throw ConfigError(std::string(key) + ": expected at least one layer width, got none");
@@ -118,21 +110,8 @@ class CpuDlrm final : public Model {
     const ModelConfig& m = config_;
     int64_t dense_params = 0;
     for (const DenseParam& p : params_) dense_params += p.value.numel();
-    int64_t rows = 0;
-    for (const TableConfig& t : m.tables) rows += t.rows;
     std::string s = m.arch == Arch::dlrm ? "DLRM" : "DLRM-DCNv2";
-    s += " (cpu, fp32 dense): bottom MLP " + widths_str(m.num_dense, m.bottom_mlp) + ", " +
-         std::to_string(m.num_tables()) + " tables (" + std::to_string(rows) + " rows, dim " +
-         std::to_string(m.embedding_dim) + ", " + std::string(dtype_name(m.row_dtype)) + " rows), ";
-    if (m.arch == Arch::dlrm) {
-      s += std::string("dot interaction") + (m.interaction_self ? " with self terms" : "");
-    } else if (m.cross_layers == 0) {
-      s += "no cross layers (concatenation only)";
-    } else {
-      s += std::to_string(m.cross_layers) + " cross layers" +
-           (m.cross_rank > 0 ? " of rank " + std::to_string(m.cross_rank) : std::string(" (full rank)"));
-    }
-    s += ", top MLP " + widths_str(m.interaction_width(), m.top_mlp) + "; " + std::to_string(dense_params) +
+    s += " (cpu, fp32 dense): " + describe_network(m) + "; " + std::to_string(dense_params) +
          " dense parameters, dense optimizer " + optimizer_->name();
     return s;
   }

@@ -1,4 +1,3 @@
-#include "core/seed_streams.h"
 #include "model/gpu/gpu_dlrm.h"
 
 #include <algorithm>
@@ -10,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/seed_streams.h"
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
@@ -23,6 +23,7 @@
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/step_scalars.h"
+#include "model/describe.h"
 #include "model/dlrm.h"
 #include "model/gpu/batch_staging.h"
 #include "model/gpu/dense_parameters.h"
@@ -48,12 +49,6 @@ struct StepOutput {
   double loss = 0.0;
   int32_t skipped = 0;
 };
-
-std::string widths_str(int in, const std::vector<int>& widths) {
-  std::string s = std::to_string(in);
-  for (int w : widths) s += "-" + std::to_string(w);
-  return s;
-}
 
 const char* precision_name(cublaslt::Precision p) {
   switch (p) {
@@ -265,27 +260,13 @@ class GpuDlrm final : public GpuModel {
 
   std::string describe() const override {
     const ModelConfig& m = config_;
-    int64_t rows = 0;
-    for (const TableConfig& t : m.tables) rows += t.rows;
     std::string s = m.arch == Arch::dlrm ? "DLRM" : "DLRM-DCNv2";
     const char* mode = options_.profile_phases ? ", eager steps with phase timing"
                        : options_.cuda_graph      ? ", graph-captured steps"
                                                   : ", eager steps";
     s += " (gpu " + std::to_string(props_.index) + ": " + props_.name + ", " + precision_name(options_.precision) +
-         " GEMMs" + mode + "): bottom MLP " +
-         widths_str(m.num_dense, m.bottom_mlp) + ", " + std::to_string(m.num_tables()) + " tables (" +
-         std::to_string(rows) + " rows, dim " + std::to_string(m.embedding_dim) + ", " +
-         std::string(dtype_name(m.row_dtype)) + " rows), ";
-    if (m.arch == Arch::dlrm) {
-      s += std::string("dot interaction") + (m.interaction_self ? " with self terms" : "");
-    } else if (m.cross_layers == 0) {
-      s += "no cross layers (concatenation only)";
-    } else {
-      s += std::to_string(m.cross_layers) + " cross layers" +
-           (m.cross_rank > 0 ? " of rank " + std::to_string(m.cross_rank) : std::string(" (full rank)"));
-    }
-    s += ", top MLP " + widths_str(m.interaction_width(), m.top_mlp) + "; " +
-         std::to_string(dense_->total_elements()) + " dense parameters, dense optimizer " + dense_->optimizer_name();
+         " GEMMs" + mode + "): " + describe_network(m) + "; " + std::to_string(dense_->total_elements()) +
+         " dense parameters, dense optimizer " + dense_->optimizer_name();
     return s;
   }
 
