@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "data/batch.h"
+#include "data/source.h"
 #include "model/model_config.h"
 
 namespace hetrec::testing {
@@ -75,6 +76,14 @@ inline void flatten(const Batch& batch, std::vector<FlatSample>& out) {
       s.bags.emplace_back(batch.ids.begin() + batch.bag_begin(t, b), batch.ids.begin() + batch.bag_end(t, b));
     out.push_back(std::move(s));
   }
+}
+
+// Every remaining sample of `source`, read in batches of `batch_size`.
+inline std::vector<FlatSample> read_all(BatchSource& source, int64_t batch_size) {
+  std::vector<FlatSample> out;
+  Batch batch;
+  while (source.next(batch, batch_size)) flatten(batch, out);
+  return out;
 }
 
 inline TableConfig table(const std::string& name, int64_t rows, int hotness = 1, bool variable = false,

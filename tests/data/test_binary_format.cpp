@@ -20,6 +20,7 @@
 using namespace hetrec;
 using hetrec::testing::FlatSample;
 using hetrec::testing::flatten;
+using hetrec::testing::read_all;
 using hetrec::testing::read_bytes;
 using hetrec::testing::TempDir;
 using hetrec::testing::write_bytes;
@@ -53,13 +54,6 @@ std::string random_tsv(int64_t lines, uint64_t seed, bool dirty) {
     text += "\n";
   }
   return text;
-}
-
-std::vector<FlatSample> read_all(BatchSource& source, int64_t batch_size) {
-  std::vector<FlatSample> out;
-  Batch batch;
-  while (source.next(batch, batch_size)) flatten(batch, out);
-  return out;
 }
 
 template <class T>

@@ -14,6 +14,7 @@
 using namespace hetrec;
 using hetrec::testing::FlatSample;
 using hetrec::testing::flatten;
+using hetrec::testing::read_all;
 using hetrec::testing::TempDir;
 
 namespace {
@@ -71,13 +72,6 @@ RawLine random_line(Rng& rng, const CriteoLayout& layout, int64_t index) {
     line.expected.bags.push_back({static_cast<int32_t>(value % static_cast<uint64_t>(layout.rows[static_cast<std::size_t>(t)]))});
   }
   return line;
-}
-
-std::vector<FlatSample> read_all(BatchSource& source, int64_t batch_size) {
-  std::vector<FlatSample> out;
-  Batch batch;
-  while (source.next(batch, batch_size)) flatten(batch, out);
-  return out;
 }
 
 }  // namespace

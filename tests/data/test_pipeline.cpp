@@ -21,6 +21,7 @@
 using namespace hetrec;
 using hetrec::testing::FlatSample;
 using hetrec::testing::flatten;
+using hetrec::testing::read_all;
 using hetrec::testing::TempDir;
 
 namespace {
@@ -31,13 +32,6 @@ SyntheticConfig config(int64_t train) {
   c.eval_samples = 100;
   c.seed = 21;
   return c;
-}
-
-std::vector<FlatSample> read_all(BatchSource& source, int64_t batch_size) {
-  std::vector<FlatSample> out;
-  Batch batch;
-  while (source.next(batch, batch_size)) flatten(batch, out);
-  return out;
 }
 
 // A TSV file of `lines` valid lines with line `bad_line` (1-based) malformed in field C2.

@@ -14,6 +14,7 @@
 using namespace hetrec;
 using hetrec::testing::FlatSample;
 using hetrec::testing::flatten;
+using hetrec::testing::read_all;
 using hetrec::testing::small_model;
 
 namespace {
@@ -24,13 +25,6 @@ SyntheticConfig small_config(int64_t train = 3000, int64_t eval = 1000) {
   c.eval_samples = eval;
   c.seed = 11;
   return c;
-}
-
-std::vector<FlatSample> read_all(BatchSource& source, int64_t batch_size) {
-  std::vector<FlatSample> out;
-  Batch batch;
-  while (source.next(batch, batch_size)) flatten(batch, out);
-  return out;
 }
 
 }  // namespace
