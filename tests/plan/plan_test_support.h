@@ -22,6 +22,21 @@ inline const std::string kResultsDir = std::string(HETREC_SOURCE_DIR) + "/bench/
 // MLPerf DLRM-DCNv2 (configs/dlrm_dcnv2_mlperf.toml); `cap` > 0 caps every table at that
 // many rows (configs/dlrm_dcnv2_capped.toml: 2,000,000); `arch` dlrm swaps the cross net
 // for the dot interaction (e2e_bench's former mlperf-dlrm-capped preset).
+// DCNv2: 3 dense features, tables of 1000 and 300 rows (hotness 2 and 3), dim 8, bottom
+// MLP 3-16-8, two cross layers of rank 4 on the 24-wide concatenation, top MLP 24-32-1.
+inline ModelConfig small_model(Arch arch = Arch::dcnv2) {
+  ModelConfig m;
+  m.arch = arch;
+  m.num_dense = 3;
+  m.embedding_dim = 8;
+  m.tables = {TableConfig{"a", 1000, 2, false, Pooling::sum}, TableConfig{"b", 300, 3, false, Pooling::sum}};
+  m.bottom_mlp = {16, 8};
+  m.top_mlp = {32, 1};
+  m.cross_layers = 2;
+  m.cross_rank = 4;
+  return m;
+}
+
 inline ModelConfig mlperf_model(int64_t cap = 0, Arch arch = Arch::dcnv2) {
   const int64_t rows[] = {40000000, 39060, 17295, 7424,  20265,    3,        7122,     1543,   63,
                           40000000, 3067956, 405282, 10, 2209,     11938,    155,      4,      976,

@@ -13,20 +13,6 @@
 namespace hetrec::test {
 namespace {
 
-// DCNv2: 3 dense features, tables of 1000 and 300 rows (hotness 2 and 3), dim 8, bottom
-// MLP 3-16-8, two cross layers of rank 4 on the 24-wide concatenation, top MLP 24-32-1.
-ModelConfig small_model(Arch arch = Arch::dcnv2) {
-  ModelConfig m;
-  m.arch = arch;
-  m.num_dense = 3;
-  m.embedding_dim = 8;
-  m.tables = {TableConfig{"a", 1000, 2, false, Pooling::sum}, TableConfig{"b", 300, 3, false, Pooling::sum}};
-  m.bottom_mlp = {16, 8};
-  m.top_mlp = {32, 1};
-  m.cross_layers = 2;
-  m.cross_rank = 4;
-  return m;
-}
 
 std::map<std::string, double> by_name(const MemoryEstimate& e, MemorySpace space) {
   std::map<std::string, double> out;

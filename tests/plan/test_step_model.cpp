@@ -13,18 +13,6 @@
 namespace hetrec::test {
 namespace {
 
-ModelConfig small_dcn() {
-  ModelConfig m;
-  m.arch = Arch::dcnv2;
-  m.num_dense = 3;
-  m.embedding_dim = 8;
-  m.tables = {TableConfig{"a", 1000, 2, false, Pooling::sum}, TableConfig{"b", 300, 3, false, Pooling::sum}};
-  m.bottom_mlp = {16, 8};
-  m.top_mlp = {32, 1};
-  m.cross_layers = 2;
-  m.cross_rank = 4;
-  return m;
-}
 
 double phase_base(const StepWork& w, StepPhase p, StepFactor f) {
   double s = 0.0;
@@ -57,7 +45,7 @@ double gemm_us(const GemmSelector& sel, int64_t m, int64_t n, int64_t k, bool ta
 
 TEST(StepModel, TermsCountTheGpuModelsWork) {
   const PlanTarget t = shipped_target("h200_sxm");
-  const ModelConfig m = small_dcn();
+  const ModelConfig m = small_model();
   const OptimConfig o = mlperf_optim();
   Recipe r = recipe_of_model(m, 4096, t.hw().name);
   r.dense = DensePrecision::tf32;
