@@ -38,6 +38,9 @@ Recipe recipe_of_model(const ModelConfig& model, int64_t batch, const std::strin
                                              : DensePrecision::fp32;
   r.row_dtype = model.row_dtype;
   r.placement.assign(model.tables.size(), TablePlacement::hbm);
+  for (std::size_t t = 0; t < model.tables.size(); ++t)
+    for (const std::string& name : model.host_tables)
+      if (model.tables[t].name == name) r.placement[t] = TablePlacement::host;
   return r;
 }
 

@@ -38,7 +38,7 @@ DensePrecision parse_dense_precision(std::string_view name, std::string_view key
 std::string_view placement_name(TablePlacement p);
 
 // The recipe a config describes as it stands: model.dense_dtype / allow_tf32 / row_dtype,
-// every table in HBM.
+// the tables named in model.host_tables in host memory, every other table in HBM.
 Recipe recipe_of_model(const ModelConfig& model, int64_t batch, const std::string& hardware);
 
 // Throws ConfigError when the recipe does not match the model (placement count, row
