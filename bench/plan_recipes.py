@@ -42,7 +42,7 @@ def parse_args():
     p.add_argument("--port-from", default="h100_sxm", help="hardware whose planned recipe is run here as the direct port")
     p.add_argument("--plan-args", default="--dense fp32,tf32,bf16 --allow-host-tables",
                    help="extra `hetrec plan` arguments for the planned recipes (what the GPU engine runs)")
-    p.add_argument("--steps", type=int, default=50, help="timed steps per run")
+    p.add_argument("--steps", type=int, default=40, help="timed steps per run")
     p.add_argument("--warmup", type=int, default=10, help="steps before the timed ones")
     p.add_argument("--reader-threads", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     p.add_argument("--timeout-s", type=int, default=300, help="limit per training run")

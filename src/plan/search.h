@@ -30,11 +30,11 @@ inline constexpr double kDefaultLowerPrecisionGain = 0.10;
 
 struct PlanConstraints {
   double headroom = kDefaultHeadroom;
-  // What the GPU backend runs today: fp32 and tf32 GEMMs (bf16 dense compute is not
-  // written yet), and every row precision.
+  // fp32 and tf32 GEMMs by default; bf16 (which the GPU backend also runs) on request,
+  // until its step and memory terms are calibrated. Every row precision.
   std::vector<DensePrecision> dense = {DensePrecision::fp32, DensePrecision::tf32};
   std::vector<DType> rows = {DType::f32, DType::f16, DType::bf16};
-  bool allow_host_tables = false;  // the GPU backend keeps every table in HBM today
+  bool allow_host_tables = false;  // on request: host-resident tables are not calibrated yet
   int64_t min_batch = kDefaultMinBatch;
   int64_t max_batch = kDefaultMaxBatch;
   double lower_precision_gain = kDefaultLowerPrecisionGain;

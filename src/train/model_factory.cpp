@@ -31,8 +31,9 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
   if (cfg.train.device == DeviceChoice::gpu)
     throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": this build has no GPU backend "
                       "(configure with the 'cuda' preset)");
-  (void)log;
 #endif
+  if (!cfg.model.host_tables.empty())
+    log.info("model.host_tables: the CPU backend keeps every table in host memory; the placement applies to the GPU");
   if (device_out) *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads)";
   return make_cpu_model(cfg.model, cfg.optim);
 }
