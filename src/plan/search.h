@@ -5,7 +5,7 @@
 //
 // Lower precision must pay for itself: a candidate's score is its samples/s divided by
 // (1 + lower_precision_gain) for every step down from full precision (16-bit rows: one
-// step; TF32 GEMMs: one; bf16 GEMMs: two). A GPU whose memory holds fp32 rows keeps them
+// step; TF32 GEMMs: one; bf16 or fp16 GEMMs: two). A GPU whose memory holds fp32 rows keeps them
 // unless 16-bit rows are more than that gain faster.
 #include <cstdint>
 #include <string>

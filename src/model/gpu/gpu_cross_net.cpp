@@ -10,7 +10,8 @@ namespace hetrec::gpu_model {
 GpuCrossNet::GpuCrossNet(int width, int num_layers, int rank, const DenseParameters& params, int first_param,
                          cublaslt::Precision precision)
     : width_(width), rank_(rank), precision_(precision) {
-  bf16_ = precision == cublaslt::Precision::bf16 && width % 8 == 0 && rank % 8 == 0;
+  bf16_ = precision == cublaslt::Precision::bf16 && width % kSixteenBitWidthMultiple == 0 &&
+          rank % kSixteenBitWidthMultiple == 0;
   if (precision_ == cublaslt::Precision::bf16 && !bf16_) precision_ = cublaslt::Precision::fp32;
   if (bf16_ && num_layers > 0 && !params.value_bf16(first_param))
     throw InternalError("GpuCrossNet: bf16 layers need the parameters' bf16 copy");

@@ -18,7 +18,8 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
     l.out = widths_[i];
     l.relu = i + 1 < widths_.size() || relu_last;
     const int w = first_param + 2 * static_cast<int>(i);
-    l.bf16 = precision == cublaslt::Precision::bf16 && l.in % 8 == 0 && l.out % 8 == 0;
+    l.bf16 = precision == cublaslt::Precision::bf16 && l.in % kSixteenBitWidthMultiple == 0 &&
+             l.out % kSixteenBitWidthMultiple == 0;
     if (l.bf16) {
       l.weight_bf16 = params.value_bf16(w);
       if (!l.weight_bf16) throw InternalError("GpuMlp: bf16 layers need the parameters' bf16 copy");

@@ -20,6 +20,10 @@
 
 namespace hetrec::gpu_model {
 
+// 16-bit GEMM operands need widths that are multiples of this (16-byte leading
+// dimensions for cuBLASLt's tensor-core kernels); plan/gpu_model_layout.h mirrors it.
+inline constexpr int kSixteenBitWidthMultiple = 8;
+
 // Scratch shared by the layers of a model (bias-gradient partial sums).
 struct Scratch {
   void* data = nullptr;
