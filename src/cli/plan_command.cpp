@@ -21,6 +21,7 @@
 #include "plan/breakdown_svg.h"
 #include "plan/calibration.h"
 #include "plan/e2e_record.h"
+#include "plan/evaluation_json.h"
 #include "plan/port_comparison.h"
 #include "plan/recipe_toml.h"
 #include "plan/report.h"
@@ -49,6 +50,8 @@ struct PlanOptions {
   std::string measurements = std::string(HETREC_SOURCE_DIR) + "/bench/results";
   bool no_calibration = false;
   std::size_t candidates = 0;
+  std::string evaluate;  // a recipe file to predict instead of searching
+  std::string json_out;  // where --evaluate writes its JSON (empty: stdout)
 };
 
 // Older e2e records name e2e_bench's presets instead of a config file.
@@ -191,7 +194,37 @@ std::string per_hardware_path(const std::string& path, const std::string& hw, bo
   return (p.parent_path() / (p.stem().string() + "-" + hw + p.extension().string())).string();
 }
 
+// --evaluate: the prediction for one given recipe (the config with the recipe file
+// applied, as `hetrec train --recipe` runs it) on one hardware, as JSON.
+void run_evaluate(const PlanOptions& o) {
+  if (o.hardware.size() != 1)
+    throw ConfigError("--evaluate: expected exactly one --hw, got " + std::to_string(o.hardware.size()));
+  const RunConfig cfg = load_run_config(o.config, o.overrides, o.evaluate);
+  PlanConstraints constraints;
+  constraints.headroom = o.headroom;
+  validate_constraints(constraints);
+  Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
+  if (!o.ids.empty()) w.ids = parse_id_distribution(o.ids, "--ids");
+  const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o);
+  const Hardware hw = load_hardware_by_name(o.hardware.front(), o.hw_dir);
+  const auto it = fitted.find(hw.arch);
+  const PlanTarget target{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, o.hw_dir + "/params")),
+                          it != fitted.end() ? it->second : default_step_model_params(hw)};
+  const Recipe recipe = recipe_of_model(cfg.model, cfg.train.batch_size, hw.name);
+  const RecipeEvaluation e = evaluate_recipe(w, recipe, target, constraints);
+  nlohmann::json j = evaluation_to_json(e, cfg.model, constraints.headroom);
+  j["config"] = o.config;
+  j["recipe_file"] = o.evaluate;
+  std::printf("%s on %s: %s; predicted %.3f ms per step, %.0f samples/s, %.2f GiB of device memory\n",
+              o.evaluate.c_str(), hw.name.c_str(), describe_recipe(recipe, cfg.model).c_str(), e.step.step_ms,
+              e.step.samples_per_s, e.memory.device_bytes() / (1024.0 * 1024.0 * 1024.0));
+  if (!e.fits) std::printf("does not fit: %s\n", e.refusal.c_str());
+  if (o.json_out.empty()) std::printf("%s\n", j.dump(1).c_str());
+  else write_file(o.json_out, j.dump(1) + "\n", "evaluation file");
+}
+
 void run_plan(const PlanOptions& o) {
+  if (!o.evaluate.empty()) return run_evaluate(o);
   const RunConfig cfg = load_run_config(o.config, o.overrides);
   const PlanConstraints constraints = constraints_of(o);
   Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
@@ -286,7 +319,7 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->delimiter(',')
       ->capture_default_str();
   cmd->add_flag("--allow-host-tables", o->allow_host_tables,
-                "let tables move to page-locked host memory when they do not fit (not yet run by `hetrec train`)");
+                "let tables move to page-locked host memory when they do not fit");
   cmd->add_option("--lower-precision-gain", o->lower_precision_gain,
                   "throughput gain a step down in precision must bring")
       ->capture_default_str();
@@ -297,6 +330,9 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--no-calibration", o->no_calibration, "use the generic step-model factors");
   cmd->add_option("--candidates", o->candidates, "also list this many best candidates per hardware");
+  cmd->add_option("--evaluate", o->evaluate,
+                  "predict this recipe file (a [recipe] table applied to --config) on the one --hw instead of searching");
+  cmd->add_option("--json", o->json_out, "with --evaluate: write the prediction JSON here instead of stdout");
   cmd->callback([o, &action] { action = [o] { run_plan(*o); }; });
 }
 

@@ -32,6 +32,23 @@ void print_summary(const TrainSummary& s) {
   std::printf("steps             %lld (%lld samples in %.1f s)\n", static_cast<long long>(s.steps),
               static_cast<long long>(s.samples), s.seconds);
   std::printf("throughput        %.0f samples/s\n", s.samples_per_s);
+  if (s.timed_steps > 0)
+    std::printf("step time         %.3f ms median, %.3f ms mean, %.3f ms p90 (%lld timed steps)\n", s.step_ms_median,
+                s.step_ms_mean, s.step_ms_p90, static_cast<long long>(s.timed_steps));
+  if (s.memory) {
+    const double mib = 1024.0 * 1024.0;
+    std::printf("device memory     allocator peak %.0f MiB (reserved %.0f MiB), outside it %.0f MiB; "
+                "device used %.0f MiB of %.0f MiB (%.0f MiB before the model)\n",
+                static_cast<double>(s.memory->allocator_peak_bytes) / mib,
+                static_cast<double>(s.memory->allocator_reserved_bytes) / mib,
+                static_cast<double>(s.memory->outside_allocator_bytes) / mib,
+                static_cast<double>(s.memory->device_used_bytes) / mib,
+                static_cast<double>(s.memory->device_total_bytes) / mib,
+                static_cast<double>(s.memory->device_used_at_start_bytes) / mib);
+    if (s.memory->host_table_bytes > 0)
+      std::printf("host tables       %.0f MiB of mapped page-locked host memory\n",
+                  static_cast<double>(s.memory->host_table_bytes) / mib);
+  }
   std::printf("last train loss   %.5f\n", s.last_loss);
   if (s.eval.samples > 0) {
     std::printf("eval AUC          %.5f (%lld samples)\n", s.eval.auc, static_cast<long long>(s.eval.samples));

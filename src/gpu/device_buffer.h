@@ -1,6 +1,7 @@
 #pragma once
 // Owning RAII buffers: DeviceBuffer (device memory straight from the driver, for
-// long-lived storage) and PinnedBuffer (page-locked host memory for async copies).
+// long-lived storage), PinnedBuffer (page-locked host memory for async copies) and
+// MappedHostBuffer (page-locked host memory the device reads and writes in place).
 // Move-only. Short-lived or per-step storage should come from CachingDeviceAllocator.
 #include <cstddef>
 #include <utility>
@@ -40,5 +41,19 @@ class OwnedBytes {
 
 using DeviceBuffer = OwnedBytes<&device_malloc, &device_free>;
 using PinnedBuffer = OwnedBytes<&pinned_malloc, &pinned_free>;
+// Page-locked host memory mapped for the device: kernels use device_alias().
+class MappedHostBuffer {
+ public:
+  MappedHostBuffer() = default;
+  explicit MappedHostBuffer(std::size_t bytes) : host_(bytes), alias_(mapped_device_alias(host_.get())) {}
+  void* host() const { return host_.get(); }
+  void* device_alias() const { return alias_; }
+  std::size_t bytes() const { return host_.bytes(); }
+  bool empty() const { return host_.empty(); }
+
+ private:
+  OwnedBytes<&mapped_host_malloc, &pinned_free> host_;
+  void* alias_ = nullptr;
+};
 
 }  // namespace hetrec::gpu

@@ -15,6 +15,7 @@ cudaMemcpyKind to_runtime(CopyKind kind) {
     case CopyKind::host_to_device: return cudaMemcpyHostToDevice;
     case CopyKind::device_to_host: return cudaMemcpyDeviceToHost;
     case CopyKind::device_to_device: return cudaMemcpyDeviceToDevice;
+    case CopyKind::any: return cudaMemcpyDefault;
   }
   return cudaMemcpyDefault;
 }
@@ -67,6 +68,26 @@ void pinned_free(void* ptr) noexcept {
   if (!ptr) return;
   const cudaError_t status = cudaFreeHost(ptr);
   if (status != cudaSuccess) std::fprintf(stderr, "hetrec: cudaFreeHost failed: %s\n", error_text(status).c_str());
+}
+
+void* mapped_host_malloc(std::size_t bytes) {
+  if (bytes == 0) return nullptr;
+  void* p = nullptr;
+  const cudaError_t status = cudaHostAlloc(&p, bytes, cudaHostAllocMapped);
+  if (status == cudaErrorMemoryAllocation) {
+    (void)cudaGetLastError();
+    throw OutOfMemoryError("mapped pinned host allocation of " + std::to_string(bytes) + " bytes (" + mib(bytes) +
+                           ") failed");
+  }
+  check(status, "cudaHostAlloc(mapped)", __FILE__, __LINE__);
+  return p;
+}
+
+void* mapped_device_alias(void* host_ptr) {
+  if (!host_ptr) return nullptr;
+  void* device_ptr = nullptr;
+  HETREC_GPU_CHECK(cudaHostGetDevicePointer(&device_ptr, host_ptr, 0));
+  return device_ptr;
 }
 
 void memcpy_async(void* dst, const void* src, std::size_t bytes, CopyKind kind, stream_t stream) {

@@ -57,7 +57,10 @@
 #define cudaGraphInstantiateWithFlags hipGraphInstantiateWithFlags
 #define cudaGraphLaunch hipGraphLaunch
 #define cudaGraph_t hipGraph_t
+#define cudaHostAlloc hipHostMalloc
 #define cudaHostAllocDefault hipHostMallocDefault
+#define cudaHostAllocMapped hipHostMallocMapped
+#define cudaHostGetDevicePointer hipHostGetDevicePointer
 #define cudaMalloc hipMalloc
 #define cudaMallocHost hipHostMalloc
 #define cudaMemGetInfo hipMemGetInfo

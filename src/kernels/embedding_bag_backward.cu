@@ -184,7 +184,8 @@ __global__ void __launch_bounds__(kBlockThreads)
 // group reductions below see every lane.
 template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT>
 __global__ void __launch_bounds__(kBlockThreads)
-    sparse_update_kernel(Row* __restrict__ weights, float* __restrict__ accumulators,
+    sparse_update_kernel(Row* __restrict__ weights, float* __restrict__ accumulators, void* const* table_weights,
+                         float* const* table_accumulators,
                          const uint32_t* __restrict__ sorted_keys, const uint32_t* __restrict__ sorted_bags,
                          const uint32_t* __restrict__ segment_start, const uint32_t* __restrict__ num_unique,
                          const uint32_t* __restrict__ chunks, const uint32_t* __restrict__ chunk_start,
@@ -248,19 +249,24 @@ __global__ void __launch_bounds__(kBlockThreads)
       sq = gpu::group_sum(sq, lanes);  // every lane of the warp takes part
       // Lane 0 alone reads and writes the accumulator; the others get its value by
       // shuffle (lanes of a group are not guaranteed to run in lock step).
-      float old = active && lane == 0 ? accumulators[key] : 0.0f;
+      float* acc = nullptr;
+      if (active)
+        acc = table_accumulators ? table_accumulators[table] + (static_cast<int64_t>(key) - row_offsets[table])
+                                 : accumulators + key;
+      float old = active && lane == 0 ? *acc : 0.0f;
       old = gpu::shfl(old, 0, lanes);
       if (active) {
         const float a = old + sq / static_cast<float>(dim);
         row_multiplier = lr / (sqrtf(a) + eps);
-        if (lane == 0) accumulators[key] = a;
+        if (lane == 0) *acc = a;
       }
     }
     if (!active) continue;
 
     const int64_t local_row = static_cast<int64_t>(key) - row_offsets[table];
     const uint64_t rounding_key = sizeof(Row) == sizeof(float) ? 0 : sparse_rounding_row_key(seed, step, table, local_row);
-    Row* w_row = weights + static_cast<int64_t>(key) * dim;
+    Row* w_row = table_weights ? static_cast<Row*>(table_weights[table]) + local_row * dim
+                               : weights + static_cast<int64_t>(key) * dim;
 #pragma unroll
     for (int k = 0; k < UNITS; ++k) {
       const int e = (lane + k * lanes) * VEC;
@@ -272,7 +278,8 @@ __global__ void __launch_bounds__(kBlockThreads)
         for (int i = 0; i < VEC; ++i) w[i] = w[i] - mul(lr, g[k][i]);
       } else if constexpr (OPT == SparseOptimizerKind::adagrad) {
         float a[VEC];
-        float* a_ptr = accumulators + static_cast<int64_t>(key) * dim + e;
+        float* a_ptr = (table_accumulators ? table_accumulators[table] + local_row * dim
+                                           : accumulators + static_cast<int64_t>(key) * dim) + e;
         load_vec<VEC>(a_ptr, a);
 #pragma unroll
         for (int i = 0; i < VEC; ++i) {
@@ -331,7 +338,8 @@ void launch_update(const UpdateArgs& a, int lanes) {
       a.grad, a.grad_stride, a.bags->batch, dim, lanes, a.opt->scalars, a.partial);
   HETREC_GPU_CHECK_LAUNCH("chunk_partial_kernel");
   sparse_update_kernel<Row, VEC, UNITS, OPT><<<persistent_blocks(a.bags->max_ids, lanes), kBlockThreads, 0, a.stream>>>(
-      static_cast<Row*>(a.tables->weights), a.opt->accumulators, a.sorted_keys, a.sorted_bags, a.segment_start,
+      static_cast<Row*>(a.tables->weights), a.opt->accumulators, a.tables->table_weights, a.opt->table_accumulators,
+      a.sorted_keys, a.sorted_bags, a.segment_start,
       a.num_unique, a.chunks, a.chunk_start, a.partial, a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling,
       a.grad, a.grad_stride, a.bags->batch, dim, lanes, a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed);
   HETREC_GPU_CHECK_LAUNCH("sparse_update_kernel");
@@ -439,7 +447,7 @@ void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBa
   if (bags.max_ids > (int64_t{1} << 31) - 1)
     throw ConfigError("a batch of " + std::to_string(bags.max_ids) + " ids exceeds the 32-bit Batch offsets");
   if (!optimizer.scalars) throw InternalError("embedding_bag_backward_update: no step scalars");
-  if (optimizer.kind != SparseOptimizerKind::sgd && !optimizer.accumulators)
+  if (optimizer.kind != SparseOptimizerKind::sgd && !optimizer.accumulators && !optimizer.table_accumulators)
     throw InternalError("embedding_bag_backward_update: Adagrad needs accumulators");
   const std::size_t needed = embedding_backward_workspace_bytes(bags.max_ids, tables.dim);
   if (workspace_bytes < needed)

@@ -21,7 +21,8 @@ constexpr int kIdsInFlight = 4;
 // vectors l, l + lanes, ... (UNITS of them) of the row.
 template <class Row, class Out, int VEC, int UNITS>
 __global__ void __launch_bounds__(kBlockThreads)
-    embedding_bag_forward_kernel(const Row* __restrict__ weights, const int64_t* __restrict__ row_offsets,
+    embedding_bag_forward_kernel(const Row* __restrict__ weights, void* const* __restrict__ table_weights,
+                                 const int64_t* __restrict__ row_offsets,
                                  const uint8_t* __restrict__ mean_pooling, const int32_t* __restrict__ offsets,
                                  const int32_t* __restrict__ ids, int64_t batch, int num_tables, int dim, int lanes,
                                  Out* __restrict__ out, int64_t out_stride, int32_t* bad_ids) {
@@ -35,7 +36,7 @@ __global__ void __launch_bounds__(kBlockThreads)
   const int32_t end = offsets[bag + 1];
   const int64_t first_row = row_offsets[t];
   const int64_t rows = row_offsets[t + 1] - first_row;
-  const Row* table = weights + first_row * dim;
+  const Row* table = table_weights ? static_cast<const Row*>(table_weights[t]) : weights + first_row * dim;
 
   float acc[UNITS][VEC];
 #pragma unroll
@@ -100,7 +101,7 @@ void launch_forward(const EmbeddingTables& tables, const DeviceBags& bags, const
                     int32_t* bad_ids, gpu::stream_t stream) {
   const int64_t threads = bags.batch * tables.num_tables * lanes;
   embedding_bag_forward_kernel<Row, Out, VEC, UNITS><<<grid_for(threads, kBlockThreads), kBlockThreads, 0, stream>>>(
-      static_cast<const Row*>(tables.weights), tables.row_offsets, tables.mean_pooling, bags.offsets, bags.ids,
+      static_cast<const Row*>(tables.weights), tables.table_weights, tables.row_offsets, tables.mean_pooling, bags.offsets, bags.ids,
       bags.batch, tables.num_tables, tables.dim, lanes, static_cast<Out*>(out.data), out.row_stride, bad_ids);
   HETREC_GPU_CHECK_LAUNCH("embedding_bag_forward_kernel");
 }

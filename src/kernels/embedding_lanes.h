@@ -39,7 +39,7 @@ inline bool vector_path_ok(int dim, int vec, const void* ptr, std::size_t elem_b
 }
 
 inline void check_tables(const EmbeddingTables& t, const char* who) {
-  if (t.dim <= 0 || t.num_tables < 0 || !t.row_offsets || !t.mean_pooling || (t.total_rows > 0 && !t.weights))
+  if (t.dim <= 0 || t.num_tables < 0 || !t.row_offsets || !t.mean_pooling || (t.total_rows > 0 && !t.weights && !t.table_weights))
     throw InternalError(std::string(who) + ": incomplete EmbeddingTables description");
   if (t.row_dtype != DType::f32 && t.row_dtype != DType::f16 && t.row_dtype != DType::bf16)
     throw ConfigError(std::string(who) + ": embedding rows must be fp32, fp16 or bf16, got " +

@@ -17,6 +17,11 @@ struct EmbeddingTables {
   int dim = 0;
   int64_t total_rows = 0;
   DType row_dtype = DType::f32;           // f32, f16 or bf16
+  // Optional, device memory, num_tables pointers: table t's row r is at
+  // table_weights[t] + r * dim instead of weights + (row_offsets[t] + r) * dim. Lets
+  // tables live in different memories (device memory, or page-locked host memory
+  // through its device alias); the global row numbering above is unchanged.
+  void* const* table_weights = nullptr;
 };
 
 // One batch's bags in the Batch CSR layout (data/batch.h), on the device.
@@ -45,6 +50,9 @@ struct SparseOptimizerParams {
   float eps = 1e-8f;
   // Adagrad: total_rows x dim floats; row-wise Adagrad: total_rows floats; SGD: unused.
   float* accumulators = nullptr;
+  // Optional, device memory, num_tables pointers (with EmbeddingTables::table_weights):
+  // table t's accumulators start at table_accumulators[t] (local row r at r * state).
+  float* const* table_accumulators = nullptr;
   // Stochastic rounding of 16-bit rows draws its bits from (seed, step, table, row,
   // element): see kernels/sparse_rounding.h.
   uint64_t seed = 0;

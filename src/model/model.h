@@ -1,6 +1,8 @@
 #pragma once
 // The interface every backend's model implements (CPU here, GPU in kernels/ + gemm/).
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,6 +14,19 @@
 #include "optim/lr_schedule.h"
 
 namespace hetrec {
+
+// Device memory of a model on a GPU, measured (GPU backends only).
+struct DeviceMemoryReport {
+  int64_t allocator_peak_bytes = 0;      // the caching allocator's high-water mark of bytes in use
+  int64_t allocator_reserved_bytes = 0;  // what the allocator obtained from the driver (in use + cached)
+  int64_t device_used_at_start_bytes = 0;  // total - free before the model allocated anything (runtime context)
+  int64_t device_used_bytes = 0;           // total - free now (cudaMemGetInfo)
+  int64_t device_total_bytes = 0;
+  // device_used - device_used_at_start - allocator_reserved: memory the model's libraries
+  // and graphs hold outside the allocator (cuBLASLt's handle, graph executables, modules).
+  int64_t outside_allocator_bytes = 0;
+  int64_t host_table_bytes = 0;  // page-locked host memory of host-resident tables
+};
 
 class Model {
  public:
@@ -26,6 +41,8 @@ class Model {
   virtual std::vector<NamedTensor> state() = 0;
   virtual const ModelConfig& config() const = 0;
   virtual std::string describe() const = 0;
+  // Measured device memory (nullopt on the CPU backend).
+  virtual std::optional<DeviceMemoryReport> device_memory() const { return std::nullopt; }
 };
 
 }  // namespace hetrec

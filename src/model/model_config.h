@@ -28,6 +28,10 @@ struct ModelConfig : FeatureSpec {
   DType row_dtype = DType::f32;    // embedding row storage: fp32, fp16 or bf16
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32
+  // GPU: names of the tables whose rows and optimizer state live in page-locked host
+  // memory, read and updated in place by the device over the host link (the planner's
+  // host placement). Every other table is in device memory. The CPU backend ignores it.
+  std::vector<std::string> host_tables;
   uint64_t init_seed = 1;          // parameter initialisation
 
   EmbeddingSpec embedding_spec() const { return EmbeddingSpec{tables, embedding_dim, row_dtype}; }

@@ -81,7 +81,8 @@ StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& mode
   if (record.precision == "tf32") recipe.dense = DensePrecision::tf32;
   else if (record.precision == "fp32") recipe.dense = DensePrecision::fp32;
   else if (record.precision == "bf16") recipe.dense = DensePrecision::bf16;
-  else throw ConfigError(record.path + ": metrics.precision '" + record.precision + "': expected fp32, tf32 or bf16");
+  else if (record.precision == "fp16") recipe.dense = DensePrecision::fp16;
+  else throw ConfigError(record.path + ": metrics.precision '" + record.precision + "': expected fp32, tf32, bf16 or fp16");
   if (!record.row_dtype.empty()) {
     recipe.row_dtype = parse_dtype(record.row_dtype, record.path + ": metrics.row_dtype");
     if (recipe.row_dtype != DType::f32 && recipe.row_dtype != DType::f16 && recipe.row_dtype != DType::bf16)

@@ -17,10 +17,18 @@ inline constexpr int64_t kDenseAlignElements = 64;
 // outgrew them, plus one (model/gpu/batch_staging.cpp, kGrowth).
 inline constexpr double kIdCapacityGrowth = 1.25;
 
+// With 16-bit dense compute, a layer runs its GEMMs on 16-bit operands only when its
+// widths are multiples of this (cuBLASLt's 16-bit tensor-core kernels want 16-byte
+// leading dimensions); others run fp32 GEMMs (model/gpu/gpu_mlp.cpp, gpu_cross_net.cpp,
+// kSixteenBitWidthMultiple).
+inline constexpr int kSixteenBitWidthMultiple = 8;
+
 struct LinearShape {
   int in = 0;
   int out = 0;
   bool relu = false;
+
+  bool sixteen_bit_eligible() const { return in % kSixteenBitWidthMultiple == 0 && out % kSixteenBitWidthMultiple == 0; }
 };
 
 struct DenseTensorShape {
@@ -46,6 +54,10 @@ struct GpuModelLayout {
 
   // Widest input or output of an MLP (its gradient ping-pong buffers are B x this).
   static int max_width(const std::vector<LinearShape>& layers);
+  // With 16-bit dense compute, whether the cross net runs 16-bit GEMMs.
+  bool cross_sixteen_bit_eligible() const {
+    return interaction_width % kSixteenBitWidthMultiple == 0 && cross_rank % kSixteenBitWidthMultiple == 0;
+  }
 };
 
 GpuModelLayout gpu_model_layout(const ModelConfig& model);

@@ -24,6 +24,11 @@ constexpr std::size_t kStepOutputBytes = 16;
 constexpr double kFloatBytes = 4.0;
 constexpr double kIndexBytes = 4.0;   // int32 ids and offsets (data/batch.h)
 constexpr double kRowOffsetBytes = 8.0;  // int64 first row of each table
+constexpr double kPointerBytes = 8.0;    // per-table row and state pointers (host placement)
+constexpr double kHalfBytes = 2.0;       // bf16 / fp16 operand copies
+// fp16 dense compute: the device loss-scale state (scale, its inverse, clean-step count,
+// overflow flag: 16 bytes; model/gpu/gpu_dlrm.cpp).
+constexpr std::size_t kLossScaleBytes = 16;
 
 // Collects consumers; every device tensor is also rounded to its allocator size class.
 class Ledger {
@@ -152,6 +157,11 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
   m.device("embedding optimizer state (" + sparse_state_name(optim.sparse, g.dim) + ")",
            static_cast<double>(hbm_rows) * state_bytes);
   m.device("embedding row offsets", (g.num_tables + 1) * kRowOffsetBytes);
+  if (host_rows > 0) {
+    // With any table in host memory the kernels reach every table through pointers.
+    m.device("per-table row and state pointers", g.num_tables * kPointerBytes);
+    if (state_bytes > 0) m.device("per-table row and state pointers", g.num_tables * kPointerBytes);
+  }
   m.device("embedding pooling flags", std::max(g.num_tables, 1));
   const double flat = static_cast<double>(g.dense_flat_elements) * kFloatBytes;
   m.device("dense parameters (" + std::to_string(g.dense_elements) + " values)", flat);
@@ -159,6 +169,9 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
   for (int s = 0; s < dense_slots(optim.dense); ++s)
     m.device(std::string("dense optimizer state (") + (optim.dense == OptimizerKind::adam ? "Adam" : "Adagrad") + ")",
              flat);
+  const bool half = sixteen_bit_dense(recipe.dense);
+  if (half) m.device("dense parameters' 16-bit copy (what the 16-bit GEMMs read)", static_cast<double>(g.dense_flat_elements) * kHalfBytes);
+  if (recipe.dense == DensePrecision::fp16) m.device("loss-scale state", kLossScaleBytes);
   m.device("cuBLASLt workspace", kCublasLtWorkspaceBytes);
   m.device("step scalars and output", kStepScalarsBytes);
   m.device("step scalars and output", kStepOutputBytes);
@@ -177,6 +190,20 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
     m.device("bottom MLP gradient buffers", b * GpuModelLayout::max_width(g.bottom) * kFloatBytes);
   for (const LinearShape& l : g.top) m.device("top MLP activations", b * l.out * kFloatBytes);
   for (int i = 0; i < 2; ++i) m.device("top MLP gradient buffers", b * GpuModelLayout::max_width(g.top) * kFloatBytes);
+  // 16-bit GEMM operands (model/gpu/gpu_mlp.cpp): each eligible layer's input copy, and
+  // one output-gradient copy per MLP as wide as its widest layer.
+  for (const auto& [mlp, name] : {std::pair{&g.bottom, "bottom"}, std::pair{&g.top, "top"}}) {
+    if (!half) break;
+    bool any = false;
+    for (const LinearShape& l : *mlp)
+      if (l.sixteen_bit_eligible()) {
+        m.device(std::string(name) + " MLP 16-bit operand copies (inputs, output gradient)", b * l.in * kHalfBytes);
+        any = true;
+      }
+    if (any)
+      m.device(std::string(name) + " MLP 16-bit operand copies (inputs, output gradient)",
+               b * GpuModelLayout::max_width(*mlp) * kHalfBytes);
+  }
   const double n = static_cast<double>(g.interaction_width);
   if (g.cross_layers > 0) {
     const std::string acts = std::string("cross net activations (x_l, z_l") + (g.cross_rank > 0 ? ", V x_l" : "") +
@@ -190,6 +217,16 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
     m.device(grads, b * n * kFloatBytes);
     m.device(grads, b * n * kFloatBytes);
     if (g.cross_rank > 0) m.device(grads, b * g.cross_rank * kFloatBytes);
+    if (half && g.cross_sixteen_bit_eligible()) {
+      // model/gpu/gpu_cross_net.cpp: copies of x_l (and V x_l) per layer, of dz (and d(V x)).
+      const std::string copies = "cross net 16-bit operand copies";
+      for (int l = 0; l < g.cross_layers; ++l) {
+        m.device(copies, b * n * kHalfBytes);
+        if (g.cross_rank > 0) m.device(copies, b * g.cross_rank * kHalfBytes);
+      }
+      m.device(copies, b * n * kHalfBytes);
+      if (g.cross_rank > 0) m.device(copies, b * g.cross_rank * kHalfBytes);
+    }
   }
   const double fd = static_cast<double>(g.feature_width);
   m.device("features [bottom output, pooled embeddings]", b * fd * kFloatBytes);

@@ -17,6 +17,7 @@ std::string_view dense_precision_name(DensePrecision p) {
     case DensePrecision::fp32: return "fp32";
     case DensePrecision::tf32: return "tf32";
     case DensePrecision::bf16: return "bf16";
+    case DensePrecision::fp16: return "fp16";
   }
   return "?";
 }
@@ -24,7 +25,8 @@ std::string_view dense_precision_name(DensePrecision p) {
 DensePrecision parse_dense_precision(std::string_view name, std::string_view key) {
   for (DensePrecision p : kAllDensePrecisions)
     if (dense_precision_name(p) == name) return p;
-  throw ConfigError(std::string(key) + ": expected a dense precision fp32, tf32 or bf16, got '" + std::string(name) + "'");
+  throw ConfigError(std::string(key) + ": expected a dense precision fp32, tf32, bf16 or fp16, got '" + std::string(name) +
+                    "'");
 }
 
 std::string_view placement_name(TablePlacement p) { return p == TablePlacement::hbm ? "hbm" : "host"; }
@@ -34,10 +36,14 @@ Recipe recipe_of_model(const ModelConfig& model, int64_t batch, const std::strin
   r.hardware = hardware;
   r.batch = batch;
   r.dense = model.dense_dtype == DType::bf16 ? DensePrecision::bf16
-            : model.allow_tf32               ? DensePrecision::tf32
-                                             : DensePrecision::fp32;
+            : model.dense_dtype == DType::f16 ? DensePrecision::fp16
+            : model.allow_tf32                ? DensePrecision::tf32
+                                              : DensePrecision::fp32;
   r.row_dtype = model.row_dtype;
   r.placement.assign(model.tables.size(), TablePlacement::hbm);
+  for (std::size_t t = 0; t < model.tables.size(); ++t)
+    for (const std::string& name : model.host_tables)
+      if (model.tables[t].name == name) r.placement[t] = TablePlacement::host;
   return r;
 }
 

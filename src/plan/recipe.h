@@ -13,10 +13,13 @@
 namespace hetrec {
 
 // fp32: fp32 GEMMs on the SIMT pipes; tf32: fp32 operands on the TF32 tensor pipe
-// (model.allow_tf32); bf16: bf16 operands, fp32 accumulation (model.dense_dtype = bf16).
-enum class DensePrecision { fp32, tf32, bf16 };
+// (model.allow_tf32); bf16: bf16 operands, fp32 accumulation (model.dense_dtype = bf16);
+// fp16: fp16 operands, fp32 accumulation, dynamic loss scaling (model.dense_dtype = fp16).
+enum class DensePrecision { fp32, tf32, bf16, fp16 };
 inline constexpr DensePrecision kAllDensePrecisions[] = {DensePrecision::fp32, DensePrecision::tf32,
-                                                         DensePrecision::bf16};
+                                                         DensePrecision::bf16, DensePrecision::fp16};
+// Whether the GEMMs run on 16-bit operands (bf16 or fp16).
+inline bool sixteen_bit_dense(DensePrecision p) { return p == DensePrecision::bf16 || p == DensePrecision::fp16; }
 
 // hbm: the table's rows and optimizer state live in device memory. host: in page-locked
 // host memory, read and updated by the GPU over the host link.
@@ -38,7 +41,7 @@ DensePrecision parse_dense_precision(std::string_view name, std::string_view key
 std::string_view placement_name(TablePlacement p);
 
 // The recipe a config describes as it stands: model.dense_dtype / allow_tf32 / row_dtype,
-// every table in HBM.
+// the tables named in model.host_tables in host memory, every other table in HBM.
 Recipe recipe_of_model(const ModelConfig& model, int64_t batch, const std::string& hardware);
 
 // Throws ConfigError when the recipe does not match the model (placement count, row

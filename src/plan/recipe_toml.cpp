@@ -38,7 +38,7 @@ std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& predictio
   s += "[recipe]\n";
   s += fmt::format("hardware = {}\n", quoted(recipe.hardware));
   s += fmt::format("batch_size = {}\n", recipe.batch);
-  s += fmt::format("dense_dtype = \"{}\"\n", recipe.dense == DensePrecision::bf16 ? "bf16" : "fp32");
+  s += fmt::format("dense_dtype = \"{}\"\n", sixteen_bit_dense(recipe.dense) ? dense_precision_name(recipe.dense) : "fp32");
   s += fmt::format("allow_tf32 = {}\n", recipe.dense == DensePrecision::tf32 ? "true" : "false");
   s += fmt::format("row_dtype = \"{}\"\n", dtype_name(recipe.row_dtype));
   if (recipe.host_tables() > 0) {

@@ -27,7 +27,7 @@ void validate_constraints(const PlanConstraints& c) {
 
 int precision_steps(const Recipe& recipe) {
   const int rows = recipe.row_dtype == DType::f32 ? 0 : 1;
-  const int dense = recipe.dense == DensePrecision::fp32 ? 0 : recipe.dense == DensePrecision::tf32 ? 1 : 2;
+  const int dense = recipe.dense == DensePrecision::fp32 ? 0 : recipe.dense == DensePrecision::tf32 ? 1 : 2;  // bf16, fp16: 2
   return rows + dense;
 }
 

@@ -5,7 +5,7 @@
 //
 // Lower precision must pay for itself: a candidate's score is its samples/s divided by
 // (1 + lower_precision_gain) for every step down from full precision (16-bit rows: one
-// step; TF32 GEMMs: one; bf16 GEMMs: two). A GPU whose memory holds fp32 rows keeps them
+// step; TF32 GEMMs: one; bf16 or fp16 GEMMs: two). A GPU whose memory holds fp32 rows keeps them
 // unless 16-bit rows are more than that gain faster.
 #include <cstdint>
 #include <string>
@@ -30,11 +30,11 @@ inline constexpr double kDefaultLowerPrecisionGain = 0.10;
 
 struct PlanConstraints {
   double headroom = kDefaultHeadroom;
-  // What the GPU backend runs today: fp32 and tf32 GEMMs (bf16 dense compute is not
-  // written yet), and every row precision.
+  // fp32 and tf32 GEMMs by default; bf16 (which the GPU backend also runs) on request,
+  // until its step and memory terms are calibrated. Every row precision.
   std::vector<DensePrecision> dense = {DensePrecision::fp32, DensePrecision::tf32};
   std::vector<DType> rows = {DType::f32, DType::f16, DType::bf16};
-  bool allow_host_tables = false;  // the GPU backend keeps every table in HBM today
+  bool allow_host_tables = false;  // on request: host-resident tables are not calibrated yet
   int64_t min_batch = kDefaultMinBatch;
   int64_t max_batch = kDefaultMaxBatch;
   double lower_precision_gain = kDefaultLowerPrecisionGain;

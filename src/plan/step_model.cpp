@@ -30,6 +30,14 @@ constexpr double kCrossBackwardBytes = 5 * kFloatBytes; // g, x0, z in; dz, dx0 
 constexpr double kCrossAccumulateBytes = kFloatBytes;   // dx0 read when accumulating
 constexpr double kAddMatricesBytes = 3 * kFloatBytes;   // a, b in; out
 constexpr double kLossBytes = 3 * kFloatBytes;          // logit, label in; gradient out
+constexpr double kHalfBytes = 2.0;
+// 16-bit dense compute: the rounding pass that makes a GEMM's 16-bit operand copy reads
+// fp32 and writes 16 bits per element (kernels/convert.cu), one launch per copy.
+constexpr double kOperandCopyBytes = kFloatBytes + kHalfBytes;
+// fp16 dense compute: the loss-scale pass over the dense gradients and the embedding part
+// of the feature gradient reads and writes each element (unscale and finite check,
+// kernels/loss_scale.cu), plus the scale update's launch.
+constexpr double kUnscaleBytes = 2 * kFloatBytes;
 constexpr int kColumnSumLaunches = 2;                   // chunk sums, then their combination
 constexpr int kLossLaunches = 2;
 // Sort bytes per item and pass: the histogram reads the key, the scatter reads and
@@ -53,18 +61,19 @@ class WorkBuilder {
       throw ConfigError(hw.path + ": the step model needs memory.hbm_tbs and links.host_gbs_per_direction > 0");
   }
 
-  // D (m x n) = op(A) op(B); `weight_output` marks a weight gradient (kept fp32).
+  // D (m x n) = op(A) op(B). `sixteen_bit`: the operands are bf16 or fp16 copies (the
+  // recipe's 16-bit precision); D is fp32 in every precision (model/gpu/).
   void gemm(StepPhase phase, const std::string& layer, const char* kind, int64_t m, int64_t n, int64_t k, bool trans_a,
-            bool trans_b, GemmEpilogue epilogue, bool accumulate, bool weight_output) {
+            bool trans_b, GemmEpilogue epilogue, bool accumulate, bool sixteen_bit) {
     GemmProblem p;
     p.m = m;
     p.n = n;
     p.k = k;
     p.trans_a = trans_a;
     p.trans_b = trans_b;
-    const bool bf16 = recipe_.dense == DensePrecision::bf16;
-    p.a_type = p.b_type = bf16 ? DType::bf16 : DType::f32;
-    p.c_type = bf16 && !weight_output ? DType::bf16 : DType::f32;
+    const DType half = recipe_.dense == DensePrecision::fp16 ? DType::f16 : DType::bf16;
+    p.a_type = p.b_type = sixteen_bit ? half : DType::f32;
+    p.c_type = DType::f32;
     p.allow_tf32 = recipe_.dense == DensePrecision::tf32;
     p.accumulate = accumulate;
     p.epilogue = epilogue;
@@ -72,6 +81,12 @@ class WorkBuilder {
     add(phase, gemm_factor(gemm_precision(p, gemm_.hardware())), e.time_us - e.launch_us, gemm_label(layer, kind, p));
     launches(phase, 1);
   }
+  // The rounding pass that makes one 16-bit operand copy of `elements` fp32 values.
+  void operand_copy(StepPhase phase, double elements, const std::string& what) {
+    hbm(phase, StepFactor::elementwise, elements * kOperandCopyBytes, what + " 16-bit operand copy");
+    launches(phase, 1);
+  }
+  bool sixteen_bit() const { return sixteen_bit_dense(recipe_.dense); }
   void hbm(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
     add(phase, factor, bytes / hbm_bytes_per_us_, what);
   }
@@ -107,8 +122,11 @@ void mlp_forward(WorkBuilder& w, StepPhase phase, const std::string& name, const
                  int64_t b) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LinearShape& l = layers[i];
-    w.gemm(phase, name + "." + std::to_string(i), "forward", b, l.out, l.in, false, true,
-           l.relu ? GemmEpilogue::bias_relu : GemmEpilogue::bias, false, false);
+    const std::string layer = name + "." + std::to_string(i);
+    const bool half = w.sixteen_bit() && l.sixteen_bit_eligible();
+    if (half) w.operand_copy(phase, static_cast<double>(b) * l.in, layer + " input");
+    w.gemm(phase, layer, "forward", b, l.out, l.in, false, true, l.relu ? GemmEpilogue::bias_relu : GemmEpilogue::bias,
+           false, half);
   }
 }
 
@@ -124,21 +142,27 @@ void mlp_backward(WorkBuilder& w, StepPhase phase, const std::string& name, cons
     if (l.relu) w.hbm(phase, StepFactor::elementwise, bd * l.out * kReluBackwardBytes, layer + " ReLU backward + bias sum");
     else w.hbm(phase, StepFactor::elementwise, bd * l.out * kColumnSumBytes, layer + " bias sum");
     w.launches(phase, kColumnSumLaunches);
-    w.gemm(phase, layer, "wgrad", l.out, l.in, b, true, false, GemmEpilogue::none, false, true);
-    if (i > 0 || want_dx) w.gemm(phase, layer, "dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, false, false);
+    const bool half = w.sixteen_bit() && l.sixteen_bit_eligible();
+    if (half) w.operand_copy(phase, bd * l.out, layer + " output gradient");
+    w.gemm(phase, layer, "wgrad", l.out, l.in, b, true, false, GemmEpilogue::none, false, half);
+    if (i > 0 || want_dx) w.gemm(phase, layer, "dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, false, half);
   }
 }
 
 void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const int64_t n = g.interaction_width, r = g.cross_rank;
   const auto phase = StepPhase::interaction_fwd;
+  const bool half = w.sixteen_bit() && g.cross_sixteen_bit_eligible();
+  const double bd = static_cast<double>(b);
   for (int l = 0; l < g.cross_layers; ++l) {
     const std::string layer = "cross_net." + std::to_string(l);
+    if (half) w.operand_copy(phase, bd * n, layer + " x_l");
     if (r > 0) {
-      w.gemm(phase, layer, "V x", b, r, n, false, true, GemmEpilogue::none, false, false);
-      w.gemm(phase, layer, "U (V x) + b", b, n, r, false, true, GemmEpilogue::bias, false, false);
+      w.gemm(phase, layer, "V x", b, r, n, false, true, GemmEpilogue::none, false, half);
+      if (half) w.operand_copy(phase, bd * r, layer + " V x");
+      w.gemm(phase, layer, "U (V x) + b", b, n, r, false, true, GemmEpilogue::bias, false, half);
     } else {
-      w.gemm(phase, layer, "W x + b", b, n, n, false, true, GemmEpilogue::bias, false, false);
+      w.gemm(phase, layer, "W x + b", b, n, n, false, true, GemmEpilogue::bias, false, half);
     }
     w.hbm(phase, StepFactor::elementwise, static_cast<double>(b) * n * kCrossForwardBytes, layer + " x0 * z + x");
     w.launches(phase, 1);
@@ -149,6 +173,7 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const int64_t n = g.interaction_width, r = g.cross_rank;
   const double elems = static_cast<double>(b) * n;
   const auto phase = StepPhase::interaction_bwd;
+  const bool half = w.sixteen_bit() && g.cross_sixteen_bit_eligible();
   for (int l = g.cross_layers - 1; l >= 0; --l) {
     const std::string layer = "cross_net." + std::to_string(l);
     const bool accumulate = l + 1 < g.cross_layers;
@@ -157,14 +182,16 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
     w.launches(phase, 1);
     w.hbm(phase, StepFactor::elementwise, elems * kColumnSumBytes, layer + " bias sum");
     w.launches(phase, kColumnSumLaunches);
+    if (half) w.operand_copy(phase, elems, layer + " dz");
     if (r > 0) {
-      w.gemm(phase, layer, "dU", n, r, b, true, false, GemmEpilogue::none, false, true);
-      w.gemm(phase, layer, "d(V x)", b, r, n, false, false, GemmEpilogue::none, false, false);
-      w.gemm(phase, layer, "dV", r, n, b, true, false, GemmEpilogue::none, false, true);
-      w.gemm(phase, layer, "dx", b, n, r, false, false, GemmEpilogue::none, true, false);
+      w.gemm(phase, layer, "dU", n, r, b, true, false, GemmEpilogue::none, false, half);
+      w.gemm(phase, layer, "d(V x)", b, r, n, false, false, GemmEpilogue::none, false, half);
+      if (half) w.operand_copy(phase, static_cast<double>(b) * r, layer + " d(V x)");
+      w.gemm(phase, layer, "dV", r, n, b, true, false, GemmEpilogue::none, false, half);
+      w.gemm(phase, layer, "dx", b, n, r, false, false, GemmEpilogue::none, true, half);
     } else {
-      w.gemm(phase, layer, "dW", n, n, b, true, false, GemmEpilogue::none, false, true);
-      w.gemm(phase, layer, "dx", b, n, n, false, false, GemmEpilogue::none, true, false);
+      w.gemm(phase, layer, "dW", n, n, b, true, false, GemmEpilogue::none, false, half);
+      w.gemm(phase, layer, "dx", b, n, n, false, false, GemmEpilogue::none, true, half);
     }
   }
   w.hbm(phase, StepFactor::elementwise, elems * kAddMatricesBytes, "cross_net dx0 = chain + direct");
@@ -285,9 +312,18 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   mlp_backward(w, StepPhase::top_mlp_bwd, "top_mlp", g.top, b, /*want_dx=*/true);
   if (g.arch == Arch::dcnv2 && g.cross_layers > 0) cross_backward(w, g, b);
   mlp_backward(w, StepPhase::bottom_mlp_bwd, "bottom_mlp", g.bottom, b, /*want_dx=*/false);
+  const double flat = static_cast<double>(g.dense_flat_elements);
+  if (recipe.dense == DensePrecision::fp16) {
+    // Dynamic loss scaling: the dense gradients and the embedding part of the feature
+    // gradient are unscaled and checked for overflow before any update; then the scale
+    // is updated (one thread).
+    w.hbm(StepPhase::dense_optimizer, StepFactor::elementwise,
+          (flat + bd * g.num_tables * g.dim) * kUnscaleBytes, "loss scale: unscale and overflow check");
+    w.launches(StepPhase::dense_optimizer, 3);
+  }
   w.hbm(StepPhase::dense_optimizer, StepFactor::elementwise,
-        static_cast<double>(g.dense_flat_elements) * dense_optimizer_bytes_per_element(optim.dense),
-        "fused dense optimizer over the flat buffers");
+        flat * (dense_optimizer_bytes_per_element(optim.dense) + (w.sixteen_bit() ? kHalfBytes : 0.0)),
+        std::string("fused dense optimizer over the flat buffers") + (w.sixteen_bit() ? " (and their 16-bit copy)" : ""));
   w.launches(StepPhase::dense_optimizer, 1);
   w.launches(StepPhase::overhead, kStepCopies);
   return w.finish();

@@ -101,6 +101,17 @@ class Section {
     }
     return out;
   }
+  std::vector<std::string> string_list(const std::string& key) {
+    const toml::node* n = take(key);
+    if (!n) return {};
+    if (!n->is_array()) fail(key, "expected an array of strings, got " + type_name(*n));
+    std::vector<std::string> out;
+    for (const auto& e : *n->as_array()) {
+      if (!e.is_string()) fail(key, "expected an array of strings, found an element of type " + type_name(e));
+      out.push_back(e.as_string()->get());
+    }
+    return out;
+  }
   const toml::node* take(const std::string& key) {
     used_.insert(key);
     return node(key);
@@ -212,6 +223,23 @@ OptimizerKind parse_optimizer(Section& s, const std::string& key, const std::str
   return OptimizerKind::adam;
 }
 
+// host_tables: names of the model's tables, each at most once.
+std::vector<std::string> parse_host_tables(Section& s, const ModelConfig& model) {
+  std::vector<std::string> names = s.string_list("host_tables");
+  std::set<std::string> seen;
+  for (const std::string& n : names) {
+    bool known = false;
+    for (const TableConfig& t : model.tables) known = known || t.name == n;
+    if (!known) {
+      std::string valid;
+      for (const TableConfig& t : model.tables) valid += (valid.empty() ? "" : ", ") + t.name;
+      s.fail("host_tables", "'" + n + "' is not a table of the model (tables: " + valid + ")");
+    }
+    if (!seen.insert(n).second) s.fail("host_tables", "table '" + n + "' is named twice");
+  }
+  return names;
+}
+
 void parse_model(Section m, ModelConfig& model) {
   model.arch = m.choice("arch", "dlrm", {"dlrm", "dcnv2"}) == "dcnv2" ? Arch::dcnv2 : Arch::dlrm;
   model.num_dense = static_cast<int>(m.integer("num_dense", 13, 1, 100000));
@@ -233,6 +261,7 @@ void parse_model(Section m, ModelConfig& model) {
   model.dense_dtype =
       parse_dtype(m.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), m.key_name("dense_dtype"));
   model.allow_tf32 = m.boolean("allow_tf32", false);
+  model.host_tables = parse_host_tables(m, model);
   model.init_seed = static_cast<uint64_t>(m.integer("init_seed", 1, 0, kMaxI));
   m.reject_unknown();
 }
@@ -288,6 +317,8 @@ void parse_train(Section t, TrainConfig& tr) {
   tr.eval_every = t.integer("eval_every", 0, 0, kMaxI);
   tr.eval_batch_size = t.integer("eval_batch_size", tr.eval_batch_size, 1, 1 << 24);
   tr.eval_samples = t.integer("eval_samples", 0, 0, kMaxI);
+  tr.eval_at_end = t.boolean("eval_at_end", true);
+  tr.timing_warmup_steps = t.integer("timing_warmup_steps", 10, 0, kMaxI);
   tr.checkpoint_dir = t.string("checkpoint_dir", "");
   tr.checkpoint_every = t.integer("checkpoint_every", 0, 0, kMaxI);
   tr.keep_checkpoints = t.integer("keep_checkpoints", 3, 1, 1000000);
@@ -316,6 +347,7 @@ void apply_recipe(Section r, RunConfig& cfg) {
     cfg.model.dense_dtype =
         parse_dtype(r.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), r.key_name("dense_dtype"));
   if (r.has("allow_tf32")) cfg.model.allow_tf32 = r.boolean("allow_tf32", false);
+  if (r.has("host_tables")) cfg.model.host_tables = parse_host_tables(r, cfg.model);
   // Informational keys written by the planner.
   r.string("hardware", "");
   r.number("predicted_step_ms", 0.0, 0.0, 1e12);

@@ -21,7 +21,9 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
     options.precision = cfg.model.allow_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
     auto model = make_gpu_model(cfg.model, cfg.optim, options);
     if (device_out) *device_out = "gpu: " + gpu::device_properties(options.device).name +
-                                  (cfg.model.allow_tf32 ? " (tf32 GEMMs)" : " (fp32)");
+                                  (cfg.model.dense_dtype == DType::bf16 ? " (bf16 GEMMs)"
+                                   : cfg.model.allow_tf32               ? " (tf32 GEMMs)"
+                                                                        : " (fp32)");
     return model;
   }
   if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
@@ -29,8 +31,9 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
   if (cfg.train.device == DeviceChoice::gpu)
     throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": this build has no GPU backend "
                       "(configure with the 'cuda' preset)");
-  (void)log;
 #endif
+  if (!cfg.model.host_tables.empty())
+    log.info("model.host_tables: the CPU backend keeps every table in host memory; the placement applies to the GPU");
   if (device_out) *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads)";
   return make_cpu_model(cfg.model, cfg.optim);
 }

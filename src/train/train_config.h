@@ -15,6 +15,10 @@ struct TrainConfig {
   int64_t eval_every = 0;   // evaluate every N steps (0: only at the end)
   int64_t eval_batch_size = 16384;
   int64_t eval_samples = 0; // 0: the whole evaluation set
+  bool eval_at_end = true;  // false (with eval_every = 0): no evaluation at all (timing runs)
+  // Steps left out of the step-time statistics at the start of a run (graph capture,
+  // GEMM planning, allocator warm-up).
+  int64_t timing_warmup_steps = 10;
   std::string checkpoint_dir;  // empty: no checkpoints
   int64_t checkpoint_every = 0;  // steps between checkpoints (0: only at the end)
   int64_t keep_checkpoints = 3;

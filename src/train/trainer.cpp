@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -91,6 +92,21 @@ void prune_checkpoints(const std::string& dir, int64_t keep, const Logger& log) 
   }
 }
 
+// Median, mean and 90th percentile of the step times after the warm-up steps.
+void summarise_step_times(const std::vector<double>& step_ms, int64_t warmup, TrainSummary& summary) {
+  if (step_ms.empty()) return;
+  const std::size_t skip = static_cast<std::size_t>(warmup) < step_ms.size() ? static_cast<std::size_t>(warmup) : 0;
+  std::vector<double> timed(step_ms.begin() + static_cast<std::ptrdiff_t>(skip), step_ms.end());
+  std::sort(timed.begin(), timed.end());
+  const std::size_t n = timed.size();
+  summary.timed_steps = static_cast<int64_t>(n);
+  summary.step_ms_median = n % 2 ? timed[n / 2] : 0.5 * (timed[n / 2 - 1] + timed[n / 2]);
+  double sum = 0.0;
+  for (double t : timed) sum += t;
+  summary.step_ms_mean = sum / static_cast<double>(n);
+  summary.step_ms_p90 = timed[std::min(n - 1, static_cast<std::size_t>(0.9 * static_cast<double>(n)))];
+}
+
 }  // namespace
 
 TrainSummary Trainer::run() {
@@ -102,9 +118,11 @@ TrainSummary Trainer::run() {
   log_.info("model: " + model->describe());
 
   Pipeline pipeline(make_source(cfg_.data, cfg_.model, Split::train), tc.batch_size, cfg_.data.prefetch_batches);
-  std::unique_ptr<BatchSource> eval_source = make_eval_source(cfg_.data, cfg_.model);
+  const bool evaluates = tc.eval_at_end || tc.eval_every > 0;
+  std::unique_ptr<BatchSource> eval_source = evaluates ? make_eval_source(cfg_.data, cfg_.model) : nullptr;
   log_.info("train data: " + pipeline.describe());
   if (eval_source) log_.info("eval data: " + eval_source->describe());
+  else if (!evaluates) log_.info("evaluation off (train.eval_at_end = false, train.eval_every = 0)");
   else log_.warn("no evaluation data (set data.eval_path): AUC is not computed");
 
   MetricsLog metrics(tc.metrics_path);
@@ -181,6 +199,7 @@ TrainSummary Trainer::run() {
   if (tc.checkpoint_at_start && step == 0) save("initial");
 
   Batch batch;
+  std::vector<double> step_ms;  // each train_step of this run
   const auto t_start = Clock::now();
   auto t_window = t_start;
   int64_t window_samples = 0, run_steps = 0;
@@ -199,7 +218,9 @@ TrainSummary Trainer::run() {
     const StepRates rates = scheduled_rates(cfg_.optim, step);
     double loss = 0.0;
     try {
+      const auto step_start = Clock::now();
       loss = model->train_step(batch, rates);
+      step_ms.push_back(1e3 * seconds_since(step_start));
     } catch (const NumericError& e) {
       progress.finish();
       throw NumericError(std::string(e.what()) + kept_note());
@@ -240,9 +261,16 @@ TrainSummary Trainer::run() {
   }
   progress.finish();
   summary.seconds = seconds_since(t_start);
+  summarise_step_times(step_ms, tc.timing_warmup_steps, summary);
+  summary.memory = model->device_memory();
+  if (summary.memory)
+    log_.info("device memory: allocator peak " + std::to_string(summary.memory->allocator_peak_bytes >> 20) +
+              " MiB, reserved " + std::to_string(summary.memory->allocator_reserved_bytes >> 20) + " MiB; device used " +
+              std::to_string(summary.memory->device_used_bytes >> 20) + " MiB (" +
+              std::to_string(summary.memory->device_used_at_start_bytes >> 20) + " MiB before the model)");
   summary.steps = step;
   summary.samples_per_s = summary.seconds > 0 ? static_cast<double>(summary.samples) / summary.seconds : 0.0;
-  run_eval();
+  if (tc.eval_at_end) run_eval();
   save("final");
   nlohmann::json final_record = {{"type", "final"},
                                  {"step", step},
@@ -257,6 +285,20 @@ TrainSummary Trainer::run() {
     final_record["log_loss"] = summary.eval.log_loss;
   }
   if (summary.bayes_optimal_auc >= 0) final_record["bayes_optimal_auc"] = summary.bayes_optimal_auc;
+  final_record["timed_steps"] = summary.timed_steps;
+  final_record["step_ms_median"] = summary.step_ms_median;
+  final_record["step_ms_mean"] = summary.step_ms_mean;
+  final_record["step_ms_p90"] = summary.step_ms_p90;
+  if (summary.memory) {
+    const DeviceMemoryReport& m = *summary.memory;
+    final_record["device_memory"] = {{"allocator_peak_bytes", m.allocator_peak_bytes},
+                                     {"allocator_reserved_bytes", m.allocator_reserved_bytes},
+                                     {"outside_allocator_bytes", m.outside_allocator_bytes},
+                                     {"device_used_at_start_bytes", m.device_used_at_start_bytes},
+                                     {"device_used_bytes", m.device_used_bytes},
+                                     {"device_total_bytes", m.device_total_bytes},
+                                     {"host_table_bytes", m.host_table_bytes}};
+  }
   metrics.write(final_record);
   return summary;
 }

@@ -5,6 +5,7 @@
 // exact resume.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/log.h"
@@ -30,6 +31,14 @@ struct TrainSummary {
   double bayes_optimal_auc = -1.0;  // the synthetic teacher's, when known
   std::string checkpoint;       // last checkpoint written, if any
   std::string device;
+  // Step time: model->train_step alone (batch upload and the device step; not data
+  // generation, evaluation or checkpoints), over the steps after train.timing_warmup_steps
+  // (all steps when the run is not longer than that).
+  int64_t timed_steps = 0;
+  double step_ms_median = 0.0;
+  double step_ms_mean = 0.0;
+  double step_ms_p90 = 0.0;
+  std::optional<DeviceMemoryReport> memory;  // GPU: measured at the end of the run
 };
 
 // The evaluation split: synthetic data has one built in; file formats need data.eval_path

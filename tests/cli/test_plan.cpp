@@ -40,3 +40,47 @@ TEST(CliPlan, PortedRecipeThatDoesNotFitIsRefused) {
   EXPECT_NE(r.out.find("the ported recipe cannot run"), std::string::npos) << r.out;
   fs::remove_all(dir);
 }
+
+// --evaluate predicts one given recipe (the config with the recipe applied, host tables
+// included) as JSON; a timing run of `hetrec train` reports its step time in the metrics.
+TEST(CliPlan, EvaluateWritesThePredictionOfOneRecipe) {
+  const auto dir = scratch_dir("evaluate");
+  {
+    std::ofstream recipe(dir / "r.toml");
+    recipe << "[recipe]\nbatch_size = 32768\ndense_dtype = \"bf16\"\nrow_dtype = \"fp16\"\nhost_tables = [\"t0\", \"t9\"]\n";
+  }
+  auto r = run_hetrec("plan --config configs/dlrm_dcnv2_capped.toml --hw h200_sxm --evaluate '" + (dir / "r.toml").string() +
+                          "' --json '" + (dir / "e.json").string() + "'",
+                      dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const std::string j = slurp(dir / "e.json");
+  for (const char* field : {"\"step_ms\"", "\"samples_per_s\"", "\"device_bytes\"", "\"phase_ms\"", "\"embedding_fwd\"",
+                            "\"batch_size\": 32768", "\"dense\": \"bf16\"", "\"row_dtype\": \"fp16\"", "\"t9\"",
+                            "\"fits\": true"})
+    EXPECT_NE(j.find(field), std::string::npos) << field << " missing from " << j.substr(0, 400);
+  EXPECT_NE(r.out.find("2 tables in host memory (t0, t9)"), std::string::npos) << r.out;
+  // Two --hw are refused.
+  r = run_hetrec("plan --config configs/dlrm_dcnv2_capped.toml --hw h200_sxm,h100_sxm --evaluate '" +
+                     (dir / "r.toml").string() + "'",
+                 dir);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("--evaluate: expected exactly one --hw"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+TEST(CliTrain, TimingRunReportsStepTimeWithoutEvaluation) {
+  const auto dir = scratch_dir("timing");
+  const auto r = run_hetrec("train --config configs/demo.toml --set train.steps=6 --set train.timing_warmup_steps=2"
+                            " --set train.eval_every=0 --set train.eval_at_end=false --set train.progress=off"
+                            " --set train.checkpoint_dir='' --set train.metrics_path='" +
+                                (dir / "m.jsonl").string() + "'",
+                            dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("(4 timed steps)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("eval AUC"), std::string::npos) << r.out;
+  const std::string m = slurp(dir / "m.jsonl");
+  EXPECT_NE(m.find("\"timed_steps\":4"), std::string::npos) << m;
+  EXPECT_NE(m.find("\"step_ms_median\""), std::string::npos) << m;
+  EXPECT_EQ(m.find("\"type\":\"eval\""), std::string::npos) << m;
+  fs::remove_all(dir);
+}

@@ -106,6 +106,36 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
   EXPECT_DOUBLE_EQ(e.usable_bytes, usable_device_bytes(hw));
 }
 
+// 16-bit dense compute adds what model/gpu/ allocates for it: the parameters' 16-bit copy,
+// each eligible MLP layer's input copy and one output-gradient copy per MLP, the cross
+// net's copies when its width and rank are multiples of 8, and (fp16) the loss scale.
+TEST(MemoryModel, SixteenBitDenseCountsTheOperandCopies) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  ModelConfig m = small_model();  // bottom 3-16-8, top 24-32-1, cross width 24 rank 4
+  OptimConfig o;
+  Recipe r = recipe_of_model(m, 100, hw.name);
+  const double fp32_bytes = estimate_memory(m, o, r, hw).device_bytes();
+  for (DensePrecision p : {DensePrecision::bf16, DensePrecision::fp16}) {
+    r.dense = p;
+    const MemoryEstimate e = estimate_memory(m, o, r, hw);
+    const auto dev = by_name(e, MemorySpace::device);
+    EXPECT_DOUBLE_EQ(dev.at("dense parameters' 16-bit copy (what the 16-bit GEMMs read)"), 1920.0 * 2);
+    // Bottom: only 16 -> 8 is eligible (3 is not a multiple of 8); the gradient copy is
+    // as wide as the widest width (16).
+    EXPECT_DOUBLE_EQ(dev.at("bottom MLP 16-bit operand copies (inputs, output gradient)"), 100.0 * 16 * 2 + 100 * 16 * 2);
+    // Top: 24 -> 32 is eligible, 32 -> 1 is not.
+    EXPECT_DOUBLE_EQ(dev.at("top MLP 16-bit operand copies (inputs, output gradient)"), 100.0 * 24 * 2 + 100 * 32 * 2);
+    EXPECT_EQ(dev.count("cross net 16-bit operand copies"), 0u) << "rank 4 keeps the cross net in fp32";
+    EXPECT_EQ(dev.count("loss-scale state"), p == DensePrecision::fp16 ? 1u : 0u);
+    EXPECT_GT(e.device_bytes(), fp32_bytes);
+  }
+  m.cross_rank = 8;
+  r.dense = DensePrecision::bf16;
+  const auto dev = by_name(estimate_memory(m, o, r, hw), MemorySpace::device);
+  // x_l and V x_l of 2 layers, dz and d(V x).
+  EXPECT_DOUBLE_EQ(dev.at("cross net 16-bit operand copies"), 2 * (100.0 * 24 * 2 + 100 * 8 * 2) + 100 * 24 * 2 + 100 * 8 * 2);
+}
+
 TEST(MemoryModel, DlrmAndOtherOptimizersChangeTheirConsumers) {
   const Hardware hw = shipped_hardware("h100_sxm");
   const ModelConfig m = small_model(Arch::dlrm);  // interaction width 8 + 3 pairs = 11
@@ -177,10 +207,13 @@ TEST(MemoryModel, HostTablesMoveTheirBytesToHostMemory) {
   for (const TableConfig& t : m.tables) rows += static_cast<double>(t.rows);
   const double kept = rows - 4 * 40000000.0;
   // The rows and row-wise accumulators of four 40 M-row tables leave the device, and the
-  // size-class rounding of the two smaller tensors changes with them.
+  // size-class rounding of the two smaller tensors changes with them; the kernels now
+  // reach the tables through two arrays of 26 pointers (rows, accumulators).
+  const double pointers = 2 * static_cast<double>(caching_allocator_size_class(26 * 8));
   const double moved = 4 * 40000000.0 * (128 * 4 + 4) + rounding_of({rows * 512, rows * 4}) -
-                       rounding_of({kept * 512, kept * 4});
+                       rounding_of({kept * 512, kept * 4}) - pointers;
   EXPECT_DOUBLE_EQ(all.device_bytes() - some.device_bytes(), moved);
+  EXPECT_DOUBLE_EQ(by_name(some, MemorySpace::device).at("per-table row and state pointers"), 2 * 26 * 8.0);
   const auto host = by_name(some, MemorySpace::host);
   EXPECT_DOUBLE_EQ(host.at("embedding rows in host memory (fp32, dim 128)"), 4 * 40000000.0 * 512);
   EXPECT_DOUBLE_EQ(host.at("embedding optimizer state in host memory"), 4 * 40000000.0 * 4);

@@ -184,6 +184,24 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   EXPECT_GT(d.phase(StepPhase::embedding_fwd), b.phase(StepPhase::embedding_fwd));
   EXPECT_GT(d.phase(StepPhase::embedding_bwd_update), b.phase(StepPhase::embedding_bwd_update));
 
+  // 16-bit GEMMs: the 16-bit pipe, plus a rounding pass per operand copy (the bottom
+  // MLP's first layer, 13 wide, and the logit layer stay fp32); fp16 adds the loss-scale
+  // pass before the updates.
+  Recipe bf16 = fp32;
+  bf16.dense = DensePrecision::bf16;
+  const StepWork bw = step_work(m, o, bf16, h200.gemm, IdDistribution{});
+  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_16bit), 4);
+  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_fp32), 1);
+  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::elementwise), 4);  // 4 input copies
+  EXPECT_EQ(count_terms(bw, StepPhase::bottom_mlp_fwd, StepFactor::gemm_fp32), 1);
+  EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::gemm_16bit), 6);
+  EXPECT_LT(predict_step(bw, h200.step).phase(StepPhase::interaction_bwd), b.phase(StepPhase::interaction_bwd));
+  Recipe fp16 = bf16;
+  fp16.dense = DensePrecision::fp16;
+  const StepWork fw = step_work(m, o, fp16, h200.gemm, IdDistribution{});
+  EXPECT_GT(predict_step(fw, h200.step).phase(StepPhase::dense_optimizer),
+            predict_step(bw, h200.step).phase(StepPhase::dense_optimizer));
+
   // Without a TF32 pipe the tf32 recipe's GEMMs are the fp32 ones.
   const PlanTarget mi350 = shipped_target("mi350x");
   Recipe on_mi = tf32, on_mi_fp32 = fp32;

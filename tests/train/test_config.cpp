@@ -62,6 +62,30 @@ TEST(Config, OverridesAndRecipe) {
   EXPECT_EQ(c.train.metrics_path, "out/m.jsonl");
 }
 
+// The planner's host placement: recipe key host_tables (and model.host_tables), names
+// of the model's tables; the timing-run keys of [train].
+TEST(Config, HostTablesAndTimingKeys) {
+  RunConfig c = parse_run_config(kBase, "test.toml", {"train.eval_at_end=false", "train.timing_warmup_steps=3"},
+                                 "[recipe]\nbatch_size = 128\nhost_tables = [\"t1\"]\n");
+  ASSERT_EQ(c.model.host_tables.size(), 1u);
+  EXPECT_EQ(c.model.host_tables[0], "t1");
+  EXPECT_FALSE(c.train.eval_at_end);
+  EXPECT_EQ(c.train.timing_warmup_steps, 3);
+  EXPECT_TRUE(parse_run_config(kBase, "test.toml").train.eval_at_end);
+  c = parse_run_config(kBase, "test.toml", {"model.host_tables=[\"t0\", \"t1\"]"});
+  EXPECT_EQ(c.model.host_tables.size(), 2u);
+  try {
+    parse_run_config(kBase, "test.toml", {}, "[recipe]\nhost_tables = [\"t0\", \"t7\"]\n", "plan.toml");
+    FAIL() << "unknown table accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("plan.toml:2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("'recipe.host_tables': 't7' is not a table"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tables: t0, t1"), std::string::npos) << e.what();
+  }
+  expect_config_error(kBase, {"model.host_tables=[\"t0\", \"t0\"]"}, {"'model.host_tables'", "named twice"});
+  expect_config_error(kBase, {"model.host_tables=[1]"}, {"'model.host_tables'", "array of strings"});
+}
+
 TEST(Config, ErrorsNameTheKey) {
   expect_config_error(kBase, {"train.stepz=3"}, {"unknown config key 'train.stepz'", "valid keys"});
   expect_config_error(kBase, {"train.steps=\"ten\""}, {"'train.steps'", "expected an integer, got a string"});

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "gpu/memory.h"
+#include "kernels/convert.h"
 #include "kernels/dense_optimizer.h"
 
 namespace hetrec::gpu_model {
@@ -20,7 +21,7 @@ Tensor device_zeros(int64_t n, Allocator& device, gpu::stream_t stream) {
 }  // namespace
 
 DenseParameters::DenseParameters(const std::vector<DenseParam>& params, const OptimConfig& optim, Allocator& device,
-                                 gpu::stream_t stream)
+                                 gpu::stream_t stream, bool bf16_copy)
     : optim_(optim) {
   int64_t offset = 0;
   for (const DenseParam& p : params) {
@@ -73,6 +74,16 @@ DenseParameters::DenseParameters(const std::vector<DenseParam>& params, const Op
     }
   }
   upload(slot_mirrors_, stream);
+  if (bf16_copy) {
+    values_bf16_ = Tensor::empty({flat_elements_}, DType::bf16, device);
+    refresh_bf16(stream);
+  }
+}
+
+void DenseParameters::refresh_bf16(gpu::stream_t stream) {
+  if (!values_bf16_.defined()) return;
+  kernels::f32_to_bf16_matrix(base(values_), flat_elements_, values_bf16_.data<uint16_t>(), flat_elements_, 1,
+                              flat_elements_, stream);
 }
 
 int64_t DenseParameters::total_elements() const {
@@ -83,13 +94,16 @@ int64_t DenseParameters::total_elements() const {
 
 void DenseParameters::step(const kernels::StepScalars* scalars, gpu::stream_t stream) {
   switch (optim_.dense) {
-    case OptimizerKind::sgd: kernels::dense_sgd(base(values_), base(grads_), flat_elements_, scalars, stream); return;
+    case OptimizerKind::sgd:
+      kernels::dense_sgd(base(values_), base(grads_), flat_elements_, scalars, stream, bf16());
+      return;
     case OptimizerKind::adagrad:
-      kernels::dense_adagrad(base(values_), base(grads_), base(slot_a_), flat_elements_, optim_.eps, scalars, stream);
+      kernels::dense_adagrad(base(values_), base(grads_), base(slot_a_), flat_elements_, optim_.eps, scalars, stream,
+                             bf16());
       return;
     case OptimizerKind::adam:
       kernels::dense_adam(base(values_), base(grads_), base(slot_a_), base(slot_b_), flat_elements_, optim_.beta1,
-                          optim_.beta2, optim_.eps, scalars, stream);
+                          optim_.beta2, optim_.eps, scalars, stream, bf16());
       return;
     default: throw InternalError("DenseParameters::step: not a dense optimizer");
   }

@@ -3,6 +3,10 @@
 // and the optimizer slots in parallel buffers of the same layout, so one fused kernel
 // updates them all. Each tensor starts on a 256-byte boundary (what the GEMMs assume);
 // the padding between tensors is zero in every buffer and stays zero.
+//
+// With bf16 dense compute the fp32 values stay the master copy (the optimizer and its
+// state work on them) and a bf16 copy of the whole buffer, same layout, is what the bf16
+// GEMMs read; the optimizer kernel refreshes it in the same pass as the update.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,12 +26,19 @@ class DenseParameters {
   // and creates the optimizer slots of optim.dense (Adagrad "<p>.sum" filled with
   // optim.adagrad_initial_accumulator, Adam "<p>.exp_avg" and "<p>.exp_avg_sq" zeroed).
   DenseParameters(const std::vector<DenseParam>& params, const OptimConfig& optim, Allocator& device,
-                  gpu::stream_t stream);
+                  gpu::stream_t stream, bool bf16_copy = false);
 
   int count() const { return static_cast<int>(entries_.size()); }
   float* value(int i) const { return base(values_) + entries_.at(static_cast<std::size_t>(i)).offset; }
   float* grad(int i) const { return base(grads_) + entries_.at(static_cast<std::size_t>(i)).offset; }
   int64_t total_elements() const;  // parameters without padding
+  // The bf16 copy of parameter i (nullptr without bf16_copy).
+  const uint16_t* value_bf16(int i) const {
+    return values_bf16_.defined() ? values_bf16_.data<uint16_t>() + entries_.at(static_cast<std::size_t>(i)).offset
+                                  : nullptr;
+  }
+  // Recomputes the bf16 copy from the fp32 values (after they were written from the host).
+  void refresh_bf16(gpu::stream_t stream);
 
   // The fused optimizer step over the whole buffer (reads lr and step from `scalars`).
   void step(const kernels::StepScalars* scalars, gpu::stream_t stream);
@@ -45,11 +56,13 @@ class DenseParameters {
     int64_t numel = 0;
   };
   static float* base(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
+  uint16_t* bf16() const { return values_bf16_.defined() ? values_bf16_.data<uint16_t>() : nullptr; }
 
   OptimConfig optim_;
   std::vector<Entry> entries_;
   int64_t flat_elements_ = 0;
-  Tensor values_, grads_, slot_a_, slot_b_;  // slot_a: Adagrad sum / Adam exp_avg; slot_b: Adam exp_avg_sq
+  Tensor values_, grads_, slot_a_, slot_b_;
+  Tensor values_bf16_;  // bf16 dense compute: the GEMMs' copy of values_  // slot_a: Adagrad sum / Adam exp_avg; slot_b: Adam exp_avg_sq
   std::vector<DeviceMirror> param_mirrors_, slot_mirrors_;
 };
 

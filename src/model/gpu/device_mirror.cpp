@@ -6,12 +6,12 @@ namespace hetrec::gpu_model {
 
 void download(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream) {
   for (const DeviceMirror& m : mirrors)
-    gpu::memcpy_async(m.host.raw(), m.device, m.host.nbytes(), gpu::CopyKind::device_to_host, stream);
+    gpu::memcpy_async(m.host.raw(), m.device, m.host.nbytes(), gpu::CopyKind::any, stream);
 }
 
 void upload(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream) {
   for (const DeviceMirror& m : mirrors)
-    gpu::memcpy_async(m.device, m.host.raw(), m.host.nbytes(), gpu::CopyKind::host_to_device, stream);
+    gpu::memcpy_async(m.device, m.host.raw(), m.host.nbytes(), gpu::CopyKind::any, stream);
 }
 
 }  // namespace hetrec::gpu_model

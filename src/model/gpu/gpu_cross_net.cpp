@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "kernels/column_sum.h"
+#include "kernels/convert.h"
 #include "kernels/cross_net.h"
 
 namespace hetrec::gpu_model {
@@ -9,17 +10,25 @@ namespace hetrec::gpu_model {
 GpuCrossNet::GpuCrossNet(int width, int num_layers, int rank, const DenseParameters& params, int first_param,
                          cublaslt::Precision precision)
     : width_(width), rank_(rank), precision_(precision) {
+  bf16_ = precision == cublaslt::Precision::bf16 && width % kSixteenBitWidthMultiple == 0 &&
+          rank % kSixteenBitWidthMultiple == 0;
+  if (precision_ == cublaslt::Precision::bf16 && !bf16_) precision_ = cublaslt::Precision::fp32;
+  if (bf16_ && num_layers > 0 && !params.value_bf16(first_param))
+    throw InternalError("GpuCrossNet: bf16 layers need the parameters' bf16 copy");
   int p = first_param;
   for (int l = 0; l < num_layers; ++l) {
     Layer ly;
     if (rank_ > 0) {
       ly.u = params.value(p);
+      ly.u16 = params.value_bf16(p);
       ly.grad_u = params.grad(p);
       ly.v = params.value(p + 1);
+      ly.v16 = params.value_bf16(p + 1);
       ly.grad_v = params.grad(p + 1);
       p += 2;
     } else {
       ly.kernel = params.value(p);
+      ly.kernel16 = params.value_bf16(p);
       ly.grad_kernel = params.grad(p);
       p += 1;
     }
@@ -43,11 +52,28 @@ void GpuCrossNet::reserve(int64_t batch, Allocator& device) {
   dz_ = Tensor::empty({batch, width_}, DType::f32, device);
   dx0_acc_ = Tensor::empty({batch, width_}, DType::f32, device);
   if (rank_ > 0) dvx_ = Tensor::empty({batch, rank_}, DType::f32, device);
+  xs_bf16_.clear();
+  vxs_bf16_.clear();
+  if (bf16_) {
+    for (std::size_t l = 0; l < layers_.size(); ++l) {
+      xs_bf16_.push_back(Tensor::empty({batch, width_}, DType::bf16, device));
+      if (rank_ > 0) vxs_bf16_.push_back(Tensor::empty({batch, rank_}, DType::bf16, device));
+    }
+    dz_bf16_ = Tensor::empty({batch, width_}, DType::bf16, device);
+    if (rank_ > 0) dvx_bf16_ = Tensor::empty({batch, rank_}, DType::bf16, device);
+  }
   capacity_ = batch;
 }
 
-void GpuCrossNet::gemm_run(cublaslt::Gemm& gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a,
-                           int64_t lda, const float* b, int64_t ldb, float* d, int64_t ldd, float beta,
+const void* GpuCrossNet::operand(const float* m, int64_t batch, int64_t cols, const Tensor& copy,
+                                 gpu::stream_t stream) const {
+  if (!bf16_) return m;
+  kernels::f32_to_bf16_matrix(m, cols, copy.data<uint16_t>(), cols, batch, cols, stream);
+  return copy.raw();
+}
+
+void GpuCrossNet::gemm_run(cublaslt::Gemm& gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a,
+                           int64_t lda, const void* b, int64_t ldb, float* d, int64_t ldd, float beta,
                            const float* bias, gpu::stream_t stream) const {
   cublaslt::Problem p;
   p.trans_a = ta;
@@ -77,12 +103,17 @@ const float* GpuCrossNet::forward(cublaslt::Gemm& gemm, const float* x0, int64_t
     const Layer& ly = layers_[l];
     const float* xl = x(static_cast<int>(l), x0);
     float* z = zs_[l].data<float>();
+    const void* xl_op = operand(xl, batch, n, bf16_ ? xs_bf16_[l] : Tensor(), stream);
     if (rank_ > 0) {
       float* vx = vxs_[l].data<float>();
-      gemm_run(gemm, false, true, batch, r, n, xl, n, ly.v, n, vx, r, 0.0f, nullptr, stream);  // vx = x V^T
-      gemm_run(gemm, false, true, batch, n, r, vx, r, ly.u, r, z, n, 0.0f, ly.bias, stream);    // z = vx U^T + b
+      gemm_run(gemm, false, true, batch, r, n, xl_op, n, weight(ly.v, ly.v16), n, vx, r, 0.0f, nullptr,
+               stream);  // vx = x V^T
+      const void* vx_op = operand(vx, batch, r, bf16_ ? vxs_bf16_[l] : Tensor(), stream);
+      gemm_run(gemm, false, true, batch, n, r, vx_op, r, weight(ly.u, ly.u16), r, z, n, 0.0f, ly.bias,
+               stream);  // z = vx U^T + b
     } else {
-      gemm_run(gemm, false, true, batch, n, n, xl, n, ly.kernel, n, z, n, 0.0f, ly.bias, stream);  // z = x W^T + b
+      gemm_run(gemm, false, true, batch, n, n, xl_op, n, weight(ly.kernel, ly.kernel16), n, z, n, 0.0f, ly.bias,
+               stream);  // z = x W^T + b
     }
     kernels::cross_forward({batch, n}, x0, n, xl, n, z, xs_[l].data<float>(), n, stream);
   }
@@ -102,16 +133,24 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
     // dz = g * x0; the direct part of dL/dx0 (g * z) accumulates over the layers.
     kernels::cross_backward({batch, n}, g, n, x0, n, z, dz, acc, n, /*accumulate=*/l + 1 < num_layers(), stream);
     kernels::column_sum(dz, batch, n, n, ly.grad_bias, scratch.data, scratch.bytes, stream);
+    // The forward's operand copies of x_l and V x_l are still valid.
+    const void* xl_op = bf16_ ? xs_bf16_[static_cast<std::size_t>(l)].raw() : static_cast<const void*>(xl);
+    const void* dz_op = operand(dz, batch, n, dz_bf16_, stream);
     if (rank_ > 0) {
-      const float* vx = vxs_[static_cast<std::size_t>(l)].data<float>();
+      const void* vx_op = bf16_ ? vxs_bf16_[static_cast<std::size_t>(l)].raw()
+                                : static_cast<const void*>(vxs_[static_cast<std::size_t>(l)].data<float>());
       float* dvx = dvx_.data<float>();
-      gemm_run(gemm, true, false, n, r, batch, dz, n, vx, r, ly.grad_u, r, 0.0f, nullptr, stream);   // dU = dz^T vx
-      gemm_run(gemm, false, false, batch, r, n, dz, n, ly.u, r, dvx, r, 0.0f, nullptr, stream);      // dvx = dz U
-      gemm_run(gemm, true, false, r, n, batch, dvx, r, xl, n, ly.grad_v, n, 0.0f, nullptr, stream);  // dV = dvx^T x
-      gemm_run(gemm, false, false, batch, n, r, dvx, r, ly.v, n, g, n, 1.0f, nullptr, stream);       // g += dvx V
+      gemm_run(gemm, true, false, n, r, batch, dz_op, n, vx_op, r, ly.grad_u, r, 0.0f, nullptr, stream);  // dU = dz^T vx
+      gemm_run(gemm, false, false, batch, r, n, dz_op, n, weight(ly.u, ly.u16), r, dvx, r, 0.0f, nullptr,
+               stream);  // dvx = dz U
+      const void* dvx_op = operand(dvx, batch, r, dvx_bf16_, stream);
+      gemm_run(gemm, true, false, r, n, batch, dvx_op, r, xl_op, n, ly.grad_v, n, 0.0f, nullptr, stream);  // dV = dvx^T x
+      gemm_run(gemm, false, false, batch, n, r, dvx_op, r, weight(ly.v, ly.v16), n, g, n, 1.0f, nullptr,
+               stream);  // g += dvx V
     } else {
-      gemm_run(gemm, true, false, n, n, batch, dz, n, xl, n, ly.grad_kernel, n, 0.0f, nullptr, stream);  // dW = dz^T x
-      gemm_run(gemm, false, false, batch, n, n, dz, n, ly.kernel, n, g, n, 1.0f, nullptr, stream);       // g += dz W
+      gemm_run(gemm, true, false, n, n, batch, dz_op, n, xl_op, n, ly.grad_kernel, n, 0.0f, nullptr, stream);  // dW = dz^T x
+      gemm_run(gemm, false, false, batch, n, n, dz_op, n, weight(ly.kernel, ly.kernel16), n, g, n, 1.0f, nullptr,
+               stream);  // g += dz W
     }
   }
   // g now holds the gradient through the chain x_0 -> x_1 -> ...; add the direct terms.

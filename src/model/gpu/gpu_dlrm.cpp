@@ -86,14 +86,13 @@ class GpuDlrm final : public GpuModel {
         optim_(optim),
         options_(options),
         props_(select_device(options.device)),
+        memory_at_start_(gpu::memory_info()),
         alloc_(options.device),
         gemm_(alloc_),
         staging_(model.num_dense, model.num_tables(), alloc_),
         step_(Tensor::zeros({1}, DType::i64)),
         scalars_host_(sizeof(kernels::StepScalars)),
         output_host_(sizeof(StepOutput)) {
-    if (options.precision == cublaslt::Precision::bf16)
-      throw ConfigError("GPU model: bf16 dense compute is not available yet (use fp32 or tf32)");
     const int dim = model.embedding_dim;
     const gpu::stream_t s = compute_.get();
 
@@ -116,7 +115,8 @@ class GpuDlrm final : public GpuModel {
     for (auto& p : top.parameters("top_mlp.")) params.push_back(std::move(p));
     (void)DenseOptimizer::create(optim, params);  // validates optim.* as the CPU model does
 
-    dense_ = std::make_unique<gpu_model::DenseParameters>(params, optim, alloc_, s);
+    dense_ = std::make_unique<gpu_model::DenseParameters>(params, optim, alloc_, s,
+                                                          /*bf16_copy=*/options.precision == cublaslt::Precision::bf16);
     bottom_ = std::make_unique<gpu_model::GpuMlp>(model.num_dense, model.bottom_mlp, true, *dense_, 0, options.precision);
     if (cross)
       cross_ = std::make_unique<gpu_model::GpuCrossNet>(model.interaction_width(), model.cross_layers, model.cross_rank,
@@ -258,6 +258,20 @@ class GpuDlrm final : public GpuModel {
     return out;
   }
 
+  std::optional<DeviceMemoryReport> device_memory() const override {
+    const gpu::AllocatorStats a = alloc_.stats();
+    const gpu::MemoryInfo now = gpu::memory_info();
+    DeviceMemoryReport r;
+    r.allocator_peak_bytes = static_cast<int64_t>(a.peak_bytes_in_use);
+    r.allocator_reserved_bytes = static_cast<int64_t>(a.bytes_reserved);
+    r.device_used_at_start_bytes = static_cast<int64_t>(memory_at_start_.total_bytes - memory_at_start_.free_bytes);
+    r.device_used_bytes = static_cast<int64_t>(now.total_bytes - now.free_bytes);
+    r.device_total_bytes = static_cast<int64_t>(now.total_bytes);
+    r.outside_allocator_bytes = r.device_used_bytes - r.device_used_at_start_bytes - r.allocator_reserved_bytes;
+    r.host_table_bytes = static_cast<int64_t>(embeddings_->host_bytes());
+    return r;
+  }
+
   std::string describe() const override {
     const ModelConfig& m = config_;
     std::string s = m.arch == Arch::dlrm ? "DLRM" : "DLRM-DCNv2";
@@ -267,6 +281,29 @@ class GpuDlrm final : public GpuModel {
     s += " (gpu " + std::to_string(props_.index) + ": " + props_.name + ", " + precision_name(options_.precision) +
          " GEMMs" + mode + "): " + describe_network(m) + "; " + std::to_string(dense_->total_elements()) +
          " dense parameters, dense optimizer " + dense_->optimizer_name();
+    if (options_.precision == cublaslt::Precision::bf16) {
+      // Which layers fell back to fp32 GEMMs (widths not multiples of 8).
+      std::string fp32_layers;
+      const auto note = [&](const gpu_model::GpuMlp& mlp, const char* name) {
+        for (int i = 0; i < mlp.num_layers(); ++i)
+          if (!mlp.layer_bf16(i)) fp32_layers += std::string(fp32_layers.empty() ? "" : ", ") + name + "[" + std::to_string(i) + "]";
+      };
+      note(*bottom_, "bottom_mlp");
+      note(*top_, "top_mlp");
+      if (cross_ && !cross_->bf16()) fp32_layers += std::string(fp32_layers.empty() ? "" : ", ") + "cross_net";
+      s += "; bf16 GEMMs with fp32 master weights" + (fp32_layers.empty() ? std::string() : " (fp32 GEMMs in " + fp32_layers + ")");
+    }
+    const int host = embeddings_->host_table_count();
+    if (host > 0) {
+      std::string names;
+      for (int t = 0; t < m.num_tables(); ++t)
+        if (embeddings_->on_host(t)) names += (names.empty() ? "" : ", ") + m.tables[static_cast<std::size_t>(t)].name;
+      s += "; " + std::to_string(host) + " of " + std::to_string(m.num_tables()) +
+           " tables in mapped host memory (" + names + ", " +
+           std::to_string(embeddings_->host_bytes() / (1024 * 1024)) + " MiB with their optimizer state)";
+    } else {
+      s += "; every table in device memory";
+    }
     return s;
   }
 
@@ -304,6 +341,7 @@ class GpuDlrm final : public GpuModel {
     gpu_model::upload(dense_->parameter_mirrors(), s);
     gpu_model::upload(dense_->slot_mirrors(), s);
     gpu_model::upload(embeddings_->mirrors(), s);
+    dense_->refresh_bf16(s);
     compute_.synchronize();
     state_exposed_ = false;
   }
@@ -440,6 +478,7 @@ class GpuDlrm final : public GpuModel {
   OptimConfig optim_;
   GpuModelOptions options_;
   gpu::DeviceProperties props_;
+  gpu::MemoryInfo memory_at_start_;  // before the model allocated anything
   gpu::CachingDeviceAllocator alloc_;
   gpu::Stream compute_;
   gpu::Stream copy_;
@@ -482,11 +521,18 @@ class GpuDlrm final : public GpuModel {
 
 std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
                                          const GpuModelOptions& options) {
-  if (model.dense_dtype != DType::f32)
+  GpuModelOptions opts = options;
+  if (model.dense_dtype == DType::bf16) {
+    opts.precision = cublaslt::Precision::bf16;
+  } else if (model.dense_dtype != DType::f32) {
     throw ConfigError("model.dense_dtype = \"" + std::string(dtype_name(model.dense_dtype)) +
-                      "\": the GPU backend stores the dense layers in fp32 (set GEMM precision tf32 for tensor cores)");
-  validate_cpu_model_config(model, optim);
-  return std::make_unique<GpuDlrm>(model, optim, options);
+                      "\": the GPU backend computes the dense layers in fp32 (tf32 with model.allow_tf32) or bf16");
+  }
+  // The CPU model's checks apply to the network; its dense compute is always fp32.
+  ModelConfig checked = model;
+  checked.dense_dtype = DType::f32;
+  validate_cpu_model_config(checked, optim);
+  return std::make_unique<GpuDlrm>(model, optim, opts);
 }
 
 }  // namespace hetrec

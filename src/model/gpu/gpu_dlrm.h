@@ -1,5 +1,6 @@
 #pragma once
-// The GPU backend of DLRM and DLRM-DCNv2 on one device, fp32:
+// The GPU backend of DLRM and DLRM-DCNv2 on one device, fp32, tf32 or bf16 GEMMs (bf16:
+// fp32 master weights, see docs/architecture.md), tables in device or mapped host memory:
 //   dense features -> bottom MLP (cuBLASLt, bias + ReLU fused) -> row slot 0 of X
 //   sparse bags -> table-batched embedding lookup -> row slots 1..T of X (B x (T+1) x D)
 //   DLRM: dot interaction on X; DCNv2: cross net on X -> top MLP -> logit -> BCE
@@ -26,7 +27,8 @@ namespace hetrec {
 struct GpuModelOptions {
   int device = 0;
   // fp32 matches the CPU backend; tf32 runs the GEMMs on tensor cores (10-bit mantissa
-  // inputs), several times faster on large layers.
+  // inputs), several times faster on large layers; bf16 runs them on bf16 copies of the
+  // operands (model.dense_dtype = bf16 selects it).
   cublaslt::Precision precision = cublaslt::Precision::fp32;
   bool cuda_graph = true;
   // Records device events between the phases of every step (the step then runs eagerly,
@@ -42,9 +44,10 @@ class GpuModel : public Model {
 };
 
 // Validates the configs as make_cpu_model does (same ConfigError keys), and throws
-// ConfigError for what the GPU path does not support (model.dense_dtype other than fp32,
-// model.embedding_dim too wide for the embedding kernels), DeviceError when no device
-// is usable.
+// ConfigError for what the GPU path does not support (model.dense_dtype fp16, an unknown
+// model.host_tables name, model.embedding_dim too wide for the embedding kernels),
+// DeviceError when no device is usable. model.dense_dtype = bf16 overrides
+// options.precision with bf16.
 std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
                                          const GpuModelOptions& options = {});
 

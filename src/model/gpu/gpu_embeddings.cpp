@@ -36,18 +36,60 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
   }
   const int64_t total_rows = row_offsets_host_.back();
 
-  weights_ = Tensor::empty({total_rows, dim}, dtype, device);
-  const std::size_t esize = dtype_size(dtype);
-  for (int t = 0; t < num; ++t) {
-    char* table = static_cast<char*>(weights_.raw()) + static_cast<std::size_t>(row_offsets_host_[static_cast<std::size_t>(t)]) * dim * esize;
-    kernels::embedding_init_uniform(table, rows(t), dim, dtype, kernels::embedding_table_init_key(model.init_seed, t),
-                                    stream);
+  // Placement: tables named in model.host_tables go to mapped host memory; each buffer
+  // holds its tables back to back in table order.
+  on_host_.assign(static_cast<std::size_t>(num), 0);
+  for (const std::string& name : model.host_tables) {
+    bool found = false;
+    for (int t = 0; t < num; ++t)
+      if (model.tables[static_cast<std::size_t>(t)].name == name) {
+        on_host_[static_cast<std::size_t>(t)] = 1;
+        found = true;
+      }
+    if (!found) throw ConfigError("model.host_tables: '" + name + "' is not a table of the model");
   }
+  int64_t hbm_rows = 0, host_rows = 0;
+  local_offset_.assign(static_cast<std::size_t>(num), 0);
+  for (int t = 0; t < num; ++t) {
+    int64_t& next = on_host(t) ? host_rows : hbm_rows;
+    local_offset_[static_cast<std::size_t>(t)] = next;
+    next += rows(t);
+  }
+
+  const std::size_t esize = dtype_size(dtype);
+  if (hbm_rows > 0) weights_ = Tensor::empty({hbm_rows, dim}, dtype, device);
+  if (host_rows > 0) host_weights_ = gpu::MappedHostBuffer(static_cast<std::size_t>(host_rows) * dim * esize);
+  for (int t = 0; t < num; ++t)
+    kernels::embedding_init_uniform(table_rows(t), rows(t), dim, dtype, kernels::embedding_table_init_key(model.init_seed, t),
+                                    stream);
   const int64_t state = sparse_state_per_row(optim.sparse, dim);
   if (state > 0) {
-    accumulators_ = Tensor::empty({total_rows * state}, DType::f32, device);
-    kernels::fill_f32(accumulators_.data<float>(), accumulators_.numel(),
-                      static_cast<float>(optim.adagrad_initial_accumulator), stream);
+    const auto initial = static_cast<float>(optim.adagrad_initial_accumulator);
+    if (hbm_rows > 0) {
+      accumulators_ = Tensor::empty({hbm_rows * state}, DType::f32, device);
+      kernels::fill_f32(accumulators_.data<float>(), accumulators_.numel(), initial, stream);
+    }
+    if (host_rows > 0) {
+      host_accumulators_ = gpu::MappedHostBuffer(static_cast<std::size_t>(host_rows * state) * sizeof(float));
+      kernels::fill_f32(static_cast<float*>(host_accumulators_.device_alias()), host_rows * state, initial, stream);
+    }
+  }
+
+  std::vector<void*> row_pointers;
+  std::vector<float*> state_pointers;
+  if (host_rows > 0) {
+    for (int t = 0; t < num; ++t) {
+      row_pointers.push_back(table_rows(t));
+      state_pointers.push_back(table_state(t));
+    }
+    table_pointers_ = Tensor::empty({static_cast<int64_t>(num * sizeof(void*))}, DType::u8, device);
+    gpu::memcpy_async(table_pointers_.raw(), row_pointers.data(), table_pointers_.nbytes(),
+                      gpu::CopyKind::host_to_device, stream);
+    if (state > 0) {
+      state_pointers_ = Tensor::empty({static_cast<int64_t>(num * sizeof(float*))}, DType::u8, device);
+      gpu::memcpy_async(state_pointers_.raw(), state_pointers.data(), state_pointers_.nbytes(),
+                        gpu::CopyKind::host_to_device, stream);
+    }
   }
 
   row_offsets_ = Tensor::empty({num + 1}, DType::i64, device);
@@ -60,7 +102,10 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
   // The host vectors above die with this scope: wait for the copies.
   gpu::synchronize(stream);
 
-  tables_.weights = weights_.raw();
+  // With every table in one buffer the kernels address rows from its base; otherwise
+  // through the per-table pointers (the base is then only an alignment witness).
+  tables_.weights = hbm_rows > 0 ? weights_.raw() : host_weights_.device_alias();
+  tables_.table_weights = table_pointers_.defined() ? static_cast<void* const*>(table_pointers_.raw()) : nullptr;
   tables_.row_offsets = row_offsets_.data<int64_t>();
   tables_.mean_pooling = mean_pooling_.data<uint8_t>();
   tables_.num_tables = num;
@@ -74,7 +119,11 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
     default: optimizer_.kind = kernels::SparseOptimizerKind::rowwise_adagrad; break;
   }
   optimizer_.eps = static_cast<float>(optim.eps);
-  optimizer_.accumulators = accumulators_.defined() ? accumulators_.data<float>() : nullptr;
+  optimizer_.accumulators = state == 0 ? nullptr
+                            : hbm_rows > 0 ? accumulators_.data<float>()
+                                           : static_cast<float*>(host_accumulators_.device_alias());
+  optimizer_.table_accumulators =
+      state_pointers_.defined() ? static_cast<float* const*>(state_pointers_.raw()) : nullptr;
   optimizer_.seed = model.init_seed;
 }
 
@@ -127,19 +176,36 @@ void GpuEmbeddings::validate(const Batch& batch) const {
   }
 }
 
+int GpuEmbeddings::host_table_count() const {
+  int n = 0;
+  for (uint8_t h : on_host_) n += h;
+  return n;
+}
+
+void* GpuEmbeddings::table_rows(int t) const {
+  const std::size_t offset = static_cast<std::size_t>(local_offset_[static_cast<std::size_t>(t)]) *
+                             static_cast<std::size_t>(model_.embedding_dim) * dtype_size(model_.row_dtype);
+  char* base = on_host(t) ? static_cast<char*>(host_weights_.device_alias()) : static_cast<char*>(weights_.raw());
+  return base + offset;
+}
+
+float* GpuEmbeddings::table_state(int t) const {
+  const int64_t state = sparse_state_per_row(optim_.sparse, model_.embedding_dim);
+  if (state == 0) return nullptr;
+  float* base = on_host(t) ? static_cast<float*>(host_accumulators_.device_alias()) : accumulators_.data<float>();
+  return base + local_offset_[static_cast<std::size_t>(t)] * state;
+}
+
 const std::vector<DeviceMirror>& GpuEmbeddings::mirrors() {
   if (!mirrors_.empty()) return mirrors_;
   const int dim = model_.embedding_dim;
-  const std::size_t esize = dtype_size(model_.row_dtype);
   const int64_t state = sparse_state_per_row(optim_.sparse, dim);
   for (int t = 0; t < model_.num_tables(); ++t) {
     const TableConfig& c = model_.tables[static_cast<std::size_t>(t)];
-    const int64_t first = row_offsets_host_[static_cast<std::size_t>(t)];
-    char* w = static_cast<char*>(weights_.raw()) + static_cast<std::size_t>(first) * dim * esize;
-    mirrors_.push_back({"embedding." + c.name + ".weight", Tensor::empty({c.rows, dim}, model_.row_dtype), w});
+    mirrors_.push_back({"embedding." + c.name + ".weight", Tensor::empty({c.rows, dim}, model_.row_dtype), table_rows(t)});
     if (state > 0) {
       Tensor host = state == 1 ? Tensor::empty({c.rows}, DType::f32) : Tensor::empty({c.rows, dim}, DType::f32);
-      mirrors_.push_back({"embedding." + c.name + ".accumulator", host, accumulators_.data<float>() + first * state});
+      mirrors_.push_back({"embedding." + c.name + ".accumulator", host, table_state(t)});
     }
   }
   return mirrors_;

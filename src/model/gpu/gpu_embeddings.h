@@ -2,10 +2,16 @@
 // All embedding tables of a model on one device, back to back in one weights buffer,
 // with the sparse optimizer state beside them; initialised on the device with the CPU
 // collection's values, looked up and updated by the table-batched kernels.
+//
+// Tables named in model.host_tables live instead, rows and optimizer state, back to back
+// in one page-locked host buffer mapped into the device's address space: the same
+// kernels read and update them in place over the host link, through per-table pointers
+// (EmbeddingTables::table_weights). The arithmetic is the same wherever a table lives.
 #include <cstdint>
 #include <vector>
 
 #include "core/tensor.h"
+#include "gpu/device_buffer.h"
 #include "data/batch.h"
 #include "gpu/platform.h"
 #include "kernels/embedding_types.h"
@@ -34,7 +40,19 @@ class GpuEmbeddings {
   // per table, as the CPU collection names them. Host tensors are created on first use.
   const std::vector<DeviceMirror>& mirrors();
 
+  bool on_host(int table) const { return on_host_[static_cast<std::size_t>(table)] != 0; }
+  int host_table_count() const;
+  std::size_t host_bytes() const { return host_weights_.bytes() + host_accumulators_.bytes(); }
+
  private:
+  // Table t's first row (element 0) and first accumulator, as the kernels address them.
+  void* table_rows(int t) const;
+  float* table_state(int t) const;
+
+  std::vector<uint8_t> on_host_;
+  std::vector<int64_t> local_offset_;  // first row of table t within its buffer (HBM or host)
+  gpu::MappedHostBuffer host_weights_, host_accumulators_;
+  Tensor table_pointers_, state_pointers_;  // device arrays of num_tables pointers
   ModelConfig model_;
   OptimConfig optim_;
   std::vector<int64_t> row_offsets_host_;

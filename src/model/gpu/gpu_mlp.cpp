@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/column_sum.h"
+#include "kernels/convert.h"
 
 namespace hetrec::gpu_model {
 
@@ -17,6 +18,12 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
     l.out = widths_[i];
     l.relu = i + 1 < widths_.size() || relu_last;
     const int w = first_param + 2 * static_cast<int>(i);
+    l.bf16 = precision == cublaslt::Precision::bf16 && l.in % kSixteenBitWidthMultiple == 0 &&
+             l.out % kSixteenBitWidthMultiple == 0;
+    if (l.bf16) {
+      l.weight_bf16 = params.value_bf16(w);
+      if (!l.weight_bf16) throw InternalError("GpuMlp: bf16 layers need the parameters' bf16 copy");
+    }
     l.weight = params.value(w);
     l.bias = params.value(w + 1);
     l.grad_weight = params.grad(w);
@@ -37,6 +44,13 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
   activations_.clear();
   for (const Layer& l : layers_) activations_.push_back(Tensor::empty({batch, l.out}, DType::f32, device));
   for (Tensor& g : grad_buffers_) g = Tensor::empty({batch, max_width()}, DType::f32, device);
+  inputs_bf16_.clear();
+  bool any_bf16 = false;
+  for (const Layer& l : layers_) {
+    inputs_bf16_.push_back(l.bf16 ? Tensor::empty({batch, l.in}, DType::bf16, device) : Tensor());
+    any_bf16 = any_bf16 || l.bf16;
+  }
+  grad_bf16_ = any_bf16 ? Tensor::empty({batch, max_width()}, DType::bf16, device) : Tensor();
   capacity_ = batch;
 }
 
@@ -58,11 +72,18 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     p.lda = ld_in;
     p.ldb = l.in;
     p.ldd = ld_y;
-    p.precision = precision_;
+    p.precision = l.bf16 ? cublaslt::Precision::bf16 : fp32_precision();
     p.epilogue = l.relu ? cublaslt::Epilogue::relu_bias : cublaslt::Epilogue::bias;
     cublaslt::Operands o;
     o.a = input;
     o.b = l.weight;
+    if (l.bf16) {
+      uint16_t* in16 = inputs_bf16_[i].data<uint16_t>();
+      kernels::f32_to_bf16_matrix(input, ld_in, in16, l.in, batch, l.in, stream);
+      o.a = in16;
+      o.b = l.weight_bf16;
+      p.lda = l.in;
+    }
     o.d = y;
     o.bias = l.bias;
     gemm.run(p, o, stream);
@@ -98,19 +119,34 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       kernels::column_sum(grad, batch, l.out, ld_grad, l.grad_bias, scratch.data, scratch.bytes, stream);
     }
 
+    // bf16 layers: the GEMMs read bf16 copies of dz and of the layer's input.
+    const void* dz_operand = grad;
+    int64_t ld_dz = ld_grad;
+    const void* in_operand = input;
+    int64_t ld_in_operand = ld_in;
+    if (l.bf16) {
+      uint16_t* dz16 = grad_bf16_.data<uint16_t>();
+      kernels::f32_to_bf16_matrix(grad, ld_grad, dz16, l.out, batch, l.out, stream);
+      dz_operand = dz16;
+      ld_dz = l.out;
+      in_operand = inputs_bf16_[static_cast<std::size_t>(i)].data<uint16_t>();
+      ld_in_operand = l.in;
+    }
+    const cublaslt::Precision precision = l.bf16 ? cublaslt::Precision::bf16 : fp32_precision();
+
     // dW (out x in) = dz^T x.
     cublaslt::Problem pw;
     pw.trans_a = true;
     pw.m = l.out;
     pw.n = l.in;
     pw.k = batch;
-    pw.lda = ld_grad;
-    pw.ldb = ld_in;
+    pw.lda = ld_dz;
+    pw.ldb = ld_in_operand;
     pw.ldd = l.in;
-    pw.precision = precision_;
+    pw.precision = precision;
     cublaslt::Operands ow;
-    ow.a = grad;
-    ow.b = input;
+    ow.a = dz_operand;
+    ow.b = in_operand;
     ow.d = l.grad_weight;
     gemm.run(pw, ow, stream);
 
@@ -130,13 +166,13 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       px.m = batch;
       px.n = l.in;
       px.k = l.out;
-      px.lda = ld_grad;
+      px.lda = ld_dz;
       px.ldb = l.in;
       px.ldd = ld_next;
-      px.precision = precision_;
+      px.precision = precision;
       cublaslt::Operands ox;
-      ox.a = grad;
-      ox.b = l.weight;
+      ox.a = dz_operand;
+      ox.b = l.bf16 ? static_cast<const void*>(l.weight_bf16) : l.weight;
       ox.d = next;
       gemm.run(px, ox, stream);
     }

@@ -1,0 +1,13 @@
+#pragma once
+// One recipe's evaluation as JSON (`hetrec plan --evaluate`): the recipe, whether it fits,
+// the predicted step per phase, samples/s and the memory consumers, so that a measured
+// run can be compared with the prediction field by field.
+#include <nlohmann/json.hpp>
+
+#include "plan/search.h"
+
+namespace hetrec {
+
+nlohmann::json evaluation_to_json(const RecipeEvaluation& evaluation, const ModelConfig& model, double headroom);
+
+}  // namespace hetrec

@@ -1,0 +1,69 @@
+// The fp32 -> bf16 matrix copy (the bf16 GEMMs' operands): every element of the block
+// equals core/dtype.h's round-to-nearest-even conversion and is within half a unit in
+// the last place of the double value; nothing outside the block is written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "../gpu/device_test_support.h"
+#include "core/dtype.h"
+#include "core/rng.h"
+#include "kernels/convert.h"
+
+namespace hetrec {
+namespace {
+
+constexpr uint16_t kPoison = 0xFFFF;  // a bf16 NaN: shows unwritten elements
+
+TEST(ConvertKernel, F32ToBf16MatrixRoundsToNearestEvenWithinTheBlock) {
+  HETREC_REQUIRE_GPU();
+  struct Case {
+    int64_t rows, cols, ld_in, ld_out;
+  };
+  uint64_t seed = 7;
+  for (const Case c : {Case{1, 1, 1, 1}, Case{300, 13, 13, 16}, Case{77, 96, 101, 96}, Case{4096, 37, 40, 37},
+                       Case{1, 70001, 70001, 70001}}) {
+    Rng rng(++seed);
+    std::vector<float> in(static_cast<std::size_t>(c.rows * c.ld_in));
+    for (float& x : in) x = static_cast<float>(rng.normal() * std::exp(4.0 * rng.normal()));  // wide exponents
+    // Ties and specials: a value exactly halfway between two bf16 (even and odd lower
+    // neighbour), the largest finite float, a denormal, zeros, infinities and NaN.
+    const float specials[] = {1.00390625f, 1.01171875f, -1.00390625f, std::numeric_limits<float>::max(), 1e-40f, 0.0f,
+                              -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                              std::numeric_limits<float>::quiet_NaN()};
+    for (std::size_t i = 0; i < std::size(specials) && i < in.size(); ++i) in[i] = specials[i];
+    gpu::DeviceBuffer din = testing::to_device(in);
+    gpu::DeviceBuffer dout = testing::to_device(std::vector<uint16_t>(static_cast<std::size_t>(c.rows * c.ld_out), kPoison));
+    kernels::f32_to_bf16_matrix(din.as<float>(), c.ld_in, dout.as<uint16_t>(), c.ld_out, c.rows, c.cols, nullptr);
+    const auto got = testing::to_host<uint16_t>(dout, static_cast<std::size_t>(c.rows * c.ld_out));
+    for (int64_t r = 0; r < c.rows; ++r) {
+      for (int64_t col = 0; col < c.ld_out; ++col) {
+        const uint16_t g = got[static_cast<std::size_t>(r * c.ld_out + col)];
+        if (col >= c.cols) {
+          ASSERT_EQ(g, kPoison) << "wrote outside the block at " << r << "," << col;
+          continue;
+        }
+        const float x = in[static_cast<std::size_t>(r * c.ld_in + col)];
+        if (std::isnan(x)) {
+          ASSERT_TRUE(std::isnan(bf16_to_f32(g))) << r << "," << col;
+          continue;
+        }
+        ASSERT_EQ(g, f32_to_bf16(x)) << "x=" << x << " at " << r << "," << col;
+        if (std::isfinite(x) && std::fabs(x) < 3.38e38f) {
+          const double err = std::fabs(static_cast<double>(bf16_to_f32(g)) - static_cast<double>(x));
+          ASSERT_LE(err, std::ldexp(std::fabs(static_cast<double>(x)), -8) + 1e-45) << "x=" << x;
+        }
+      }
+    }
+    // The ties: 1 + 2^-8 rounds down to 1 (even), 1 + 3 * 2^-8 up to 1 + 2^-6.
+    if (c.cols >= 2) {
+      EXPECT_EQ(bf16_to_f32(got[0]), 1.0f);
+      EXPECT_EQ(bf16_to_f32(got[1]), 1.015625f);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hetrec
