@@ -41,6 +41,12 @@ bool launched_by_mpi() {
   return false;
 }
 
+int launcher_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var)) return std::atoi(v);
+  return -1;
+}
+
 std::unique_ptr<ProcessGroup> make_process_group(double timeout_s) {
   if (!launched_by_mpi()) return std::make_unique<SingleProcessGroup>();
 #if defined(HETREC_WITH_MPI)

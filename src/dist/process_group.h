@@ -61,6 +61,10 @@ std::unique_ptr<ProcessGroup> make_process_group(double timeout_s);
 // True when an MPI launcher started this process.
 bool launched_by_mpi();
 
+// This process's rank as the MPI launcher set it (-1 when not launched by one); usable
+// before any group exists, e.g. in error messages.
+int launcher_rank();
+
 // After a fatal error on this rank: ends every rank of the job (MPI_Abort with
 // `exit_code`) when MPI is running, so no rank waits forever in a collective. Returns
 // when this process is not part of an MPI job.
