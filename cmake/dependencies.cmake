@@ -26,3 +26,14 @@ message(STATUS "OpenBLAS: ${OPENBLAS_LIBRARY}")
 if(HETREC_TESTS)
   find_package(GTest REQUIRED)
 endif()
+
+# MPI for distributed training (src/dist/): Debian's OpenMPI (openmpi-bin, libopenmpi-dev).
+# Optional only so that a machine without it still builds the single-process engine.
+find_package(MPI COMPONENTS CXX)
+if(MPI_CXX_FOUND)
+  set(HETREC_HAVE_MPI ON)
+  message(STATUS "MPI: ${MPI_CXX_LIBRARIES}")
+else()
+  set(HETREC_HAVE_MPI OFF)
+  message(WARNING "MPI not found (apt-get install libopenmpi-dev openmpi-bin): distributed training is not built")
+endif()

@@ -8,7 +8,9 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       clang libclang-rt-14-dev libomp-dev libopenblas-pthread-dev
       # The HIP build (tools/hip_build.sh): Debian's hipcc 5.2, the HIP runtime headers
       # and the AMD GPU device libraries.
-      hipcc libamdhip64-dev rocm-device-libs)
+      hipcc libamdhip64-dev rocm-device-libs
+      # Distributed training over MPI (src/dist/, mpirun in the tests).
+      openmpi-bin libopenmpi-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,7 @@
 
 #include "cli/commands.h"
 #include "core/error.h"
+#include "dist/process_group.h"
 
 namespace {
 
@@ -16,9 +17,15 @@ constexpr int kExitNumeric = 5;
 constexpr int kExitMemory = 6;
 constexpr int kExitDevice = 7;
 
+// In an MPI job the message names the rank, and the whole job is ended (MPI_Abort) so
+// that no other rank waits for this one in a collective.
 int report(const char* kind, const std::exception& e, int code) {
   std::fflush(stdout);
-  std::fprintf(stderr, "hetrec: %s: %s\n", kind, e.what());
+  const int rank = hetrec::dist::launcher_rank();
+  if (rank >= 0) std::fprintf(stderr, "hetrec: rank %d: %s: %s\n", rank, kind, e.what());
+  else std::fprintf(stderr, "hetrec: %s: %s\n", kind, e.what());
+  std::fflush(stderr);
+  hetrec::dist::abort_job(code);
   return code;
 }
 

@@ -73,7 +73,8 @@ void add_train_command(CLI::App& app, Action& action) {
       RunConfig cfg = load_run_config(opts->config, opts->overrides, opts->recipe);
       Logger log(parse_log_level(cfg.train.log_level));
       Trainer trainer(cfg, log);
-      print_summary(trainer.run());
+      const TrainSummary summary = trainer.run();
+      if (summary.rank == 0) print_summary(summary);  // distributed: rank 0 reports
     };
   });
 }

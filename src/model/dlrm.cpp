@@ -42,14 +42,43 @@ void reserve_poisoned(std::vector<float>& v, int64_t n) {
   v.assign(static_cast<std::size_t>(n), std::numeric_limits<float>::quiet_NaN());
 }
 
-class CpuDlrm final : public Model {
+// Dense gradients are summed over ranks in buckets of at most this many bytes (PyTorch
+// DDP's default bucket_cap_mb is 25 MB; the CPU networks here are far smaller, so most
+// models have one bucket per network).
+constexpr int64_t kGradientBucketBytes = int64_t{25} << 20;
+
+// Samples [begin, begin + count) of `batch`.
+Batch slice_batch(const Batch& batch, int64_t begin, int64_t count) {
+  Batch out;
+  out.size = count;
+  out.num_dense = batch.num_dense;
+  out.num_tables = batch.num_tables;
+  out.first_sample = batch.first_sample + begin;
+  out.dense.assign(batch.dense.begin() + begin * batch.num_dense, batch.dense.begin() + (begin + count) * batch.num_dense);
+  if (!batch.labels.empty()) out.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + begin + count);
+  out.offsets.push_back(0);
+  for (int t = 0; t < batch.num_tables; ++t) {
+    const int64_t lo = batch.bag_begin(t, begin);
+    const int64_t hi = batch.bag_begin(t, begin + count);
+    const int32_t base = static_cast<int32_t>(out.ids.size());
+    for (int64_t b = begin + 1; b <= begin + count; ++b)
+      out.offsets.push_back(static_cast<int32_t>(base + batch.bag_begin(t, b) - lo));
+    out.ids.insert(out.ids.end(), batch.ids.begin() + lo, batch.ids.begin() + hi);
+  }
+  return out;
+}
+
+class CpuDlrm final : public DistributedModel {
  public:
-  CpuDlrm(const ModelConfig& model, const OptimConfig& optim)
+  CpuDlrm(const ModelConfig& model, const OptimConfig& optim, const dist::ShardingPlan* plan = nullptr,
+          dist::ProcessGroup* group = nullptr)
       : config_(model),
         bottom_mlp_(model.num_dense, model.bottom_mlp, /*relu_last=*/true),
         top_mlp_(model.interaction_width(), model.top_mlp, /*relu_last=*/false),
-        embeddings_(model.embedding_spec(), optim, model.init_seed),
+        group_(group),
         step_(Tensor::zeros({1}, DType::i64)) {
+    if (group_) sharded_ = std::make_unique<ShardedEmbeddingCollection>(model.embedding_spec(), optim, model.init_seed, *plan, *group_);
+    else embeddings_.emplace(model.embedding_spec(), optim, model.init_seed);
     const uint64_t dense_seed = seed_streams::dense_init_seed(model.init_seed);
     bottom_mlp_.init(dense_seed, kBottomMlpStreams);
     top_mlp_.init(dense_seed, kTopMlpStreams);
@@ -67,20 +96,36 @@ class CpuDlrm final : public Model {
     for (auto& p : top_mlp_.parameters("top_mlp.")) params.push_back(std::move(p));
     params_ = params;
     optimizer_ = DenseOptimizer::create(optim, std::move(params));
+    if (group_) make_buckets();
   }
 
-  double train_step(const Batch& batch, const StepRates& rates) override {
-    check_batch(batch, /*need_labels=*/true);
+  double train_step(const Batch& global_batch, const StepRates& rates) override {
+    check_batch(global_batch, /*need_labels=*/true);
+    Batch local_storage;
+    const Batch& batch = group_ ? (local_storage = local_slice(global_batch)) : global_batch;
     const int64_t b = batch.size;
     const float* logits = forward(batch);
-    const double loss = bce_with_logits(logits, batch.labels.data(), b, grad_logits_.data());
+    double loss = bce_with_logits(logits, batch.labels.data(), b, grad_logits_.data());
+    if (group_) {
+      // The loss is the mean over the global batch: scale the local mean's gradient by
+      // B_local / B_global, and average the loss over ranks weighted by their samples.
+      const float scale = static_cast<float>(b) / static_cast<float>(global_batch.size);
+      for (int64_t i = 0; i < b; ++i) grad_logits_[static_cast<std::size_t>(i)] *= scale;
+      loss = dist::all_reduce_sum_value(*group_, loss * static_cast<double>(b), "all_reduce(loss)") /
+             static_cast<double>(global_batch.size);
+    }
     int64_t& step = step_.data<int64_t>()[0];
     if (!std::isfinite(loss))
       throw NumericError("train step " + std::to_string(step) + " (batch from sample " +
                          std::to_string(batch.first_sample) + "): the loss is " + std::to_string(loss) +
                          "; no update was applied");
     backward(batch);
-    embeddings_.backward_update(batch, grad_pooled_.data(), rates.sparse_lr, step);
+    if (group_) {
+      sharded_->backward_update(grad_pooled_.data(), rates.sparse_lr, step);
+      finish_gradient_buckets();
+    } else {
+      embeddings_->backward_update(batch, grad_pooled_.data(), rates.sparse_lr, step);
+    }
     optimizer_->step(rates.dense_lr, step + 1);
     ++step;
     return loss;
@@ -91,15 +136,35 @@ class CpuDlrm final : public Model {
     if (static_cast<int64_t>(logits.size()) != batch.size)
       throw InternalError("predict: " + std::to_string(logits.size()) + " logits for a batch of " +
                           std::to_string(batch.size));
-    const float* out = forward(batch);
-    std::copy(out, out + batch.size, logits.begin());
+    if (!group_) {
+      const float* out = forward(batch);
+      std::copy(out, out + batch.size, logits.begin());
+      return;
+    }
+    const Batch local = local_slice(batch);
+    const float* out = forward(local);
+    const auto all = dist::all_gather_v(*group_, std::vector<float>(out, out + local.size), "all_gather(eval scores)");
+    auto at = logits.begin();
+    for (const auto& part : all) at = std::copy(part.begin(), part.end(), at);
   }
 
   std::vector<NamedTensor> state() override {
     std::vector<NamedTensor> out;
     for (const DenseParam& p : params_) out.push_back({p.name, p.value});
     for (auto& s : optimizer_->state()) out.push_back({std::move(s.name), std::move(s.tensor)});
-    for (auto& s : embeddings_.state()) out.push_back(std::move(s));
+    if (embeddings_)
+      for (auto& s : embeddings_->state()) out.push_back(std::move(s));
+    out.push_back({"step", step_});
+    return out;
+  }
+
+  dist::ProcessGroup& group() override { return *group_; }
+  std::vector<ShardTensor> embedding_shards() override { return sharded_->state(); }
+  std::vector<NamedTensor> gather_full_state() override {
+    std::vector<NamedTensor> out;
+    for (const DenseParam& p : params_) out.push_back({p.name, p.value});
+    for (auto& s : optimizer_->state()) out.push_back({std::move(s.name), std::move(s.tensor)});
+    for (auto& s : sharded_->gather_full_state()) out.push_back(std::move(s));
     out.push_back({"step", step_});
     return out;
   }
@@ -111,7 +176,9 @@ class CpuDlrm final : public Model {
     int64_t dense_params = 0;
     for (const DenseParam& p : params_) dense_params += p.value.numel();
     std::string s = m.arch == Arch::dlrm ? "DLRM" : "DLRM-DCNv2";
-    s += " (cpu, fp32 dense): " + describe_network(m) + "; " + std::to_string(dense_params) +
+    s += " (cpu, fp32 dense";
+    if (group_) s += ", data parallel over " + std::to_string(group_->size()) + " ranks";
+    s += "): " + describe_network(m) + "; " + std::to_string(dense_params) +
          " dense parameters, dense optimizer " + optimizer_->name();
     return s;
   }
@@ -156,7 +223,8 @@ class CpuDlrm final : public Model {
     const int64_t b = batch.size;
     reserve(b);
     bottom_out_ = bottom_mlp_.forward(batch.dense.data(), b);
-    embeddings_.forward(batch, pooled_.data());
+    if (group_) sharded_->forward(batch, pooled_.data());
+    else embeddings_->forward(batch, pooled_.data());
     if (dot_) {
       dot_->forward(bottom_out_, pooled_.data(), b, interaction_.data());
       top_in_ = interaction_.data();
@@ -196,7 +264,69 @@ class CpuDlrm final : public Model {
       }
       split_concatenation(grad_cat, b);
     }
+    if (group_) start_gradient_buckets(kTopBuckets);  // top and cross gradients are final
     bottom_mlp_.backward(batch.dense.data(), grad_bottom_.data(), nullptr);
+    if (group_) start_gradient_buckets(kBottomBuckets);
+  }
+
+  // ---- Data parallelism ----
+  static constexpr int kTopBuckets = 0;     // cross net and top MLP
+  static constexpr int kBottomBuckets = 1;  // bottom MLP
+
+  Batch local_slice(const Batch& global) const {
+    const int64_t n = group_->size(), r = group_->rank();
+    if (global.size < n)
+      throw DataError("batch from sample " + std::to_string(global.first_sample) + " has " +
+                      std::to_string(global.size) + " samples, fewer than the " + std::to_string(n) +
+                      " ranks it is split over (raise train.batch_size)");
+    const int64_t begin = global.size * r / n;
+    return slice_batch(global, begin, global.size * (r + 1) / n - begin);
+  }
+
+  struct Bucket {
+    int network = kTopBuckets;
+    std::vector<std::size_t> params;  // indices into params_
+    std::vector<float> flat;
+    std::unique_ptr<dist::PendingCollective> pending;
+  };
+
+  void make_buckets() {
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const int network = params_[i].name.rfind("bottom_mlp.", 0) == 0 ? kBottomBuckets : kTopBuckets;
+      const int64_t bytes = params_[i].grad.numel() * static_cast<int64_t>(sizeof(float));
+      if (buckets_.empty() || buckets_.back().network != network ||
+          static_cast<int64_t>(buckets_.back().flat.size() * sizeof(float)) + bytes > kGradientBucketBytes)
+        buckets_.push_back(Bucket{network, {}, {}, nullptr});
+      buckets_.back().params.push_back(i);
+      buckets_.back().flat.resize(buckets_.back().flat.size() + static_cast<std::size_t>(params_[i].grad.numel()));
+    }
+  }
+
+  void start_gradient_buckets(int network) {
+    for (std::size_t k = 0; k < buckets_.size(); ++k) {
+      Bucket& bucket = buckets_[k];
+      if (bucket.network != network) continue;
+      float* at = bucket.flat.data();
+      for (std::size_t i : bucket.params) {
+        const Tensor& g = params_[i].grad;
+        at = std::copy_n(g.data<float>(), g.numel(), at);
+      }
+      bucket.pending = group_->all_reduce_sum_start(std::span<float>(bucket.flat),
+                                                    "all_reduce(dense gradients, bucket " + std::to_string(k) + ")");
+    }
+  }
+
+  void finish_gradient_buckets() {
+    for (Bucket& bucket : buckets_) {
+      bucket.pending->wait();
+      bucket.pending.reset();
+      const float* at = bucket.flat.data();
+      for (std::size_t i : bucket.params) {
+        Tensor& g = params_[i].grad;
+        std::copy_n(at, g.numel(), g.data<float>());
+        at += g.numel();
+      }
+    }
   }
 
   void split_concatenation(const float* grad_cat, int64_t batch) {
@@ -217,7 +347,10 @@ class CpuDlrm final : public Model {
   Mlp<float> top_mlp_;
   std::optional<DotInteraction<float>> dot_;  // DLRM
   std::optional<CrossNet<float>> cross_;      // DCNv2 with cross_layers > 0
-  EmbeddingCollection embeddings_;
+  std::optional<EmbeddingCollection> embeddings_;        // single process
+  dist::ProcessGroup* group_ = nullptr;                 // data parallel: the job's ranks
+  std::unique_ptr<ShardedEmbeddingCollection> sharded_;  // data parallel: this rank's shards
+  std::vector<Bucket> buckets_;                          // data parallel: dense gradients
   std::vector<DenseParam> params_;  // bottom, cross, top: the optimizer's order
   std::unique_ptr<DenseOptimizer> optimizer_;
   Tensor step_;  // i64 [1]: updates applied so far (read on every step: restorable)
@@ -271,6 +404,13 @@ void validate_cpu_model_config(const ModelConfig& m, const OptimConfig& optim) {
 std::unique_ptr<Model> make_cpu_model(const ModelConfig& model, const OptimConfig& optim) {
   validate_cpu_model_config(model, optim);
   return std::make_unique<CpuDlrm>(model, optim);
+}
+
+std::unique_ptr<DistributedModel> make_distributed_cpu_model(const ModelConfig& model, const OptimConfig& optim,
+                                                             const dist::ShardingPlan& plan,
+                                                             dist::ProcessGroup& group) {
+  validate_cpu_model_config(model, optim);
+  return std::make_unique<CpuDlrm>(model, optim, &plan, &group);
 }
 
 }  // namespace hetrec

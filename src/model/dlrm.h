@@ -8,8 +8,11 @@
 // dense optimizer step and the embedding backward fused with the sparse optimizer.
 #include <memory>
 
+#include "dist/process_group.h"
+#include "dist/sharding.h"
 #include "model/model.h"
 #include "model/model_config.h"
+#include "nn/sharded_embedding_collection.h"
 
 namespace hetrec {
 
@@ -26,5 +29,30 @@ void validate_cpu_model_config(const ModelConfig& model, const OptimConfig& opti
 // optimizer slots "<param>.sum" (Adagrad) or "<param>.exp_avg|exp_avg_sq" (Adam), the
 // embedding collection's state, and "step" (i64, 1 element: updates applied so far).
 std::unique_ptr<Model> make_cpu_model(const ModelConfig& model, const OptimConfig& optim);
+
+// The same network trained data-parallel over a process group: train_step and predict
+// take the GLOBAL batch (every rank reads the same data stream) and each rank computes
+// its contiguous slice of it, samples [B*r/N, B*(r+1)/N). Tables are sharded as `plan`
+// says (nn/sharded_embedding_collection.h); dense layers are replicated, their gradients
+// summed over ranks in buckets (non-blocking all-reduces started as the top and bottom
+// networks finish their backward, completed after the embedding exchange), with the loss
+// the mean over the global batch, so every rank applies the identical dense step.
+// train_step returns the global mean loss; predict returns every sample's logit on every
+// rank. state() holds the replicated tensors only (dense parameters, their optimizer
+// slots, "step"); the tables are in embedding_shards().
+class DistributedModel : public Model {
+ public:
+  virtual dist::ProcessGroup& group() = 0;
+  // This rank's embedding blocks, sharing storage.
+  virtual std::vector<ShardTensor> embedding_shards() = 0;
+  // Collective: the state make_cpu_model's state() would hold (same names and order),
+  // assembled on every rank.
+  virtual std::vector<NamedTensor> gather_full_state() = 0;
+};
+
+// Throws ConfigError as make_cpu_model does and as plan_sharding reports.
+std::unique_ptr<DistributedModel> make_distributed_cpu_model(const ModelConfig& model, const OptimConfig& optim,
+                                                             const dist::ShardingPlan& plan,
+                                                             dist::ProcessGroup& group);
 
 }  // namespace hetrec

@@ -45,14 +45,15 @@ inline void prefetch_row(const void* row, int64_t bytes) {
 }
 
 template <class Rows>
-void init_rows(Tensor& weight, int64_t rows, int dim, uint64_t table_key) {
+void init_rows(Tensor& weight, int64_t rows, int dim, uint64_t table_key, const TableOrigin& origin) {
   using Storage = typename Rows::Storage;
   Storage* base = weight.data<Storage>();
-  // DLRM reference initialisation: uniform(-sqrt(1/rows), sqrt(1/rows)).
-  const double bound = std::sqrt(1.0 / static_cast<double>(rows));
+  // DLRM reference initialisation: uniform(-sqrt(1/rows), sqrt(1/rows)) over the full table.
+  const double bound = std::sqrt(1.0 / static_cast<double>(origin.full_rows));
 #pragma omp parallel for schedule(static)
   for (int64_t r = 0; r < rows; ++r) {
-    Rng rng(table_key, static_cast<uint64_t>(r));
+    Rng rng(table_key, static_cast<uint64_t>(r + origin.row_offset));
+    rng.set_counter(static_cast<uint64_t>(origin.col_offset));  // skip the columns before the block
     Storage* row = base + r * dim;
     for (int d = 0; d < dim; ++d)
       row[d] = Rows::store_nearest(static_cast<float>((2.0 * rng.uniform() - 1.0) * bound));
@@ -93,8 +94,21 @@ void sort_by_row_id(uint64_t* keys, uint64_t* scratch, int64_t n, int64_t rows, 
 
 }  // namespace
 
+namespace {
+std::vector<TableOrigin> whole_tables(const EmbeddingSpec& spec) {
+  std::vector<TableOrigin> origins(spec.tables.size());
+  for (std::size_t t = 0; t < origins.size(); ++t) origins[t] = {static_cast<int>(t), 0, spec.tables[t].rows, 0};
+  return origins;
+}
+}  // namespace
+
 EmbeddingCollection::EmbeddingCollection(const EmbeddingSpec& spec, const OptimConfig& optim, uint64_t seed)
+    : EmbeddingCollection(spec, optim, seed, whole_tables(spec)) {}
+
+EmbeddingCollection::EmbeddingCollection(const EmbeddingSpec& spec, const OptimConfig& optim, uint64_t seed,
+                                         std::vector<TableOrigin> origins)
     : dim_(spec.dim), row_dtype_(spec.row_dtype), optim_(optim), seed_(seed) {
+  HETREC_CHECK(origins.size() == spec.tables.size(), "one origin per table");
   if (row_dtype_ != DType::f32 && row_dtype_ != DType::f16 && row_dtype_ != DType::bf16)
     throw ConfigError("model.row_dtype: expected \"fp32\", \"fp16\" or \"bf16\" for the embedding rows, got \"" +
                       std::string(dtype_name(row_dtype_)) + "\"");
@@ -111,12 +125,15 @@ EmbeddingCollection::EmbeddingCollection(const EmbeddingSpec& spec, const OptimC
                         std::to_string(config.rows));
     Table table;
     table.config = config;
+    table.origin = origins[t];
+    HETREC_CHECK(table.origin.col_offset % 2 == 0 && table.origin.full_rows >= table.origin.row_offset + config.rows,
+                 "table origin");
     table.weight = Tensor::empty({config.rows, dim_}, row_dtype_);
-    const uint64_t table_key = seed_streams::embedding_init_table_key(seed_, t);
+    const uint64_t table_key = seed_streams::embedding_init_table_key(seed_, static_cast<uint64_t>(table.origin.table));
     switch (row_dtype_) {
-      case DType::f32: init_rows<F32Rows>(table.weight, config.rows, dim_, table_key); break;
-      case DType::f16: init_rows<F16Rows>(table.weight, config.rows, dim_, table_key); break;
-      default: init_rows<BF16Rows>(table.weight, config.rows, dim_, table_key); break;
+      case DType::f32: init_rows<F32Rows>(table.weight, config.rows, dim_, table_key, table.origin); break;
+      case DType::f16: init_rows<F16Rows>(table.weight, config.rows, dim_, table_key, table.origin); break;
+      default: init_rows<BF16Rows>(table.weight, config.rows, dim_, table_key, table.origin); break;
     }
     const int64_t state_per_row = sparse_state_per_row(optim_.sparse, dim_);
     if (state_per_row > 0) {
@@ -312,7 +329,11 @@ void EmbeddingCollection::update_rows(const Batch& batch, const float* grad_pool
       const bool mean = table.config.pooling == Pooling::mean;
       const int64_t* runs = run_begin_.data() + batch.bag_begin(t, 0) + t;
       const int64_t count = num_runs_[static_cast<std::size_t>(t)];
-      const uint64_t table_key = rounding_table_key(seed_, step, t);
+      const uint64_t table_key = rounding_table_key(seed_, step, table.origin.table);
+      // A shard's row r is row r + row_offset of the full table, and its element e is
+      // element e + col_offset (col_offset even: the draws stay paired).
+      const int64_t row_offset = table.origin.row_offset;
+      const auto draw_offset = static_cast<uint64_t>(table.origin.col_offset / 2);
 #pragma omp for schedule(dynamic, kRowsPerChunk) nowait
       for (int64_t r = 0; r < count; ++r) {
         const int64_t first = runs[r];
@@ -350,7 +371,7 @@ void EmbeddingCollection::update_rows(const Batch& batch, const float* grad_pool
           default: rowwise_adagrad_row_update(w, accumulator + id, grad, dim, lr, eps); break;
         }
         if constexpr (Rows::kWidened) {
-          store_row_stochastic<Rows>(row, widened, dim, rounding_row_key(table_key, id));
+          store_row_stochastic<Rows>(row, widened, dim, rounding_row_key(table_key, id + row_offset) + draw_offset);
         }
       }
     }

@@ -14,6 +14,18 @@
 
 namespace hetrec {
 
+// Where a table of the collection sits in a full model table when the collection holds
+// shards (distributed training): the block of rows [row_offset, row_offset + rows) and
+// columns [col_offset, col_offset + dim) of model table `table`, which has `full_rows`
+// rows. Initial values and stochastic-rounding draws are those of the full table, so a
+// sharded model starts and rounds exactly as the unsharded one. col_offset must be even.
+struct TableOrigin {
+  int table = 0;
+  int64_t row_offset = 0;
+  int64_t full_rows = 0;
+  int col_offset = 0;
+};
+
 class EmbeddingCollection {
  public:
   // Rows initialised uniform in [-1/sqrt(rows), 1/sqrt(rows)] (the DLRM reference
@@ -22,6 +34,10 @@ class EmbeddingCollection {
   // `optim`. Throws ConfigError for a row dtype other than fp32/fp16/bf16, a sparse
   // optimizer other than SGD/Adagrad/row-wise Adagrad, or a table without rows.
   EmbeddingCollection(const EmbeddingSpec& spec, const OptimConfig& optim, uint64_t seed);
+  // Shards: table i of `spec` is the block `origins[i]` of a model table (spec.dim is the
+  // shard's column count).
+  EmbeddingCollection(const EmbeddingSpec& spec, const OptimConfig& optim, uint64_t seed,
+                      std::vector<TableOrigin> origins);
 
   int num_tables() const;
   int dim() const;
@@ -51,6 +67,7 @@ class EmbeddingCollection {
  private:
   struct Table {
     TableConfig config;
+    TableOrigin origin;
     Tensor weight;       // rows x dim in the row dtype
     Tensor accumulator;  // Adagrad: rows x dim; row-wise Adagrad: rows; SGD: undefined
   };

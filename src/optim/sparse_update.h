@@ -32,13 +32,19 @@ HETREC_ROW_UPDATE void adagrad_row_update(float* w, float* acc, const float* g, 
 // Row-wise Adagrad, one accumulator per row, as FBGEMM's EXACT_ROWWISE_ADAGRAD:
 // acc += mean_d(g^2); w -= (lr / (sqrt(acc) + eps)) * g. The mean sums g^2 in element
 // order, then divides by dim.
+// The update once mean_d(g^2) is known: for a row split by columns over ranks, the
+// squares are summed per block and the sums added over the ranks first.
+HETREC_ROW_UPDATE void rowwise_adagrad_apply(float* w, float* acc, const float* g, int dim, float lr, float eps,
+                                             float mean_sq) {
+  *acc += mean_sq;
+  const float multiplier = lr / (sqrtf(*acc) + eps);
+  for (int d = 0; d < dim; ++d) w[d] -= multiplier * g[d];
+}
 HETREC_ROW_UPDATE void rowwise_adagrad_row_update(float* w, float* acc, const float* g, int dim, float lr,
                                                   float eps) {
   float sum_sq = 0.0f;
   for (int d = 0; d < dim; ++d) sum_sq += g[d] * g[d];
-  *acc += sum_sq / static_cast<float>(dim);
-  const float multiplier = lr / (sqrtf(*acc) + eps);
-  for (int d = 0; d < dim; ++d) w[d] -= multiplier * g[d];
+  rowwise_adagrad_apply(w, acc, g, dim, lr, eps, sum_sq / static_cast<float>(dim));
 }
 
 }  // namespace hetrec

@@ -284,6 +284,23 @@ CheckpointMeta load_checkpoint(const std::string& path, const std::vector<NamedT
   return meta;
 }
 
+std::vector<NamedTensor> read_checkpoint_tensors(const std::string& path, CheckpointMeta* meta_out) {
+  verify_checkpoint(path);
+  CheckedReader r(path);
+  uint32_t count = 0;
+  const CheckpointMeta meta = read_header(r, count);
+  std::vector<NamedTensor> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    const TensorHeader h = read_tensor_header(r);
+    Tensor t = Tensor::empty(h.shape, h.dtype);
+    r.read(t.raw(), h.nbytes, "tensor data");
+    out.push_back({h.name, std::move(t)});
+  }
+  check_trailer(r);
+  if (meta_out) *meta_out = meta;
+  return out;
+}
+
 std::string checkpoint_path(const std::string& dir, int64_t step) {
   char name[64];
   std::snprintf(name, sizeof name, "ckpt-%012lld.hck", static_cast<long long>(step));

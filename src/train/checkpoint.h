@@ -34,6 +34,9 @@ CheckpointMeta verify_checkpoint(const std::string& path);
 // Verifies, then copies every tensor into `state` (names, dtypes and shapes must match).
 CheckpointMeta load_checkpoint(const std::string& path, const std::vector<NamedTensor>& state);
 
+// Verifies, then reads every tensor of `path` into new host tensors (file order).
+std::vector<NamedTensor> read_checkpoint_tensors(const std::string& path, CheckpointMeta* meta = nullptr);
+
 // A text that identifies the model's structure, stored in checkpoints.
 std::string model_signature(const ModelConfig& model);
 

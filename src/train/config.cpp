@@ -37,6 +37,7 @@ class Section {
 
   bool has(const std::string& key) const { return table_ && table_->contains(key); }
   std::string key_name(const std::string& key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+  const std::string& prefix() const { return prefix_; }
 
   [[noreturn]] void fail(const std::string& key, const std::string& expected) const {
     std::string where = file_;
@@ -110,6 +111,13 @@ class Section {
       if (!e.is_string()) fail(key, "expected an array of strings, found an element of type " + type_name(e));
       out.push_back(e.as_string()->get());
     }
+    return out;
+  }
+  // The keys present in this table, in file order.
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    if (table_)
+      for (const auto& [k, v] : *table_) out.emplace_back(k.str());
     return out;
   }
   const toml::node* take(const std::string& key) {
@@ -335,11 +343,43 @@ void parse_train(Section t, TrainConfig& tr) {
   const std::string device = t.choice("device", "auto", {"auto", "cpu", "gpu"});
   tr.device = device == "cpu" ? DeviceChoice::cpu : device == "gpu" ? DeviceChoice::gpu : DeviceChoice::auto_select;
   tr.log_level = t.choice("log_level", "info", {"debug", "info", "warn", "error", "quiet"});
+  tr.collective_timeout_s = t.number("collective_timeout_s", tr.collective_timeout_s, 0.0, 1e7);
   t.reject_unknown();
+}
+
+const std::vector<std::string> kShardingTypes = {"table_wise", "row_wise", "column_wise", "replicated"};
+
+// [recipe.sharding]: default = "<type>", and [recipe.sharding.tables.<table>] with
+// type = "<type>" and, for table_wise, rank = <owner>.
+void parse_sharding(Section s, const ModelConfig& model, dist::ShardingSpec& spec) {
+  spec.source = s.prefix();  // "recipe.sharding"
+  spec.default_type = dist::parse_sharding_type(s.choice("default", "table_wise", kShardingTypes), s.key_name("default"));
+  spec.tables.clear();
+  Section tables = s.sub("tables");
+  for (const std::string& name : tables.keys()) {
+    bool known = false;
+    for (const auto& t : model.tables) known = known || t.name == name;
+    std::string names;
+    for (const auto& t : model.tables) names += (names.empty() ? "" : ", ") + t.name;
+    if (!known) tables.fail(name, "the model has no table '" + name + "' (tables: " + names + ")");
+    Section t = tables.sub(name);
+    dist::TableShardingChoice choice;
+    choice.type = dist::parse_sharding_type(
+        t.choice("type", dist::sharding_type_name(spec.default_type), kShardingTypes), t.key_name("type"));
+    choice.owner = static_cast<int>(t.integer("rank", -1, 0, 1 << 20));
+    if (choice.owner >= 0 && choice.type != dist::ShardingType::table_wise)
+      t.fail("rank", "only a table_wise table has an owner rank, this one is " +
+                         std::string(dist::sharding_type_name(choice.type)));
+    t.reject_unknown();
+    spec.tables[name] = choice;
+  }
+  tables.reject_unknown();
+  s.reject_unknown();
 }
 
 // The planner's recipe: the choices it makes, applied over the model and train sections.
 void apply_recipe(Section r, RunConfig& cfg) {
+  if (r.has("sharding")) parse_sharding(r.sub("sharding"), cfg.model, cfg.sharding);
   if (r.has("batch_size")) cfg.train.batch_size = r.integer("batch_size", 0, 1, 1 << 24);
   if (r.has("row_dtype"))
     cfg.model.row_dtype = parse_dtype(r.choice("row_dtype", "fp32", {"fp32", "fp16", "bf16"}), r.key_name("row_dtype"));

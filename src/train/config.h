@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/data_config.h"
+#include "dist/sharding.h"
 #include "model/model_config.h"
 #include "train/train_config.h"
 
@@ -17,6 +18,9 @@ struct RunConfig {
   OptimConfig optim;
   DataConfig data;
   TrainConfig train;
+  // How tables are placed on the ranks of a distributed job ([recipe.sharding]; the
+  // default, table_wise round-robin, when absent). Unused by a single process.
+  dist::ShardingSpec sharding;
   std::string source;  // the file it came from (for messages)
 };
 

@@ -30,6 +30,9 @@ struct TrainConfig {
   int threads = 0;           // CPU threads (0: all cores)
   DeviceChoice device = DeviceChoice::auto_select;
   std::string log_level = "info";
+  // Distributed jobs: a collective that does not complete in this many seconds ends the
+  // job with an error naming the rank and the operation (0: wait forever).
+  double collective_timeout_s = 600.0;
 };
 
 }  // namespace hetrec

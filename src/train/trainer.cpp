@@ -19,6 +19,9 @@
 #include "train/metrics_log.h"
 #include "train/model_factory.h"
 #include "train/progress.h"
+#include "train/sharded_checkpoint.h"
+#include "dist/process_group.h"
+#include "model/dlrm.h"
 
 namespace hetrec {
 
@@ -114,18 +117,46 @@ TrainSummary Trainer::run() {
   if (tc.threads > 0) omp_set_num_threads(tc.threads);
 
   TrainSummary summary;
-  std::unique_ptr<Model> model = make_model(cfg_, log_, &summary.device);
-  log_.info("model: " + model->describe());
+  // Distributed: the ranks of the mpirun job; rank 0 logs, the others only warn.
+  std::unique_ptr<dist::ProcessGroup> group;
+  if (dist::launched_by_mpi()) group = dist::make_process_group(tc.collective_timeout_s);
+  const bool rank0 = !group || group->rank() == 0;
+  const Logger rank_log(std::max(log_.level(), LogLevel::warn));
+  const Logger& log = rank0 ? log_ : rank_log;
+  std::unique_ptr<Model> model;
+  DistributedModel* dmodel = nullptr;
+  if (group) {
+    if (tc.device == DeviceChoice::gpu)
+      throw ConfigError(cfg_.source + ": config key 'train.device' = \"gpu\": distributed training runs on the CPU "
+                        "backend (the NCCL process group is not yet wired into the GPU engine)");
+    const dist::ShardingPlan plan =
+        dist::plan_sharding(cfg_.sharding, cfg_.model.tables, cfg_.model.embedding_dim, group->size());
+    auto built = make_distributed_cpu_model(cfg_.model, cfg_.optim, plan, *group);
+    dmodel = built.get();
+    model = std::move(built);
+    summary.rank = group->rank();
+    summary.world_size = group->size();
+    summary.device = "cpu (" + std::to_string(omp_get_max_threads()) + " threads per rank) x " +
+                     std::to_string(group->size()) + " ranks (" + group->describe() + ")";
+    std::string placement;
+    for (std::size_t t = 0; t < plan.tables.size(); ++t)
+      placement += (t ? ", " : "") + cfg_.model.tables[t].name + ":" + dist::sharding_type_name(plan.tables[t].type) +
+                   (plan.tables[t].type == dist::ShardingType::table_wise ? "@" + std::to_string(plan.tables[t].owner) : "");
+    log.info("sharding over " + std::to_string(group->size()) + " ranks: " + placement);
+  } else {
+    model = make_model(cfg_, log, &summary.device);
+  }
+  log.info("model: " + model->describe());
 
   Pipeline pipeline(make_source(cfg_.data, cfg_.model, Split::train), tc.batch_size, cfg_.data.prefetch_batches);
   const bool evaluates = tc.eval_at_end || tc.eval_every > 0;
   std::unique_ptr<BatchSource> eval_source = evaluates ? make_eval_source(cfg_.data, cfg_.model) : nullptr;
-  log_.info("train data: " + pipeline.describe());
-  if (eval_source) log_.info("eval data: " + eval_source->describe());
-  else if (!evaluates) log_.info("evaluation off (train.eval_at_end = false, train.eval_every = 0)");
-  else log_.warn("no evaluation data (set data.eval_path): AUC is not computed");
+  log.info("train data: " + pipeline.describe());
+  if (eval_source) log.info("eval data: " + eval_source->describe());
+  else if (!evaluates) log.info("evaluation off (train.eval_at_end = false, train.eval_every = 0)");
+  else log.warn("no evaluation data (set data.eval_path): AUC is not computed");
 
-  MetricsLog metrics(tc.metrics_path);
+  MetricsLog metrics(rank0 ? tc.metrics_path : std::string());
   const std::string signature = model_signature(cfg_.model);
 
   // Resume: restore every tensor and the position in the data.
@@ -135,14 +166,45 @@ TrainSummary Trainer::run() {
     return last_checkpoint.empty() ? std::string(" No checkpoint has been written.")
                                    : " The last checkpoint, " + last_checkpoint + ", is intact.";
   };
-  if (!tc.checkpoint_dir.empty()) {
+  if (!tc.checkpoint_dir.empty() && rank0) {
     std::filesystem::create_directories(tc.checkpoint_dir);
-    remove_torn_writes(tc.checkpoint_dir, log_);
+    remove_torn_writes(tc.checkpoint_dir, log);
+    if (group) remove_partial_checkpoints(tc.checkpoint_dir, log);
   }
-  if (tc.resume) {
-    const std::string path = newest_valid_checkpoint(tc.checkpoint_dir, log_);
+  if (group) group->barrier("barrier(checkpoint directory ready)");
+  if (tc.resume && group) {
+    // Rank 0 picks the newest checkpoint that verifies; every rank loads its part of it.
+    std::string path;
+    if (rank0)
+      for (const auto& candidate : list_distributed_checkpoints(tc.checkpoint_dir)) {
+        try {
+          verify_sharded_checkpoint(candidate);
+          path = candidate;
+          break;
+        } catch (const Error& e) {
+          log.warn(std::string("skipping damaged checkpoint: ") + e.what());
+        }
+      }
+    int64_t length = static_cast<int64_t>(path.size());
+    group->broadcast(&length, sizeof length, 0, "broadcast(resume checkpoint)");
+    path.resize(static_cast<std::size_t>(length));
+    group->broadcast(path.data(), length, 0, "broadcast(resume checkpoint)");
     if (path.empty()) {
-      log_.info("resume: no checkpoint in " + tc.checkpoint_dir + ", starting from step 0");
+      log.info("resume: no checkpoint in " + tc.checkpoint_dir + ", starting from step 0");
+    } else {
+      const CheckpointMeta found = verify_sharded_checkpoint(path);
+      if (found.model_signature != signature)
+        throw CheckpointError("checkpoint '" + path + "' was written for model '" + found.model_signature +
+                              "', the config describes '" + signature + "'");
+      pos = load_sharded_checkpoint(path, *dmodel);
+      last_checkpoint = path;
+      log.info("resumed from " + path + " at step " + std::to_string(pos.step) + " on " +
+                std::to_string(group->size()) + " ranks");
+    }
+  } else if (tc.resume) {
+    const std::string path = newest_valid_checkpoint(tc.checkpoint_dir, log);
+    if (path.empty()) {
+      log.info("resume: no checkpoint in " + tc.checkpoint_dir + ", starting from step 0");
     } else {
       const CheckpointMeta found = verify_checkpoint(path);
       if (found.model_signature != signature)
@@ -150,7 +212,7 @@ TrainSummary Trainer::run() {
                               "', the config describes '" + signature + "'");
       pos = load_checkpoint(path, model->state());
       last_checkpoint = path;
-      log_.info("resumed from " + path + " at step " + std::to_string(pos.step));
+      log.info("resumed from " + path + " at step " + std::to_string(pos.step));
     }
   }
 
@@ -158,11 +220,11 @@ TrainSummary Trainer::run() {
   const int64_t steps_per_epoch = train_size > 0 ? (train_size + tc.batch_size - 1) / tc.batch_size : -1;
   const int64_t total_steps = tc.steps > 0 ? tc.steps : (steps_per_epoch > 0 ? steps_per_epoch * tc.epochs : -1);
 
-  if (eval_source) {
+  if (eval_source && rank0) {
     if (const auto* syn = dynamic_cast<SyntheticSource*>(eval_source.get())) {
       const int64_t n = tc.eval_samples > 0 ? std::min(tc.eval_samples, syn->size_hint()) : syn->size_hint();
       summary.bayes_optimal_auc = bayes_optimal_auc(*syn, n);
-      log_.info("synthetic teacher: Bayes-optimal AUC on the evaluation set = " + std::to_string(summary.bayes_optimal_auc));
+      log.info("synthetic teacher: Bayes-optimal AUC on the evaluation set = " + std::to_string(summary.bayes_optimal_auc));
     }
   }
 
@@ -170,18 +232,24 @@ TrainSummary Trainer::run() {
   pipeline.seek(position);
   const bool show_progress = tc.progress == ProgressMode::on ||
                              (tc.progress == ProgressMode::auto_detect && ProgressLine::stream_is_terminal(stderr));
-  ProgressLine progress(show_progress || tc.progress == ProgressMode::auto_detect, stderr);
+  ProgressLine progress(rank0 && (show_progress || tc.progress == ProgressMode::auto_detect), stderr);
 
   auto save = [&](const std::string& why) {
     if (tc.checkpoint_dir.empty()) return;
-    const std::string path = checkpoint_path(tc.checkpoint_dir, step);
+    const std::string path =
+        group ? sharded_checkpoint_path(tc.checkpoint_dir, step) : checkpoint_path(tc.checkpoint_dir, step);
     try {
-      save_checkpoint(path, CheckpointMeta{step, epoch, position, signature}, model->state());
+      if (group) save_sharded_checkpoint(path, CheckpointMeta{step, epoch, position, signature}, *dmodel);
+      else save_checkpoint(path, CheckpointMeta{step, epoch, position, signature}, model->state());
     } catch (const IoError& e) {
       progress.finish();
       throw IoError(std::string(e.what()) + "." + kept_note());
     }
-    prune_checkpoints(tc.checkpoint_dir, tc.keep_checkpoints, log_);
+    if (group) {
+      if (rank0) prune_distributed_checkpoints(tc.checkpoint_dir, tc.keep_checkpoints, log);
+    } else {
+      prune_checkpoints(tc.checkpoint_dir, tc.keep_checkpoints, log);
+    }
     summary.checkpoint = path;
     last_checkpoint = path;
     metrics.write({{"type", "checkpoint"}, {"step", step}, {"path", path}, {"reason", why}});
@@ -264,7 +332,7 @@ TrainSummary Trainer::run() {
   summarise_step_times(step_ms, tc.timing_warmup_steps, summary);
   summary.memory = model->device_memory();
   if (summary.memory)
-    log_.info("device memory: allocator peak " + std::to_string(summary.memory->allocator_peak_bytes >> 20) +
+    log.info("device memory: allocator peak " + std::to_string(summary.memory->allocator_peak_bytes >> 20) +
               " MiB, reserved " + std::to_string(summary.memory->allocator_reserved_bytes >> 20) + " MiB; device used " +
               std::to_string(summary.memory->device_used_bytes >> 20) + " MiB (" +
               std::to_string(summary.memory->device_used_at_start_bytes >> 20) + " MiB before the model)");

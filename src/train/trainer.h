@@ -39,6 +39,8 @@ struct TrainSummary {
   double step_ms_mean = 0.0;
   double step_ms_p90 = 0.0;
   std::optional<DeviceMemoryReport> memory;  // GPU: measured at the end of the run
+  int rank = 0;                 // distributed jobs: this process's rank (0 prints the summary)
+  int world_size = 1;
 };
 
 // The evaluation split: synthetic data has one built in; file formats need data.eval_path
@@ -48,6 +50,12 @@ std::unique_ptr<BatchSource> make_eval_source(const DataConfig& data, const Mode
 // Evaluates `model` on up to `max_samples` samples of `source` from its start (0 = all).
 EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64_t max_samples);
 
+// A process started by mpirun (dist::launched_by_mpi()) trains data-parallel with the
+// other ranks of its job on the CPU backend: every rank reads the same data, trains its
+// slice of each global batch (train.batch_size), and tables are sharded as
+// cfg.sharding says; rank 0 alone logs, writes metrics and shows progress; evaluation
+// scores every sample of the evaluation set across the ranks; checkpoints are sharded
+// (train/sharded_checkpoint.h) and resume with any number of ranks.
 class Trainer {
  public:
   Trainer(RunConfig config, const Logger& log);

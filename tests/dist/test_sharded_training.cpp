@@ -1,0 +1,206 @@
+// Data-parallel training against the single-process model: every rank trains the
+// distributed model on its slice of the same global batches, and also trains the plain
+// single-process model (make_cpu_model) on the whole batches; after a few steps the
+// gathered full state (dense parameters, optimizer slots, every table and accumulator)
+// must equal the reference within fp32 reduction-order tolerance: |a - b| <= 2e-6 +
+// 1e-4 |b| (the sums of gradients over ranks and of row_wise partial pools are added in
+// a different order than in one process; nothing else differs). Run with 1, 2 and 4
+// ranks, for every sharding type, every sparse optimizer, both architectures.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "dist/process_group.h"
+#include "dist/sharding.h"
+#include "model/dlrm.h"
+
+namespace hetrec {
+namespace {
+
+constexpr double kTimeoutS = 120.0;
+constexpr double kAbsTol = 2e-6;
+constexpr double kRelTol = 1e-4;
+
+ModelConfig small_model(Arch arch) {
+  ModelConfig m;
+  m.arch = arch;
+  m.num_dense = 4;
+  m.embedding_dim = 8;  // column_wise over 4 ranks: 2 columns each
+  const int64_t rows[] = {37, 50, 8, 23};
+  for (int t = 0; t < 4; ++t) {
+    TableConfig tc;
+    tc.name = "t" + std::to_string(t);
+    tc.rows = rows[t];
+    tc.pooling = t % 2 == 1 ? Pooling::mean : Pooling::sum;
+    m.tables.push_back(tc);
+  }
+  m.bottom_mlp = {8};
+  m.top_mlp = {8, 1};
+  m.cross_layers = 2;
+  m.init_seed = 11;
+  return m;
+}
+
+// A random global batch: bags of 0 to 3 ids (empty ones included), Zipf-free uniform ids
+// with frequent repeats (the tables are small), random dense features and labels.
+Batch random_batch(const ModelConfig& m, int64_t size, uint64_t step) {
+  Rng rng(777, step);
+  Batch b;
+  b.reset(size, m.num_dense, m.num_tables());
+  b.first_sample = static_cast<int64_t>(step) * size;
+  for (auto& x : b.dense) x = static_cast<float>(rng.normal());
+  for (auto& y : b.labels) y = rng.uniform() < 0.4 ? 1.0f : 0.0f;
+  for (int t = 0; t < m.num_tables(); ++t)
+    for (int64_t s = 0; s < size; ++s) {
+      const auto len = static_cast<int>(rng.below(4));
+      for (int k = 0; k < len; ++k)
+        b.ids.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(m.tables[static_cast<std::size_t>(t)].rows))));
+      b.offsets[static_cast<std::size_t>(t * size + s + 1)] = static_cast<int32_t>(b.ids.size());
+    }
+  return b;
+}
+
+struct Case {
+  std::string name;
+  dist::ShardingSpec sharding;
+  OptimizerKind sparse;
+  Arch arch;
+  DType row_dtype = DType::f32;
+};
+
+// 16-bit rows are rounded stochastically with the same random bits on both sides, but an
+// fp32 value a few ulps off can round to the neighbouring 16-bit value: one fp16 ulp
+// (2^-10 relative) of tolerance for the tables.
+constexpr double kRelTol16 = 2e-3;
+
+dist::ShardingSpec all_of(dist::ShardingType type) {
+  dist::ShardingSpec s;
+  s.default_type = type;
+  return s;
+}
+
+void train_and_compare(const Case& c) {
+  auto group = dist::make_process_group(kTimeoutS);
+  ModelConfig model = small_model(c.arch);
+  model.row_dtype = c.row_dtype;
+  OptimConfig optim;
+  optim.dense = OptimizerKind::adagrad;
+  optim.sparse = c.sparse;
+  optim.lr = 0.05;
+  optim.sparse_lr = 0.3;
+  optim.adagrad_initial_accumulator = 0.01;
+  const auto plan = dist::plan_sharding(c.sharding, model.tables, model.embedding_dim, group->size());
+  auto distributed = make_distributed_cpu_model(model, optim, plan, *group);
+  auto reference = make_cpu_model(model, optim);
+  const int64_t global_batch = 16;
+  for (uint64_t step = 0; step < 4; ++step) {
+    const Batch batch = random_batch(model, global_batch, step);
+    const StepRates rates = scheduled_rates(optim, static_cast<int64_t>(step));
+    const double loss = distributed->train_step(batch, rates);
+    const double ref_loss = reference->train_step(batch, rates);
+    EXPECT_NEAR(loss, ref_loss, 1e-5 * (1 + std::abs(ref_loss))) << c.name << " step " << step;
+  }
+  // Predictions of the whole batch on every rank.
+  const Batch eval = random_batch(model, 13, 99);
+  std::vector<float> scores(13, NAN), ref_scores(13, NAN);
+  distributed->predict(eval, scores);
+  reference->predict(eval, ref_scores);
+  for (int i = 0; i < 13; ++i) EXPECT_NEAR(scores[static_cast<std::size_t>(i)], ref_scores[static_cast<std::size_t>(i)], 1e-4) << c.name;
+
+  const auto full = distributed->gather_full_state();
+  const auto ref = reference->state();
+  ASSERT_EQ(full.size(), ref.size()) << c.name;
+  for (std::size_t k = 0; k < ref.size(); ++k) {
+    ASSERT_EQ(full[k].name, ref[k].name) << c.name;
+    ASSERT_EQ(full[k].tensor.shape(), ref[k].tensor.shape()) << c.name << " " << ref[k].name;
+    if (ref[k].tensor.dtype() == DType::i64) {
+      EXPECT_EQ(full[k].tensor.data<int64_t>()[0], ref[k].tensor.data<int64_t>()[0]);
+      continue;
+    }
+    const bool half = ref[k].tensor.dtype() == DType::f16;
+    const auto value = [half](const Tensor& t, int64_t i) {
+      return half ? static_cast<double>(f16_to_f32(t.data<uint16_t>()[i])) : static_cast<double>(t.data<float>()[i]);
+    };
+    const double rel = half ? kRelTol16 : kRelTol;
+    int bad = 0;
+    int64_t differing = 0;
+    for (int64_t i = 0; i < ref[k].tensor.numel(); ++i) {
+      const double a = value(full[k].tensor, i), b = value(ref[k].tensor, i);
+      differing += a != b;
+      if (!(std::abs(a - b) <= kAbsTol + rel * std::abs(b)) && bad++ < 3)
+        ADD_FAILURE() << c.name << ": " << ref[k].name << "[" << i << "] = " << a << ", single process " << b
+                      << " (rank " << group->rank() << " of " << group->size() << ")";
+    }
+    // The same rounding draws: a 16-bit element differs only where its fp32 value sat
+    // within a few ulps of a rounding threshold, so almost none differ (wrong draws
+    // would change about half of the updated elements).
+    if (half) {
+      EXPECT_LE(differing * 100, ref[k].tensor.numel()) << c.name << ": " << ref[k].name << ": " << differing;
+    }
+  }
+}
+
+TEST(ShardedTraining, EveryShardingTypeAndSparseOptimizerMatchesOneProcess) {
+  using dist::ShardingType;
+  for (ShardingType type : {ShardingType::table_wise, ShardingType::row_wise, ShardingType::column_wise,
+                            ShardingType::replicated})
+    for (OptimizerKind sparse : {OptimizerKind::sgd, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad})
+      train_and_compare({std::string(dist::sharding_type_name(type)) + "/" + std::to_string(static_cast<int>(sparse)),
+                         all_of(type), sparse, Arch::dlrm});
+}
+
+TEST(ShardedTraining, Fp16RowsMatchOneProcess) {
+  using dist::ShardingType;
+  for (ShardingType type : {ShardingType::table_wise, ShardingType::row_wise, ShardingType::column_wise,
+                            ShardingType::replicated})
+    train_and_compare({std::string("fp16/") + dist::sharding_type_name(type), all_of(type),
+                       type == ShardingType::column_wise ? OptimizerKind::adagrad : OptimizerKind::rowwise_adagrad,
+                       Arch::dlrm, DType::f16});
+}
+
+TEST(ShardedTraining, MixedPlanWithDcnV2MatchesOneProcess) {
+  dist::ShardingSpec spec = all_of(dist::ShardingType::row_wise);
+  spec.tables["t0"] = {dist::ShardingType::table_wise, 0};
+  spec.tables["t1"] = {dist::ShardingType::column_wise, -1};
+  spec.tables["t2"] = {dist::ShardingType::replicated, -1};
+  train_and_compare({"mixed", spec, OptimizerKind::rowwise_adagrad, Arch::dcnv2});
+}
+
+TEST(ShardedTraining, PlanErrorsNameTheKey) {
+  auto group = dist::make_process_group(kTimeoutS);
+  const ModelConfig model = small_model(Arch::dlrm);
+  const int n = group->size();
+  dist::ShardingSpec unknown = all_of(dist::ShardingType::table_wise);
+  unknown.tables["nope"] = {dist::ShardingType::row_wise, -1};
+  EXPECT_THROW(dist::plan_sharding(unknown, model.tables, 8, n), ConfigError);
+  try {
+    dist::plan_sharding(unknown, model.tables, 8, n);
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("recipe.sharding.tables.nope"), std::string::npos) << e.what();
+  }
+  dist::ShardingSpec owner = all_of(dist::ShardingType::table_wise);
+  owner.tables["t1"] = {dist::ShardingType::table_wise, n};
+  try {
+    dist::plan_sharding(owner, model.tables, 8, n);
+    ADD_FAILURE() << "expected a ConfigError for owner rank " << n;
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("recipe.sharding.tables.t1.rank"), std::string::npos) << e.what();
+  }
+  // Row-wise over more ranks than rows, column-wise over more ranks than column pairs.
+  try {
+    dist::plan_sharding(all_of(dist::ShardingType::row_wise), model.tables, 8, 9);
+    ADD_FAILURE() << "expected a ConfigError: table t2 has 8 rows";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("recipe.sharding.tables.t2"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("fewer than the 9 ranks"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(dist::plan_sharding(all_of(dist::ShardingType::column_wise), model.tables, 8, 5), ConfigError);
+  EXPECT_THROW(dist::parse_sharding_type("diagonal", "recipe.sharding.default"), ConfigError);
+}
+
+}  // namespace
+}  // namespace hetrec
