@@ -1,10 +1,8 @@
 #include "gemm/cublaslt_algo_ids.h"
 
-#include "gpu/platform.h"
-
-// The tables name cuBLASLt's enumerators, so they exist only in the CUDA build.
-#if defined(HETREC_WITH_GPU) && !defined(HETREC_GPU_HIP)
-#include <iterator>
+// The tables name cuBLASLt's enumerators, so they exist only in the CUDA build (hipBLASLt
+// has no such ids; the CPU build has no cuBLASLt).
+#if defined(HETREC_WITH_CUDA)
 
 #include "gpu/blaslt.h"
 

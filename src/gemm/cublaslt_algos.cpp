@@ -1,8 +1,8 @@
-#include "gpu/platform.h"
-
-#if defined(HETREC_WITH_GPU) && !defined(HETREC_GPU_HIP)
+// CUDA only: hipBLASLt has no per-configuration enumeration; the CPU build no cuBLASLt.
+#if defined(HETREC_WITH_CUDA)
 #include "gemm/cublaslt_algos.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -22,6 +22,9 @@ constexpr cublasLtClusterShape_t kClusterShapes[] = {CUBLASLT_CLUSTER_SHAPE_1x1x
                                                      CUBLASLT_CLUSTER_SHAPE_4x1x1, CUBLASLT_CLUSTER_SHAPE_1x4x1};
 constexpr uint32_t kReductionSchemes[] = {CUBLASLT_REDUCTION_SCHEME_INPLACE, CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE,
                                           CUBLASLT_REDUCTION_SCHEME_OUTPUT_TYPE};
+// Custom options tried (1..min(CUSTOM_OPTION_MAX, this)); their meaning is private to each
+// algorithm, so they are only recorded, never mapped into the model's configuration.
+constexpr int kMaxCustomOption = 16;
 // Ids asked of cublasLtMatmulAlgoGetIds (cuBLAS 13 lists a few dozen per type combination).
 constexpr int kMaxAlgoIds = 1024;
 
@@ -70,7 +73,7 @@ std::vector<uint32_t> get_id_list(const cublasLtMatmulAlgo_t& algo, cublasLtMatm
 void apply(cublasLtMatmulAlgo_t& algo, const AlgoConfig& c) {
   set_config(algo, CUBLASLT_ALGO_CONFIG_TILE_ID, static_cast<uint32_t>(c.tile_id));
   set_config(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID, static_cast<uint32_t>(c.stages_id));
-  set_config(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, static_cast<uint32_t>(c.split_k));
+  set_config(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, static_cast<int32_t>(c.split_k));
   set_config(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, static_cast<uint32_t>(c.reduction));
   set_config(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING, static_cast<uint32_t>(c.swizzle));
   set_config(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION, static_cast<uint32_t>(c.custom_option));
@@ -84,7 +87,7 @@ AlgoConfig read_algo_config(const cublasLtMatmulAlgo_t& algo) {
   c.algo_id = get_config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID);
   c.tile_id = static_cast<int>(get_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID));
   c.stages_id = static_cast<int>(get_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID));
-  c.split_k = static_cast<int>(get_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+  c.split_k = get_config<int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM);
   if (c.split_k < 1) c.split_k = 1;
   c.reduction = c.split_k > 1 ? static_cast<int>(get_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME)) : 0;
   c.swizzle = static_cast<int>(get_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CTA_SWIZZLING));
@@ -138,6 +141,7 @@ AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& p, const
     const bool splitk = get_cap<int32_t>(algo, CUBLASLT_ALGO_CAP_SPLITK_SUPPORT) != 0;
     const uint32_t schemes = get_cap<uint32_t>(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
     const bool swizzle = get_cap<uint32_t>(algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) != 0;
+    const int custom_max = std::min(get_cap<int32_t>(algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX), kMaxCustomOption);
     for (const uint32_t tile : tiles) {
       for (const uint32_t stage : stages) {
         AlgoConfig base;
@@ -164,6 +168,11 @@ AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& p, const
         for (const auto cluster : kClusterShapes) {
           AlgoConfig c = base;
           c.cluster_id = static_cast<int>(cluster);
+          try_config(c);
+        }
+        for (int option = 1; option <= custom_max; ++option) {
+          AlgoConfig c = base;
+          c.custom_option = option;
           try_config(c);
         }
       }

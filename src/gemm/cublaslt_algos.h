@@ -7,7 +7,8 @@
 //         STAGES_IDS, with split-K 1, no swizzling, automatic cluster, custom option 0;
 //   from every base cuBLASLt accepts: split-K 2, 4, 8, 16 (if SPLITK_SUPPORT) with each
 //         reduction scheme of REDUCTION_SCHEME_MASK; CTA swizzling on (if
-//         CTA_SWIZZLING_SUPPORT); each explicit cluster shape of kClusterShapes.
+//         CTA_SWIZZLING_SUPPORT); each explicit cluster shape of kClusterShapes; each
+//         custom option 1..CUSTOM_OPTION_MAX (at most 16).
 // Each configuration is validated with cublasLtMatmulAlgoCheck; those needing more
 // workspace than given are dropped (and counted).
 #include <cstddef>

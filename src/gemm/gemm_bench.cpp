@@ -1,9 +1,9 @@
 #include "gemm/gemm_bench.h"
 
 #include "core/error.h"
-#include "gpu/platform.h"
 
-#if defined(HETREC_WITH_GPU) && !defined(HETREC_GPU_HIP)
+// CUDA only: hipBLASLt cannot enumerate configurations (gemm/cublaslt_algos.h).
+#if defined(HETREC_WITH_CUDA)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <vector>
@@ -54,6 +55,13 @@ constexpr double kCheckpointSeconds = 20.0;
 // The fp8 per-tensor scales: not 1, so a kernel that ignores them fails verification.
 constexpr float kFp8ScaleA = 0.5f, kFp8ScaleB = 2.0f;
 
+// With a time budget, a shape stops timing candidates once its share of the remaining time
+// is spent, but never before this many (when it has them).
+constexpr std::size_t kMinCandidatesPerShape = 4;
+// The spread order's stride as a fraction of the list (the golden ratio's conjugate, which
+// spreads any prefix of i * stride mod n evenly over the list).
+constexpr double kSpreadFraction = 0.6180339887;
+
 std::size_t aligned(std::size_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
 
 // Relative max error (max |x - ref| / max |ref|) allowed between a candidate and the
@@ -86,6 +94,18 @@ struct ShapeBytes {
   std::size_t a = 0, b = 0, d = 0;
   int copies = kMinCopies;
 };
+
+// 0..n-1 in an order whose every prefix is spread evenly over the list (i * stride mod n
+// with stride coprime to n), so a run that times only a prefix still samples every algorithm,
+// tile and variant region of the enumeration.
+std::vector<std::size_t> spread_order(std::size_t n) {
+  std::vector<std::size_t> order;
+  if (n == 0) return order;
+  std::size_t stride = std::max<std::size_t>(1, static_cast<std::size_t>(kSpreadFraction * static_cast<double>(n)));
+  while (std::gcd(stride, n) != 1) ++stride;
+  for (std::size_t i = 0; i < n; ++i) order.push_back(i * stride % n);
+  return order;
+}
 
 ShapeBytes shape_bytes(const GemmSuiteShape& s, std::size_t rotation_bytes) {
   const std::size_t in = dtype_size(cublaslt::operand_dtype(precision_of(s.precision)));
@@ -189,7 +209,8 @@ class Bench {
                         int copy);
   std::optional<Timing> time_algo(const cublaslt::MatmulDescriptors& desc, const cublasLtMatmulAlgo_t& algo,
                                   const Buffers& buf);
-  json bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, std::string& progress);
+  // allowance_s: seconds this shape may spend timing candidates (0: no limit).
+  json bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double allowance_s, std::string& progress);
 
   const GemmBenchOptions& opt_;
   cublasLtHandle_t handle_ = nullptr;
@@ -249,7 +270,8 @@ json candidate_json(const cublaslt::EnumeratedAlgo& e) {
               {"config", to_string(cublaslt::gemm_config_of(c))}};
 }
 
-json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, std::string& progress) {
+json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double allowance_s, std::string& progress) {
+  const auto shape_start = Clock::now();
   cublaslt::Problem p;
   p.m = s.m;
   p.n = s.n;
@@ -291,7 +313,9 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, std::stri
     progress = "skipped (no heuristic algorithm)";
     return j;
   }
+  const auto enumerate_start = Clock::now();
   const auto enumeration = cublaslt::enumerate_algos(handle_, p, *desc, kWorkspaceBytes);
+  const double enumerate_ms = std::chrono::duration<double, std::milli>(Clock::now() - enumerate_start).count();
   const cublaslt::AlgoConfig heuristic_config = cublaslt::read_algo_config(*heuristic);
   const auto heuristic_index = cublaslt::find_config(enumeration.valid, heuristic_config);
 
@@ -331,23 +355,25 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, std::stri
                         {"min_us", heuristic_timing->min_us},
                         {"config", to_string(cublaslt::gemm_config_of(heuristic_config))}};
 
-  // Which candidates to time: all, or an evenly spaced subset plus the heuristic's.
+  // Timing order: the heuristic's equal first, then the spread order; a cap or the
+  // shape's time allowance ends the list early.
   const std::size_t valid = enumeration.valid.size();
-  std::vector<std::size_t> chosen;
+  std::vector<std::size_t> order;
+  if (heuristic_index) order.push_back(*heuristic_index);
+  for (const std::size_t i : spread_order(valid))
+    if (!heuristic_index || i != *heuristic_index) order.push_back(i);
   const auto cap = static_cast<std::size_t>(opt_.max_candidates_per_shape);
-  if (cap == 0 || valid <= cap) {
-    for (std::size_t i = 0; i < valid; ++i) chosen.push_back(i);
-  } else {
-    for (std::size_t i = 0; i < cap; ++i) chosen.push_back(i * valid / cap);
-    if (heuristic_index) chosen.push_back(*heuristic_index);
-    std::sort(chosen.begin(), chosen.end());
-    chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-  }
 
   json candidates = json::array(), rejected = json::array();
   const double tol = tolerance(s.precision);
   double best = INFINITY;
-  for (const std::size_t i : chosen) {
+  std::size_t attempted = 0;
+  for (const std::size_t i : order) {
+    if (cap > 0 && attempted >= cap) break;
+    if (allowance_s > 0 && attempted >= kMinCandidatesPerShape &&
+        std::chrono::duration<double>(Clock::now() - shape_start).count() > allowance_s)
+      break;
+    ++attempted;
     const auto& e = enumeration.valid[i];
     gpu::memset_async(buf.d, 0xFF, d_bytes, stream_.get());
     const cublasStatus_t status = launch(*desc, e.algo, buf, 0);
@@ -382,12 +408,16 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, std::stri
                           {"checked", enumeration.checked},
                           {"valid", valid},
                           {"over_workspace", enumeration.over_workspace},
+                          {"enumerate_ms", enumerate_ms},
+                          {"attempted", attempted},
                           {"timed", candidates.size()}};
   j["candidates"] = std::move(candidates);
   j["rejected"] = std::move(rejected);
   char line[256];
-  std::snprintf(line, sizeof line, "%d ids, %d checked, %zu valid, %zu timed, %zu rejected; heuristic %.1f us%s, best %.1f us",
-                enumeration.algo_ids, enumeration.checked, valid, j["candidates"].size(), j["rejected"].size(),
+  std::snprintf(line, sizeof line,
+                "%d ids, %d checked in %.0f ms, %zu valid, %zu tried, %zu timed, %zu rejected; heuristic %.1f us%s, "
+                "best %.1f us",
+                enumeration.algo_ids, enumeration.checked, enumerate_ms, valid, attempted, j["candidates"].size(), j["rejected"].size(),
                 heuristic_timing->median_us, heuristic_index ? "" : " (not enumerated)", best);
   progress = line;
   return j;
@@ -448,8 +478,11 @@ void Bench::run() {
                    shapes.size() - done, shapes.size());
       break;
     }
+    // Each shape's share of the time left (shapes finishing early leave more to the rest).
+    const double allowance =
+        opt_.time_budget_s > 0 ? (opt_.time_budget_s - elapsed()) / static_cast<double>(shapes.size() - done) : 0.0;
     std::string progress;
-    results["shapes"].push_back(bench_shape(s, shape_bytes(s, rotation_bytes), progress));
+    results["shapes"].push_back(bench_shape(s, shape_bytes(s, rotation_bytes), allowance, progress));
     ++done;
     std::fprintf(stderr, "[%zu/%zu] %s: %s (%.0f s)\n", done, shapes.size(), s.id.c_str(), progress.c_str(),
                  elapsed());

@@ -13,8 +13,13 @@ struct GemmBenchOptions {
   std::string out;      // results file (written atomically, also during the run)
   int launches = 25;    // timed launches per candidate (at least 20)
   int warmup = 5;       // untimed launches before them
-  int max_candidates_per_shape = 0;  // 0: no cap; else evenly spaced over the valid list
-  double time_budget_s = 0;          // 0: none; else no new shape starts after this many seconds
+  // 0: no cap. Candidates are timed in a spread order (the heuristic's equal first, then
+  // i * stride mod n), so any prefix samples the whole enumeration evenly.
+  int max_candidates_per_shape = 0;
+  // 0: none. Else no new shape starts after this many seconds, and each shape times
+  // candidates only until its share of the time left, (budget - elapsed) / shapes left,
+  // is spent (at least 4 when it has them).
+  double time_budget_s = 0;
   std::string command;  // the command line, recorded in the results
 };
 

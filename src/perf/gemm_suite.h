@@ -51,7 +51,8 @@ std::vector<GemmSuiteShape> gemm_layer_shapes(const DenseLayerShape& layer, int6
                                               const std::string& precision);
 
 // The whole suite, batch-major (smallest batch first, so a run cut short by its time
-// budget loses the most expensive shapes), then layer, pass and precision. Ids are unique.
+// budget loses the most expensive shapes), then layer, precision and pass. Ids are unique,
+// and so are the GEMMs (shape, layouts, precision, epilogue).
 std::vector<GemmSuiteShape> gemm_suite();
 
 }  // namespace hetrec

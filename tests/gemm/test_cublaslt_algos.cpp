@@ -176,7 +176,14 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CublasLtAlgos,
                                            Case{Precision::bf16, DType::f32, 96, 56, 128, false, false},
                                            Case{Precision::bf16, DType::bf16, 64, 64, 256, false, true},
                                            Case{Precision::fp16, DType::f16, 48, 64, 96, true, false},
-                                           Case{Precision::fp8_e4m3, DType::bf16, 64, 64, 128, false, true}));
+                                           Case{Precision::fp8_e4m3, DType::bf16, 64, 64, 128, false, true}),
+                         [](const ::testing::TestParamInfo<Case>& param) {
+                           const Case& c = param.param;
+                           return std::string(cublaslt::precision_name(c.precision)) + "_d" +
+                                  std::string(dtype_name(c.d_type)) + "_" + std::to_string(c.m) + "x" +
+                                  std::to_string(c.n) + "x" + std::to_string(c.k) + (c.ta ? "_ta" : "") +
+                                  (c.tb ? "_tb" : "");
+                         });
 
 }  // namespace
 }  // namespace hetrec
