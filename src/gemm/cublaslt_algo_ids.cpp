@@ -5,6 +5,7 @@
 #if defined(HETREC_WITH_CUDA)
 
 #include "gpu/blaslt.h"
+#include "perf/gemm_oracle.h"
 
 namespace hetrec::cublaslt {
 
@@ -778,9 +779,8 @@ std::string cluster_text(int id) {
 }
 
 std::string algo_key(const AlgoConfig& c) {
-  return "a" + std::to_string(c.algo_id) + ".t" + std::to_string(c.tile_id) + ".s" + std::to_string(c.stages_id) +
-         ".k" + std::to_string(c.split_k) + ".r" + std::to_string(c.reduction) + ".w" + std::to_string(c.swizzle) +
-         ".c" + std::to_string(c.cluster_id) + ".o" + std::to_string(c.custom_option);
+  return oracle_candidate_key(c.algo_id, c.tile_id, c.stages_id, c.split_k, c.reduction, c.swizzle, c.cluster_id,
+                              c.custom_option);
 }
 
 GemmConfig gemm_config_of(const AlgoConfig& c) {

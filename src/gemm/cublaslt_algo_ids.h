@@ -41,6 +41,7 @@ struct AlgoConfig {
   bool operator==(const AlgoConfig&) const = default;
 };
 
+// perf/gemm_oracle.h's oracle_candidate_key:
 // "a<algo>.t<tile>.s<stages>.k<split>.r<reduction>.w<swizzle>.c<cluster>.o<custom>"
 std::string algo_key(const AlgoConfig& c);
 

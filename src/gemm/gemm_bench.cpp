@@ -12,6 +12,7 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <iterator>
 #include <fstream>
 #include <map>
 #include <numeric>
@@ -252,22 +253,21 @@ std::optional<Timing> Bench::time_algo(const cublaslt::MatmulDescriptors& desc, 
   return Timing{n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]), us.front()};
 }
 
-json candidate_json(const cublaslt::EnumeratedAlgo& e) {
+// Times rounded to 1 ns and errors to 3 significant digits keep the file short.
+double round_us(double us) { return std::round(us * 1000.0) / 1000.0; }
+double round_error(double e) {
+  if (!(e > 0) || !std::isfinite(e)) return e;
+  const double scale = std::pow(10.0, std::floor(std::log10(e)) - 2);
+  return std::round(e / scale) * scale;
+}
+
+// One row in the order of kOracleCandidateColumns (perf/gemm_oracle.h).
+json candidate_row(const cublaslt::EnumeratedAlgo& e, const Timing& t, double err) {
   const auto& c = e.config;
-  return json{{"key", cublaslt::algo_key(c)},
-              {"algo_id", c.algo_id},
-              {"tile", cublaslt::tile_text(c.tile_id)},
-              {"tile_id", c.tile_id},
-              {"stages", cublaslt::stages_text(c.stages_id)},
-              {"stages_id", c.stages_id},
-              {"split_k", c.split_k},
-              {"reduction", c.reduction},
-              {"swizzle", c.swizzle},
-              {"cluster", cublaslt::cluster_text(c.cluster_id)},
-              {"cluster_id", c.cluster_id},
-              {"custom_option", c.custom_option},
-              {"workspace", e.workspace},
-              {"config", to_string(cublaslt::gemm_config_of(c))}};
+  const GemmConfig g = cublaslt::gemm_config_of(c);
+  return json::array({c.algo_id, c.tile_id, c.stages_id, c.split_k, c.reduction, c.swizzle, c.cluster_id,
+                      c.custom_option, e.workspace, round_us(t.median_us), round_us(t.min_us), round_error(err),
+                      g.tile_m, g.tile_n, g.tile_k, g.stages, g.cluster_m, g.cluster_n, g.swizzle});
 }
 
 json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double allowance_s, std::string& progress) {
@@ -351,8 +351,9 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
   }
   j["heuristic"] = json{{"key", cublaslt::algo_key(heuristic_config)},
                         {"enumerated", heuristic_index.has_value()},
-                        {"median_us", heuristic_timing->median_us},
-                        {"min_us", heuristic_timing->min_us},
+                        {"index", -1},
+                        {"median_us", round_us(heuristic_timing->median_us)},
+                        {"min_us", round_us(heuristic_timing->min_us)},
                         {"config", to_string(cublaslt::gemm_config_of(heuristic_config))}};
 
   // Timing order: the heuristic's equal first, then the spread order; a cap or the
@@ -389,19 +390,16 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
       rejected.push_back({{"key", cublaslt::algo_key(e.config)},
                           {"reason", r.nonfinite != 0 ? "non-finite output (" + std::to_string(r.nonfinite) + ")"
                                                       : std::string("mismatch")},
-                          {"max_err", r.nonfinite != 0 ? -1.0 : err}});
+                          {"max_err", r.nonfinite != 0 ? -1.0 : round_error(err)}});
       continue;
     }
     const auto t = time_algo(*desc, e.algo, buf);
     if (!t) {
-      rejected.push_back({{"key", cublaslt::algo_key(e.config)}, {"reason", "launch failed during timing"}, {"max_err", err}});
+      rejected.push_back({{"key", cublaslt::algo_key(e.config)}, {"reason", "launch failed during timing"}, {"max_err", round_error(err)}});
       continue;
     }
-    json c = candidate_json(e);
-    c["median_us"] = t->median_us;
-    c["min_us"] = t->min_us;
-    c["max_err"] = err;
-    candidates.push_back(std::move(c));
+    if (heuristic_index && i == *heuristic_index) j["heuristic"]["index"] = candidates.size();
+    candidates.push_back(candidate_row(e, *t, err));
     best = std::min(best, t->median_us);
   }
   j["enumeration"] = json{{"algo_ids", enumeration.algo_ids},
@@ -467,6 +465,8 @@ void Bench::run() {
                {"rotation_bytes", rotation_bytes},
                {"l2_bytes", props.l2_cache_bytes},
                {"max_candidates_per_shape", opt_.max_candidates_per_shape},
+               {"candidate_columns", json(std::vector<std::string>(std::begin(kOracleCandidateColumns),
+                                                                   std::end(kOracleCandidateColumns)))},
                {"shapes", json::array()}};
   std::fprintf(stderr, "gemm bench: %zu shapes on %s (L2 %.0f MB, operands rotate over >= %.0f MB)\n", shapes.size(),
                props.name.c_str(), props.l2_cache_bytes / 1e6, rotation_bytes / 1e6);

@@ -1,8 +1,10 @@
 #include "perf/gemm_oracle.h"
 
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 
@@ -48,28 +50,56 @@ const json& get_array(const json& obj, const char* key, const std::string& where
   return v;
 }
 
-OracleCandidate parse_candidate(const json& c, const std::string& where, const std::string& path) {
+OracleCandidate parse_candidate(const json& row, const std::string& where, const std::string& path) {
+  constexpr std::size_t kColumns = std::size(kOracleCandidateColumns);
+  if (!row.is_array() || row.size() != kColumns)
+    bad(where, path, "expected an array of " + std::to_string(kColumns) + " numbers (candidate_columns)");
+  for (std::size_t i = 0; i < kColumns; ++i)
+    if (!row[i].is_number()) bad(where, path + "[" + std::to_string(i) + "]", std::string("expected a number (") +
+                                                                                 kOracleCandidateColumns[i] + ")");
+  auto integer = [&](std::size_t i) { return row[i].get<int>(); };
   OracleCandidate o;
-  o.key = get_string(c, "key", where, path);
-  o.algo_id = get_number<int>(c, "algo_id", where, path);
-  o.tile = get_string(c, "tile", where, path);
-  o.tile_id = get_number<int>(c, "tile_id", where, path);
-  o.stages = get_string(c, "stages", where, path);
-  o.stages_id = get_number<int>(c, "stages_id", where, path);
-  o.split_k = get_number<int>(c, "split_k", where, path);
-  o.reduction = get_number<int>(c, "reduction", where, path);
-  o.swizzle = get_number<int>(c, "swizzle", where, path);
-  o.cluster = get_string(c, "cluster", where, path);
-  o.cluster_id = get_number<int>(c, "cluster_id", where, path);
-  o.custom_option = get_number<int>(c, "custom_option", where, path);
-  o.workspace = get_number<uint64_t>(c, "workspace", where, path);
-  o.median_us = get_number<double>(c, "median_us", where, path);
-  o.min_us = get_number<double>(c, "min_us", where, path);
-  o.config = parse_gemm_config(get_string(c, "config", where, path), where + ": " + path + ".config");
+  o.algo_id = integer(0);
+  o.tile_id = integer(1);
+  o.stages_id = integer(2);
+  o.split_k = integer(3);
+  o.reduction = integer(4);
+  o.swizzle = integer(5);
+  o.cluster_id = integer(6);
+  o.custom_option = integer(7);
+  o.workspace = row[8].get<uint64_t>();
+  o.median_us = row[9].get<double>();
+  o.min_us = row[10].get<double>();
+  o.max_error = row[11].get<double>();
+  o.config.tile_m = integer(12);
+  o.config.tile_n = integer(13);
+  o.config.tile_k = integer(14);
+  o.config.stages = integer(15);
+  o.config.cluster_m = integer(16);
+  o.config.cluster_n = integer(17);
+  o.config.swizzle = integer(18);
+  o.config.split_k = o.split_k;
+  o.config.decomposition = o.split_k > 1 ? GemmDecomposition::split_k : GemmDecomposition::data_parallel;
+  if (o.split_k < 1) bad(where, path + "[3]", "split_k must be >= 1");
+  o.key = oracle_candidate_key(o.algo_id, o.tile_id, o.stages_id, o.split_k, o.reduction, o.swizzle, o.cluster_id,
+                               o.custom_option);
   return o;
 }
 
 }  // namespace
+
+std::string oracle_candidate_key(int algo_id, int tile_id, int stages_id, int split_k, int reduction, int swizzle,
+                                 int cluster_id, int custom_option) {
+  std::string key;
+  const std::pair<char, int> parts[] = {{'a', algo_id},   {'t', tile_id},    {'s', stages_id}, {'k', split_k},
+                                        {'r', reduction}, {'w', swizzle},    {'c', cluster_id}, {'o', custom_option}};
+  for (const auto& [letter, value] : parts) {
+    if (!key.empty()) key += '.';
+    key += letter;
+    key += std::to_string(value);
+  }
+  return key;
+}
 
 GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) {
   json j;
@@ -92,6 +122,11 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
   o.launches = get_number<int>(j, "launches", where, "$");
   o.warmup = get_number<int>(j, "warmup", where, "$");
   o.rotation_bytes = get_number<uint64_t>(j, "rotation_bytes", where, "$");
+  const json& columns = get_array(j, "candidate_columns", where, "$");
+  bool same = columns.size() == std::size(kOracleCandidateColumns);
+  for (std::size_t i = 0; same && i < columns.size(); ++i)
+    same = columns[i].is_string() && columns[i].get<std::string>() == kOracleCandidateColumns[i];
+  if (!same) bad(where, "$.candidate_columns", "not the columns this reader knows (" + columns.dump() + ")");
   const json& shapes = get_array(j, "shapes", where, "$");
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const std::string p = "$.shapes[" + std::to_string(i) + "]";
@@ -118,7 +153,13 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
     const json& cands = get_array(s, "candidates", where, p);
     for (std::size_t c = 0; c < cands.size(); ++c) {
       sh.candidates.push_back(parse_candidate(cands[c], where, p + ".candidates[" + std::to_string(c) + "]"));
-      if (sh.candidates.back().key == sh.heuristic_key) sh.heuristic_index = c;
+    }
+    const int64_t index = get_number<int64_t>(h, "index", where, p + ".heuristic");
+    if (index >= 0) {
+      if (static_cast<std::size_t>(index) >= sh.candidates.size() ||
+          sh.candidates[static_cast<std::size_t>(index)].key != sh.heuristic_key)
+        bad(where, p + ".heuristic.index", "does not name the candidate " + sh.heuristic_key);
+      sh.heuristic_index = static_cast<std::size_t>(index);
     }
     const json& rej = get_array(s, "rejected", where, p);
     for (std::size_t r = 0; r < rej.size(); ++r) {

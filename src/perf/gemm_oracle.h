@@ -14,25 +14,34 @@ namespace hetrec {
 
 inline constexpr int kGemmOracleSchema = 1;
 
-// One timed cuBLASLt configuration.
+// One timed cuBLASLt configuration. In the file it is one row (an array) whose columns are
+// kOracleCandidateColumns, in that order (docs/perf_model.md).
 struct OracleCandidate {
-  std::string key;  // "a<algo>.t<tile id>.s<stages id>.k<split>.r<reduction>.w<swizzle>.c<cluster id>.o<custom>"
+  std::string key;  // oracle_candidate_key of the ids below
   int algo_id = 0;
-  std::string tile;  // "128x256" (cuBLASLt's tile enum), "auto" when undefined
-  int tile_id = 0;
-  std::string stages;  // "64x4" (K per stage x stages), "64xAUTO", "auto"
-  int stages_id = 0;
+  int tile_id = 0;    // cuBLASLt's tile enum value (0: undefined)
+  int stages_id = 0;  // cuBLASLt's stages enum value (0: undefined)
   int split_k = 1;
   int reduction = 0;  // cuBLASLt reduction-scheme bit (0 without split-K)
   int swizzle = 0;    // cuBLASLt CTA swizzling 0/1
-  std::string cluster;  // "2x1x1", "auto"
-  int cluster_id = 0;
+  int cluster_id = 0;  // cuBLASLt's cluster-shape enum value (0: automatic)
   int custom_option = 0;
   uint64_t workspace = 0;  // bytes the configuration needs
   double median_us = 0;
   double min_us = 0;
-  GemmConfig config;  // the configuration in the model's terms
+  double max_error = 0;  // relative max error against the heuristic's output
+  GemmConfig config;     // the configuration in the model's terms
 };
+
+inline constexpr const char* kOracleCandidateColumns[] = {
+    "algo_id",   "tile_id", "stages_id", "split_k", "reduction", "swizzle", "cluster_id",
+    "custom_option", "workspace", "median_us", "min_us", "max_err",
+    // the GemmConfig (tile, stages, cluster from the ids; swizzle in the model's terms)
+    "tile_m", "tile_n", "tile_k", "stages", "cluster_m", "cluster_n", "config_swizzle"};
+
+// "a<algo>.t<tile>.s<stages>.k<split>.r<reduction>.w<swizzle>.c<cluster>.o<custom>"
+std::string oracle_candidate_key(int algo_id, int tile_id, int stages_id, int split_k, int reduction, int swizzle,
+                                 int cluster_id, int custom_option);
 
 struct OracleRejected {
   std::string key;
@@ -46,8 +55,8 @@ struct OracleShape {
   bool trans_a = false, trans_b = false;
   std::string precision, epilogue, d_type;
   std::string skipped;  // why the shape was not timed (empty when it was); then nothing below is set
-  std::string heuristic_key;              // cuBLASLt's heuristic top-1
-  std::optional<std::size_t> heuristic_index;  // its place in `candidates`, when enumerated
+  std::string heuristic_key;                   // cuBLASLt's heuristic top-1
+  std::optional<std::size_t> heuristic_index;  // its place in `candidates`, when enumerated and timed
   double heuristic_median_us = 0, heuristic_min_us = 0;
   std::vector<OracleCandidate> candidates;
   std::vector<OracleRejected> rejected;

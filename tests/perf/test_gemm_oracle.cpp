@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -16,19 +18,15 @@ namespace {
 
 using nlohmann::json;
 
-json candidate(const std::string& key, int tile_id, double median) {
-  GemmConfig c;
-  c.tile_m = 128;
-  c.tile_n = 256;
-  c.tile_k = 64;
-  c.stages = 4;
-  c.cluster_m = 2;
-  c.split_k = 1;
-  return json{{"key", key},       {"algo_id", 66},       {"tile", "128x256"},   {"tile_id", tile_id},
-              {"stages", "64x4"}, {"stages_id", 16},     {"split_k", 1},        {"reduction", 0},
-              {"swizzle", 1},     {"cluster", "2x1x1"},  {"cluster_id", 3},     {"custom_option", 0},
-              {"workspace", 1024}, {"median_us", median}, {"min_us", median - 1}, {"max_err", 1e-6},
-              {"config", to_string(c)}};
+// A row in the order of kOracleCandidateColumns: algo 66, tile 128x256 (id 23) or
+// 128x128 (id 20), stages 64x4 (id 16), swizzling on, cluster 2x1x1 (id 3).
+json candidate(int tile_id, double median) {
+  return json::array({66, tile_id, 16, 1, 0, 1, 3, 0, 1024, median, median - 1, 1e-6, 128,
+                      tile_id == 23 ? 256 : 128, 64, 4, 2, 1, 8});
+}
+
+std::vector<std::string> columns() {
+  return std::vector<std::string>(std::begin(kOracleCandidateColumns), std::end(kOracleCandidateColumns));
 }
 
 json fixture() {
@@ -42,10 +40,9 @@ json fixture() {
              {"epilogue", "relu_bias"},
              {"d_type", "bf16"},
              {"copies", 12},
-             {"heuristic", {{"key", "a66.t23.s16.k1.r0.w1.c3.o0"}, {"enumerated", true}, {"median_us", 20.5},
-                            {"min_us", 19.0}, {"config", "x"}}},
-             {"candidates", json::array({candidate("a66.t20.s16.k1.r0.w1.c3.o0", 20, 25.0),
-                                         candidate("a66.t23.s16.k1.r0.w1.c3.o0", 23, 20.25)})},
+             {"heuristic", {{"key", "a66.t23.s16.k1.r0.w1.c3.o0"}, {"enumerated", true}, {"index", 1},
+                            {"median_us", 20.5}, {"min_us", 19.0}, {"config", "x"}}},
+             {"candidates", json::array({candidate(20, 25.0), candidate(23, 20.25)})},
              {"rejected", json::array({{{"key", "a1.t2.s3.k4.r2.w0.c0.o0"}, {"reason", "mismatch"}, {"max_err", 0.3}}})}};
   return json{{"schema", kGemmOracleSchema},
               {"date", "2026-11-29T00:00:00Z"},
@@ -58,6 +55,7 @@ json fixture() {
               {"launches", 25},
               {"warmup", 5},
               {"rotation_bytes", 125829120},
+              {"candidate_columns", columns()},
               {"shapes", json::array({shape})}};
 }
 
@@ -86,14 +84,19 @@ TEST(GemmOracle, ReadsEveryField) {
   EXPECT_EQ(*s.heuristic_index, 1u);
   EXPECT_DOUBLE_EQ(s.heuristic_median_us, 20.5);
   const OracleCandidate& c = s.candidates[1];
+  EXPECT_EQ(c.key, "a66.t23.s16.k1.r0.w1.c3.o0");
   EXPECT_EQ(c.tile_id, 23);
-  EXPECT_EQ(c.cluster, "2x1x1");
+  EXPECT_EQ(c.cluster_id, 3);
+  EXPECT_EQ(c.workspace, 1024u);
+  EXPECT_DOUBLE_EQ(c.max_error, 1e-6);
   EXPECT_DOUBLE_EQ(c.median_us, 20.25);
   EXPECT_DOUBLE_EQ(c.min_us, 19.25);
   EXPECT_EQ(c.config.tile_m, 128);
   EXPECT_EQ(c.config.tile_n, 256);
   EXPECT_EQ(c.config.stages, 4);
   EXPECT_EQ(c.config.cluster_m, 2);
+  EXPECT_EQ(c.config.swizzle, 8);
+  EXPECT_EQ(c.config.decomposition, GemmDecomposition::data_parallel);
   ASSERT_EQ(s.rejected.size(), 1u);
   EXPECT_EQ(s.rejected[0].reason, "mismatch");
   EXPECT_DOUBLE_EQ(s.rejected[0].max_error, 0.3);
@@ -122,17 +125,26 @@ void expect_error(const json& j, const std::string& fragment) {
 
 TEST(GemmOracle, NamesTheFaultyField) {
   json j = fixture();
-  j["shapes"][0]["candidates"][1].erase("median_us");
-  expect_error(j, "$.shapes[0].candidates[1].median_us: missing");
+  j["shapes"][0]["candidates"][1].erase(9);
+  expect_error(j, "$.shapes[0].candidates[1]: expected an array of 19 numbers");
+  j = fixture();
+  j["shapes"][0]["candidates"][0][9] = "fast";
+  expect_error(j, "$.shapes[0].candidates[0][9]: expected a number (median_us)");
+  j = fixture();
+  j["shapes"][0]["heuristic"]["index"] = 0;  // candidate 0 is another configuration
+  expect_error(j, "$.shapes[0].heuristic.index");
+  j = fixture();
+  j["candidate_columns"][0] = "algo";
+  expect_error(j, "$.candidate_columns");
+  j = fixture();
+  j["shapes"][0]["heuristic"].erase("median_us");
+  expect_error(j, "$.shapes[0].heuristic.median_us: missing");
   j = fixture();
   j["shapes"][0]["m"] = "4096";
   expect_error(j, "$.shapes[0].m: expected a number");
   j = fixture();
   j["schema"] = 99;
   expect_error(j, "$.schema");
-  j = fixture();
-  j["shapes"][0]["candidates"][0]["config"] = "tile=1x2";
-  expect_error(j, "candidates[0].config");
   EXPECT_THROW(parse_gemm_oracle("{not json", "x"), ConfigError);
   EXPECT_THROW(load_gemm_oracle("/nonexistent/dir/oracle.json"), IoError);
 }
