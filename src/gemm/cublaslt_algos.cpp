@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
 
 #include "core/error.h"
@@ -94,6 +95,32 @@ AlgoConfig read_algo_config(const cublasLtMatmulAlgo_t& algo) {
   c.custom_option = static_cast<int>(get_config<uint32_t>(algo, CUBLASLT_ALGO_CONFIG_CUSTOM_OPTION));
   c.cluster_id = static_cast<int>(get_config<uint16_t>(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID));
   return c;
+}
+
+bool within_enumeration_bounds(const AlgoConfig& c, std::string* why) {
+  std::string reason;
+  if (std::find(std::begin(kSplitK), std::end(kSplitK), c.split_k) == std::end(kSplitK) && c.split_k != 1)
+    reason = "split-K " + std::to_string(c.split_k) + " is not 1, 2, 4, 8 or 16";
+  else if (c.cluster_id != 0 && std::find(std::begin(kClusterShapes), std::end(kClusterShapes),
+                                          static_cast<cublasLtClusterShape_t>(c.cluster_id)) == std::end(kClusterShapes))
+    reason = "cluster shape " + cluster_text(c.cluster_id) + " is not in the enumerated set";
+  else if (c.custom_option > kMaxCustomOption)
+    reason = "custom option " + std::to_string(c.custom_option) + " is above " + std::to_string(kMaxCustomOption);
+  else if ((c.split_k > 1) + (c.swizzle != 0) + (c.cluster_id != 0) + (c.custom_option != 0) > 1)
+    reason = "it combines several of split-K, swizzling, an explicit cluster and a custom option";
+  if (why) *why = reason;
+  return reason.empty();
+}
+
+std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDescriptors& desc,
+                                         const cublasLtMatmulAlgo_t& algo, std::size_t workspace_limit) {
+  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulAlgo_t copy = algo;
+  if (cublasLtMatmulAlgoCheck(handle, desc.desc, desc.a, desc.b, desc.d, desc.d, &copy, &result) !=
+          CUBLAS_STATUS_SUCCESS ||
+      result.state != CUBLAS_STATUS_SUCCESS || result.workspaceSize > workspace_limit)
+    return std::nullopt;
+  return EnumeratedAlgo{read_algo_config(algo), algo, result.workspaceSize};
 }
 
 std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos, const AlgoConfig& config) {

@@ -13,6 +13,7 @@
 // workspace than given are dropped (and counted).
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gemm/cublaslt_algo_ids.h"
@@ -38,6 +39,16 @@ AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& problem,
 
 // The configuration attributes of an algorithm (as the heuristic returns it, say).
 AlgoConfig read_algo_config(const cublasLtMatmulAlgo_t& algo);
+
+// Whether the enumeration's bounds include `config` (split-K in {1,2,4,8,16}, a listed
+// cluster shape, custom option <= 16, at most one factor away from its base); if not,
+// `why` says which bound it is outside.
+bool within_enumeration_bounds(const AlgoConfig& config, std::string* why);
+
+// Validates one configuration (the heuristic's, say) with cublasLtMatmulAlgoCheck; nullopt
+// when cuBLASLt refuses it or it needs more than the workspace limit.
+std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDescriptors& desc,
+                                         const cublasLtMatmulAlgo_t& algo, std::size_t workspace_limit);
 
 // Index in `algos` of the configuration equal to `config`, if any.
 std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos, const AlgoConfig& config);

@@ -314,10 +314,21 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
     return j;
   }
   const auto enumerate_start = Clock::now();
-  const auto enumeration = cublaslt::enumerate_algos(handle_, p, *desc, kWorkspaceBytes);
+  auto enumeration = cublaslt::enumerate_algos(handle_, p, *desc, kWorkspaceBytes);
   const double enumerate_ms = std::chrono::duration<double, std::milli>(Clock::now() - enumerate_start).count();
   const cublaslt::AlgoConfig heuristic_config = cublaslt::read_algo_config(*heuristic);
-  const auto heuristic_index = cublaslt::find_config(enumeration.valid, heuristic_config);
+  auto heuristic_index = cublaslt::find_config(enumeration.valid, heuristic_config);
+  const bool heuristic_enumerated = heuristic_index.has_value();
+  std::string outside_bounds;
+  if (!heuristic_enumerated) {
+    // A configuration outside the enumeration's bounds: time it as a candidate too, so the
+    // results always hold the heuristic's row.
+    (void)cublaslt::within_enumeration_bounds(heuristic_config, &outside_bounds);
+    if (auto extra = cublaslt::check_algo(handle_, *desc, *heuristic, kWorkspaceBytes)) {
+      enumeration.valid.push_back(*extra);
+      heuristic_index = enumeration.valid.size() - 1;
+    }
+  }
 
   // The reference: the heuristic's output on copy 0, poisoned first.
   const std::size_t d_elems = static_cast<std::size_t>(s.m * s.n);
@@ -350,7 +361,8 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
     return j;
   }
   j["heuristic"] = json{{"key", cublaslt::algo_key(heuristic_config)},
-                        {"enumerated", heuristic_index.has_value()},
+                        {"enumerated", heuristic_enumerated},
+                        {"outside_bounds", outside_bounds},
                         {"index", -1},
                         {"median_us", round_us(heuristic_timing->median_us)},
                         {"min_us", round_us(heuristic_timing->min_us)},
@@ -416,7 +428,7 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
                 "%d ids, %d checked in %.0f ms, %zu valid, %zu tried, %zu timed, %zu rejected; heuristic %.1f us%s, "
                 "best %.1f us",
                 enumeration.algo_ids, enumeration.checked, enumerate_ms, valid, attempted, j["candidates"].size(), j["rejected"].size(),
-                heuristic_timing->median_us, heuristic_index ? "" : " (not enumerated)", best);
+                heuristic_timing->median_us, heuristic_enumerated ? "" : " (not enumerated)", best);
   progress = line;
   return j;
 }
