@@ -494,7 +494,17 @@ void Bench::run() {
     const double allowance =
         opt_.time_budget_s > 0 ? (opt_.time_budget_s - elapsed()) / static_cast<double>(shapes.size() - done) : 0.0;
     std::string progress;
-    results["shapes"].push_back(bench_shape(s, shape_bytes(s, rotation_bytes), allowance, progress));
+    try {
+      results["shapes"].push_back(bench_shape(s, shape_bytes(s, rotation_bytes), allowance, progress));
+    } catch (const Error& e) {
+      // One shape's library or device error is recorded and the run goes on (a sticky device
+      // error then marks every later shape the same way).
+      results["shapes"].push_back(json{{"id", s.id}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"trans_a", s.trans_a},
+                                       {"trans_b", s.trans_b}, {"precision", s.precision}, {"epilogue", s.epilogue},
+                                       {"d_type", std::string(dtype_name(s.d_type))},
+                                       {"skipped", std::string("error: ") + e.what()}});
+      progress = std::string("error: ") + e.what();
+    }
     ++done;
     std::fprintf(stderr, "[%zu/%zu] %s: %s (%.0f s)\n", done, shapes.size(), s.id.c_str(), progress.c_str(),
                  elapsed());
