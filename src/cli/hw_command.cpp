@@ -1,11 +1,12 @@
-// `hetrec hw list | show` and `hetrec gemm select`: hardware descriptions and the
-// analytical GEMM selector.
+// `hetrec hw list | show`, `hetrec gemm select` and `hetrec gemm bench`: hardware
+// descriptions, the analytical GEMM selector and the cuBLASLt oracle.
 #include <cstdio>
 #include <string>
 
 #include "cli/commands.h"
 #include "cli/hw_dir.h"
 #include "core/error.h"
+#include "gemm/gemm_bench.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
 #include "perf/gemm_problem.h"
@@ -82,6 +83,29 @@ void add_gemm_command(CLI::App& app, Action& action) {
       if (p.a_type == DType::f8e4m3 || p.a_type == DType::f8e5m2) p.fp8_scaling = Fp8Scaling::per_tensor;
       std::fputs(gemm_select_report(hw, p, params).c_str(), stdout);
     };
+  });
+
+  auto b = std::make_shared<GemmBenchOptions>();
+  CLI::App* bench = gemm->add_subcommand(
+      "bench", "time every valid cuBLASLt algorithm configuration on the GEMM shape suite (needs a GPU)");
+  bench->add_option("--suite", b->suite, "all, or one model: demo, dlrm_mlperf, dcnv2_mlperf, wide, narrow")
+      ->capture_default_str();
+  bench->add_option("--filter", b->filter, "only shapes whose id matches this regular expression");
+  bench->add_option("--out", b->out, "results file (JSON)")->required();
+  bench->add_option("--launches", b->launches, "timed launches per candidate (>= 20)")->capture_default_str();
+  bench->add_option("--warmup", b->warmup, "untimed launches before them")->capture_default_str();
+  bench->add_option("--max-candidates-per-shape", b->max_candidates_per_shape,
+                    "time at most this many configurations per shape, evenly spaced (0: all)")
+      ->capture_default_str();
+  bench->add_option("--time-budget", b->time_budget_s, "start no shape after this many seconds (0: no limit)")
+      ->capture_default_str();
+  bench->callback([b, &action] {
+    // The command as the results record it: every option with the value it took.
+    b->command = "hetrec gemm bench --suite " + b->suite + (b->filter.empty() ? "" : " --filter '" + b->filter + "'") +
+                 " --out " + b->out + " --launches " + std::to_string(b->launches) + " --warmup " +
+                 std::to_string(b->warmup) + " --max-candidates-per-shape " +
+                 std::to_string(b->max_candidates_per_shape) + " --time-budget " + std::to_string(b->time_budget_s);
+    action = [b] { run_gemm_bench(*b); };
   });
 }
 

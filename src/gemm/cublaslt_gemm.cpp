@@ -19,6 +19,7 @@ cudaDataType data_type(DType t) {
     case DType::f32: return CUDA_R_32F;
     case DType::bf16: return CUDA_R_16BF;
     case DType::f16: return CUDA_R_16F;
+    case DType::f8e4m3: return CUDA_R_8F_E4M3;
     default: throw InternalError("cublaslt: unsupported matrix dtype " + std::string(dtype_name(t)));
   }
 }
@@ -46,13 +47,6 @@ int alignment_of(const void* p) {
   return a;
 }
 
-std::string shape_text(const Problem& p) {
-  return "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
-         (p.trans_a ? " A^T" : " A") + (p.trans_b ? " B^T" : " B") + " lda=" + std::to_string(p.lda) +
-         " ldb=" + std::to_string(p.ldb) + " ldd=" + std::to_string(p.ldd) + " D " +
-         std::string(dtype_name(p.d_type)) + " precision " + std::to_string(static_cast<int>(p.precision)) +
-         " epilogue " + std::to_string(static_cast<int>(p.epilogue));
-}
 
 template <class T>
 void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, const T& value) {
@@ -60,6 +54,36 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 }
 
 }  // namespace
+
+std::string shape_text(const Problem& p) {
+  return "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +
+         (p.trans_a ? " A^T" : " A") + (p.trans_b ? " B^T" : " B") + " lda=" + std::to_string(p.lda) +
+         " ldb=" + std::to_string(p.ldb) + " ldd=" + std::to_string(p.ldd) + " D " +
+         std::string(dtype_name(p.d_type)) + " precision " + precision_name(p.precision) +
+         " epilogue " + std::to_string(static_cast<int>(p.epilogue));
+}
+
+DType operand_dtype(Precision p) {
+  switch (p) {
+    case Precision::fp32:
+    case Precision::tf32: return DType::f32;
+    case Precision::bf16: return DType::bf16;
+    case Precision::fp16: return DType::f16;
+    case Precision::fp8_e4m3: return DType::f8e4m3;
+  }
+  return DType::f32;
+}
+
+const char* precision_name(Precision p) {
+  switch (p) {
+    case Precision::fp32: return "fp32";
+    case Precision::tf32: return "tf32";
+    case Precision::bf16: return "bf16";
+    case Precision::fp16: return "fp16";
+    case Precision::fp8_e4m3: return "fp8_e4m3";
+  }
+  return "?";
+}
 
 int64_t relu_aux_ld(int64_t n) { return (n + kAuxLdMultiple - 1) / kAuxLdMultiple * kAuxLdMultiple; }
 
@@ -102,16 +126,68 @@ std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasL
   return chosen;
 }
 
-struct Gemm::Plan {
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // column-major view
-  std::optional<cublasLtMatmulAlgo_t> algo;
-  ~Plan() {
-    if (a) (void)cublasLtMatrixLayoutDestroy(a);
-    if (b) (void)cublasLtMatrixLayoutDestroy(b);
-    if (d) (void)cublasLtMatrixLayoutDestroy(d);
-    if (desc) (void)cublasLtMatmulDescDestroy(desc);
+MatmulDescriptors::~MatmulDescriptors() {
+  if (a) (void)cublasLtMatrixLayoutDestroy(a);
+  if (b) (void)cublasLtMatrixLayoutDestroy(b);
+  if (d) (void)cublasLtMatrixLayoutDestroy(d);
+  if (desc) (void)cublasLtMatmulDescDestroy(desc);
+}
+
+std::unique_ptr<MatmulDescriptors> make_descriptors(const Problem& p) {
+  if (p.m <= 0 || p.n <= 0 || p.k <= 0) throw InternalError("cublaslt: empty problem " + shape_text(p));
+  const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
+  const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
+  if (p.lda < a_cols || p.ldb < b_cols || p.ldd < p.n)
+    throw InternalError("cublaslt: leading dimension below the row width in " + shape_text(p) + " (A is " +
+                        std::to_string(a_rows) + " x " + std::to_string(a_cols) + ", B " + std::to_string(b_rows) +
+                        " x " + std::to_string(b_cols) + ")");
+  auto m = std::make_unique<MatmulDescriptors>();
+  const DType ab_type = operand_dtype(p.precision);
+  const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  HETREC_BLAS_CHECK(cublasLtMatmulDescCreate(&m->desc, compute, CUDA_R_32F));
+  // Column-major view: D^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m). A row-major
+  // r x c matrix is a column-major c x r one, so B^T needs no transpose when B is used
+  // as stored, and one when it is used transposed (likewise A).
+  const cublasOperation_t op_first = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  set_desc(m->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_first);
+  set_desc(m->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_second);
+  set_desc(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p.epilogue));
+  if (uses_bias(p.epilogue) && p.d_type != DType::f32) set_desc(m->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
+  if (uses_aux(p.epilogue)) set_desc(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, relu_aux_ld(p.n));
+  // Stored shapes in the column-major view: B is (b_cols x b_rows) with ld ldb, A is
+  // (a_cols x a_rows) with ld lda, D is (n x m) with ld ldd.
+  HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&m->a, data_type(ab_type), static_cast<uint64_t>(b_cols),
+                                               static_cast<uint64_t>(b_rows), p.ldb));
+  HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&m->b, data_type(ab_type), static_cast<uint64_t>(a_cols),
+                                               static_cast<uint64_t>(a_rows), p.lda));
+  HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&m->d, data_type(p.d_type), static_cast<uint64_t>(p.n),
+                                               static_cast<uint64_t>(p.m), p.ldd));
+  return m;
+}
+
+void set_operand_pointers(const Problem& p, const Operands& o, cublasLtMatmulDesc_t desc) {
+  if (uses_bias(p.epilogue)) {
+    const bool grad = p.epilogue == Epilogue::drelu_bgrad || p.epilogue == Epilogue::bgrad_a;
+    if (grad ? !o.bias_grad : !o.bias) throw InternalError("cublaslt: epilogue needs a bias vector: " + shape_text(p));
+    const void* bias = o.bias ? static_cast<const void*>(o.bias) : static_cast<const void*>(o.bias_grad);
+    set_desc(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
   }
+  if (uses_aux(p.epilogue)) {
+    if (!o.aux) throw InternalError("cublaslt: epilogue needs the aux mask: " + shape_text(p));
+    set_desc(desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, o.aux);
+  }
+  if (p.precision == Precision::fp8_e4m3) {
+    if (!o.a_scale || !o.b_scale) throw InternalError("cublaslt: fp8 needs A and B scales: " + shape_text(p));
+    // The column-major product's A is our B and its B our A.
+    set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(o.b_scale));
+    set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(o.a_scale));
+  }
+}
+
+struct Gemm::Plan {
+  std::unique_ptr<MatmulDescriptors> desc;
+  std::optional<cublasLtMatmulAlgo_t> algo;
 };
 
 Gemm::Gemm(Allocator& device_allocator, std::size_t workspace_bytes) {
@@ -134,40 +210,10 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
   const Key key = key_of(p, al);
   auto it = plans_.find(key);
   if (it != plans_.end()) return *it->second;
-  if (p.m <= 0 || p.n <= 0 || p.k <= 0) throw InternalError("cublaslt: empty problem " + shape_text(p));
-  const int64_t a_rows = p.trans_a ? p.k : p.m, a_cols = p.trans_a ? p.m : p.k;
-  const int64_t b_rows = p.trans_b ? p.n : p.k, b_cols = p.trans_b ? p.k : p.n;
-  if (p.lda < a_cols || p.ldb < b_cols || p.ldd < p.n)
-    throw InternalError("cublaslt: leading dimension below the row width in " + shape_text(p) + " (A is " +
-                        std::to_string(a_rows) + " x " + std::to_string(a_cols) + ", B " + std::to_string(b_rows) +
-                        " x " + std::to_string(b_cols) + ")");
-
   auto plan = std::make_unique<Plan>();
-  {
-    const DType ab_type = p.precision == Precision::bf16 ? DType::bf16 : DType::f32;
-    const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    HETREC_BLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, CUDA_R_32F));
-    // Column-major view: D^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m). A row-major
-    // r x c matrix is a column-major c x r one, so B^T needs no transpose when B is used
-    // as stored, and one when it is used transposed (likewise A).
-    const cublasOperation_t op_first = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasOperation_t op_second = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_first);
-    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_second);
-    set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p.epilogue));
-    if (uses_bias(p.epilogue) && p.d_type != DType::f32) set_desc(plan->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
-    if (uses_aux(p.epilogue)) set_desc(plan->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, relu_aux_ld(p.n));
-    // Stored shapes in the column-major view: B is (b_cols x b_rows) with ld ldb, A is
-    // (a_cols x a_rows) with ld lda, D is (n x m) with ld ldd.
-    HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, data_type(ab_type), static_cast<uint64_t>(b_cols),
-                                                 static_cast<uint64_t>(b_rows), p.ldb));
-    HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, data_type(ab_type), static_cast<uint64_t>(a_cols),
-                                                 static_cast<uint64_t>(a_rows), p.lda));
-    HETREC_BLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->d, data_type(p.d_type), static_cast<uint64_t>(p.n),
-                                                 static_cast<uint64_t>(p.m), p.ldd));
-    plan->algo = select_algo(handle_, plan->desc, plan->a, plan->b, plan->d,
-                             workspace_.defined() ? workspace_.nbytes() : 0, al);
-  }
+  plan->desc = make_descriptors(p);
+  plan->algo = select_algo(handle_, plan->desc->desc, plan->desc->a, plan->desc->b, plan->desc->d,
+                           workspace_.defined() ? workspace_.nbytes() : 0, al);
   Plan& ref = *plan;
   plans_.emplace(key, std::move(plan));
   return ref;
@@ -176,11 +222,6 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
 bool Gemm::supported(const Problem& problem) { return plan(problem, Alignment{}).algo.has_value(); }
 
 void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream) {
-  if (uses_bias(p.epilogue)) {
-    const bool grad = p.epilogue == Epilogue::drelu_bgrad || p.epilogue == Epilogue::bgrad_a;
-    if (grad ? !o.bias_grad : !o.bias) throw InternalError("cublaslt: epilogue needs a bias vector: " + shape_text(p));
-  }
-  if (uses_aux(p.epilogue) && !o.aux) throw InternalError("cublaslt: epilogue needs the aux mask: " + shape_text(p));
   Alignment al;
   al.a = alignment_of(o.a);
   al.b = alignment_of(o.b);
@@ -189,15 +230,11 @@ void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream) {
   if (uses_bias(p.epilogue)) al.bias = alignment_of(o.bias ? static_cast<const void*>(o.bias) : o.bias_grad);
   Plan& pl = plan(p, al);
   if (!pl.algo) throw DeviceError("cuBLASLt has no algorithm for " + shape_text(p));
-  if (uses_bias(p.epilogue)) {
-    const void* bias = o.bias ? static_cast<const void*>(o.bias) : static_cast<const void*>(o.bias_grad);
-    set_desc(pl.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, bias);
-  }
-  if (uses_aux(p.epilogue)) set_desc(pl.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, o.aux);
+  set_operand_pointers(p, o, pl.desc->desc);
   void* ws = workspace_.defined() ? workspace_.raw() : nullptr;
   const std::size_t ws_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
-  HETREC_BLAS_CHECK(cublasLtMatmul(handle_, pl.desc, &o.alpha, o.b, pl.a, o.a, pl.b, &o.beta, o.d, pl.d, o.d, pl.d,
-                                   &*pl.algo, ws, ws_bytes, stream));
+  HETREC_BLAS_CHECK(cublasLtMatmul(handle_, pl.desc->desc, &o.alpha, o.b, pl.desc->a, o.a, pl.desc->b, &o.beta, o.d,
+                                   pl.desc->d, o.d, pl.desc->d, &*pl.algo, ws, ws_bytes, stream));
 }
 
 }  // namespace hetrec::cublaslt

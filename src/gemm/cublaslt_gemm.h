@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <tuple>
 
 #include "core/dtype.h"
@@ -33,7 +34,16 @@ enum class Precision : uint8_t {
   fp32,  // fp32 operands, fp32 arithmetic
   tf32,  // fp32 operands, tensor cores with 10-bit-mantissa inputs, fp32 accumulation
   bf16,  // bf16 A and B, fp32 accumulation; D in fp32 or bf16
+  fp16,  // fp16 A and B, fp32 accumulation; D in fp32 or fp16
+  // e4m3 A and B with one fp32 scale each (Operands::a_scale, b_scale), fp32
+  // accumulation, D in bf16 or fp32. cuBLASLt runs it only as "TN" in column-major terms,
+  // which is trans_b && !trans_a here, with K and the leading dimensions multiples of 16.
+  fp8_e4m3,
 };
+
+// The storage type of A and B under a precision.
+DType operand_dtype(Precision p);
+const char* precision_name(Precision p);
 
 struct Problem {
   bool trans_a = false;  // A stored k x m (row-major) and used transposed
@@ -54,7 +64,28 @@ struct Operands {
   const float* bias = nullptr;  // bias, relu_bias, relu_aux_bias: n values
   float* bias_grad = nullptr;   // drelu_bgrad: n values; bgrad_a: m values
   void* aux = nullptr;          // relu_aux_bias (written), drelu_bgrad (read): relu_aux_bytes(m, n)
+  const float* a_scale = nullptr;  // fp8_e4m3: device pointers to A's and B's dequantisation scales
+  const float* b_scale = nullptr;
 };
+
+// The matmul descriptor and the three matrix layouts of one problem in cuBLASLt's
+// column-major view (D^T = op(B)^T op(A)^T), destroyed with the object. Used by Gemm and
+// by the algorithm enumeration of gemm/cublaslt_algos.h.
+struct MatmulDescriptors {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;  // column-major A (our B), B (our A), D
+  MatmulDescriptors() = default;
+  ~MatmulDescriptors();
+  MatmulDescriptors(const MatmulDescriptors&) = delete;
+  MatmulDescriptors& operator=(const MatmulDescriptors&) = delete;
+};
+// Throws InternalError for an empty problem or leading dimensions below the row widths.
+std::unique_ptr<MatmulDescriptors> make_descriptors(const Problem& problem);
+// Sets the per-call pointers (bias, aux, fp8 scales) the problem's epilogue and precision
+// need; throws InternalError naming the shape when one is missing.
+void set_operand_pointers(const Problem& problem, const Operands& operands, cublasLtMatmulDesc_t desc);
+// "m=.. n=.. k=.. A B^T lda=.. ..." for error messages.
+std::string shape_text(const Problem& p);
 
 // The ReLU mask is one bit per element of D, laid out for cuBLASLt's column-major view
 // (n rows of D^T, leading dimension rounded up to 128 bits as the library requires).

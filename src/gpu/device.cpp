@@ -68,6 +68,18 @@ int multiprocessor_count(int index) {
   return n;
 }
 
+int driver_version() {
+  int v = 0;
+  HETREC_GPU_CHECK(cudaDriverGetVersion(&v));
+  return v;
+}
+
+int runtime_version() {
+  int v = 0;
+  HETREC_GPU_CHECK(cudaRuntimeGetVersion(&v));
+  return v;
+}
+
 MemoryInfo memory_info() {
   MemoryInfo m;
   HETREC_GPU_CHECK(cudaMemGetInfo(&m.free_bytes, &m.total_bytes));

@@ -39,6 +39,10 @@ DeviceProperties device_properties(int index);
 // persistent grids.
 int multiprocessor_count(int index);
 
+// The driver's and the runtime's version numbers (CUDA: 1000 x major + 10 x minor).
+int driver_version();
+int runtime_version();
+
 struct MemoryInfo {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;

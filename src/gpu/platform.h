@@ -47,6 +47,8 @@
 #define cudaFuncSetAttribute hipFuncSetAttribute
 #define cudaGetDevice hipGetDevice
 #define cudaGetDeviceCount hipGetDeviceCount
+#define cudaDriverGetVersion hipDriverGetVersion
+#define cudaRuntimeGetVersion hipRuntimeGetVersion
 #define cudaGetDeviceProperties hipGetDeviceProperties
 #define cudaGetErrorName hipGetErrorName
 #define cudaGetErrorString hipGetErrorString

@@ -50,15 +50,6 @@ struct StepOutput {
   int32_t skipped = 0;
 };
 
-const char* precision_name(cublaslt::Precision p) {
-  switch (p) {
-    case cublaslt::Precision::fp32: return "fp32";
-    case cublaslt::Precision::tf32: return "tf32";
-    case cublaslt::Precision::bf16: return "bf16";
-  }
-  return "?";
-}
-
 // Phase boundaries of a profiled step (events recorded after each).
 enum Phase : int {
   kStart,

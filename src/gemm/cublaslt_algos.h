@@ -1,0 +1,56 @@
+#pragma once
+// Every cuBLASLt algorithm configuration that runs a problem, for the oracle that times
+// them (gemm/gemm_bench.h). CUDA only: hipBLASLt has no per-configuration enumeration.
+//
+// The enumeration is bounded, one factor at a time around a base (docs/perf_model.md):
+//   base: every algorithm id x every tile of its TILE_IDS x every stages id of its
+//         STAGES_IDS, with split-K 1, no swizzling, automatic cluster, custom option 0;
+//   from every base cuBLASLt accepts: split-K 2, 4, 8, 16 (if SPLITK_SUPPORT) with each
+//         reduction scheme of REDUCTION_SCHEME_MASK; CTA swizzling on (if
+//         CTA_SWIZZLING_SUPPORT); each explicit cluster shape of kClusterShapes; each
+//         custom option 1..CUSTOM_OPTION_MAX (at most 16).
+// Each configuration is validated with cublasLtMatmulAlgoCheck; those needing more
+// workspace than given are dropped (and counted).
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gemm/cublaslt_algo_ids.h"
+#include "gemm/cublaslt_gemm.h"
+
+namespace hetrec::cublaslt {
+
+struct EnumeratedAlgo {
+  AlgoConfig config;
+  cublasLtMatmulAlgo_t algo{};
+  std::size_t workspace = 0;
+};
+
+struct AlgoEnumeration {
+  std::vector<EnumeratedAlgo> valid;  // in enumeration order (algo id, tile, stages, variant)
+  int algo_ids = 0;                   // ids cuBLASLt lists for the types
+  int checked = 0;                    // configurations given to cublasLtMatmulAlgoCheck
+  int over_workspace = 0;             // valid but needing more than the workspace limit
+};
+
+AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& problem, const MatmulDescriptors& desc,
+                                std::size_t workspace_limit);
+
+// The configuration attributes of an algorithm (as the heuristic returns it, say).
+AlgoConfig read_algo_config(const cublasLtMatmulAlgo_t& algo);
+
+// Whether the enumeration's bounds include `config` (split-K in {1,2,4,8,16}, a listed
+// cluster shape, custom option <= 16, at most one factor away from its base); if not,
+// `why` says which bound it is outside.
+bool within_enumeration_bounds(const AlgoConfig& config, std::string* why);
+
+// Validates one configuration (the heuristic's, say) with cublasLtMatmulAlgoCheck; nullopt
+// when cuBLASLt refuses it or it needs more than the workspace limit.
+std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDescriptors& desc,
+                                         const cublasLtMatmulAlgo_t& algo, std::size_t workspace_limit);
+
+// Index in `algos` of the configuration equal to `config`, if any.
+std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos, const AlgoConfig& config);
+
+}  // namespace hetrec::cublaslt

@@ -1,0 +1,558 @@
+#include "gemm/gemm_bench.h"
+
+#include "core/error.h"
+
+// CUDA only: hipBLASLt cannot enumerate configurations (gemm/cublaslt_algos.h).
+#if defined(HETREC_WITH_CUDA)
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <iterator>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <vector>
+
+#include "core/rng.h"
+#include "gemm/cublaslt_algos.h"
+#include "gpu/device.h"
+#include "gpu/device_buffer.h"
+#include "gpu/event.h"
+#include "gpu/memory.h"
+#include "gpu/stream.h"
+#include "kernels/output_compare.h"
+#include "perf/gemm_oracle.h"
+#include "perf/gemm_suite.h"
+
+namespace hetrec {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+// The engine's cuBLASLt workspace (cublaslt::Gemm::kDefaultWorkspaceBytes): a configuration
+// needing more could not run in training, so it is not timed.
+constexpr std::size_t kWorkspaceBytes = cublaslt::Gemm::kDefaultWorkspaceBytes;
+// Operands rotate over copies whose total is at least this many times the L2, so no launch
+// finds its operands in the L2 from the previous one.
+constexpr std::size_t kRotationL2Multiple = 2;
+constexpr int kMinCopies = 2;
+constexpr std::size_t kAlign = 256;  // every operand starts 256-byte aligned (cuBLASLt's widest)
+// Random values generated on the host and replicated on the device to fill the pools.
+constexpr std::size_t kSeedBlockElements = std::size_t{1} << 22;
+constexpr uint64_t kSeed = 0x6f7261636c65;  // "oracle"
+constexpr int kMinLaunches = 20;
+// Results are rewritten at most this often during a run, so a run killed from outside
+// still leaves what it measured.
+constexpr double kCheckpointSeconds = 20.0;
+// The fp8 per-tensor scales: not 1, so a kernel that ignores them fails verification.
+constexpr float kFp8ScaleA = 0.5f, kFp8ScaleB = 2.0f;
+
+// With a time budget, a shape stops timing candidates once its share of the remaining time
+// is spent, but never before this many (when it has them).
+constexpr std::size_t kMinCandidatesPerShape = 4;
+// The spread order's stride as a fraction of the list (the golden ratio's conjugate, which
+// spreads any prefix of i * stride mod n evenly over the list).
+constexpr double kSpreadFraction = 0.6180339887;
+
+std::size_t aligned(std::size_t b) { return (b + kAlign - 1) / kAlign * kAlign; }
+
+// Relative max error (max |x - ref| / max |ref|) allowed between a candidate and the
+// heuristic: both round the same products, in different orders (split-K partials in the
+// output type for 16-bit outputs), so a few output ulps; a wrong kernel is off by O(1).
+double tolerance(const std::string& precision) {
+  if (precision == "fp32") return 1e-4;
+  if (precision == "tf32") return 1e-2;
+  if (precision == "fp16") return 2e-2;
+  return 5e-2;  // bf16 outputs (bf16, fp8)
+}
+
+cublaslt::Precision precision_of(const std::string& p) {
+  if (p == "fp32") return cublaslt::Precision::fp32;
+  if (p == "tf32") return cublaslt::Precision::tf32;
+  if (p == "bf16") return cublaslt::Precision::bf16;
+  if (p == "fp16") return cublaslt::Precision::fp16;
+  if (p == "fp8") return cublaslt::Precision::fp8_e4m3;
+  throw InternalError("gemm bench: unknown precision " + p);
+}
+
+cublaslt::Epilogue epilogue_of(const std::string& e) {
+  if (e == "none") return cublaslt::Epilogue::none;
+  if (e == "bias") return cublaslt::Epilogue::bias;
+  if (e == "relu_bias") return cublaslt::Epilogue::relu_bias;
+  throw InternalError("gemm bench: unknown epilogue " + e);
+}
+
+struct ShapeBytes {
+  std::size_t a = 0, b = 0, d = 0;
+  int copies = kMinCopies;
+};
+
+// 0..n-1 in an order whose every prefix is spread evenly over the list (i * stride mod n
+// with stride coprime to n), so a run that times only a prefix still samples every algorithm,
+// tile and variant region of the enumeration.
+std::vector<std::size_t> spread_order(std::size_t n) {
+  std::vector<std::size_t> order;
+  if (n == 0) return order;
+  std::size_t stride = std::max<std::size_t>(1, static_cast<std::size_t>(kSpreadFraction * static_cast<double>(n)));
+  while (std::gcd(stride, n) != 1) ++stride;
+  for (std::size_t i = 0; i < n; ++i) order.push_back(i * stride % n);
+  return order;
+}
+
+ShapeBytes shape_bytes(const GemmSuiteShape& s, std::size_t rotation_bytes) {
+  const std::size_t in = dtype_size(cublaslt::operand_dtype(precision_of(s.precision)));
+  ShapeBytes sb;
+  sb.a = aligned(static_cast<std::size_t>(s.m * s.k) * in);
+  sb.b = aligned(static_cast<std::size_t>(s.k * s.n) * in);
+  sb.d = aligned(static_cast<std::size_t>(s.m * s.n) * dtype_size(s.d_type));
+  const std::size_t set = sb.a + sb.b + sb.d;
+  sb.copies = std::max<int>(kMinCopies, static_cast<int>((rotation_bytes + set - 1) / set));
+  return sb;
+}
+
+// A device pool of random values of one type: a host-generated block replicated.
+gpu::DeviceBuffer random_pool(DType type, std::size_t bytes, uint64_t stream_id) {
+  gpu::DeviceBuffer pool(std::max<std::size_t>(bytes, kAlign));
+  const std::size_t esize = dtype_size(type);
+  const std::size_t n = std::min(kSeedBlockElements, pool.bytes() / esize);
+  std::vector<uint8_t> host(n * esize);
+  Rng rng(kSeed, stream_id);
+  for (std::size_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(rng.normal());
+    switch (type) {
+      case DType::f32: std::memcpy(&host[i * 4], &v, 4); break;
+      case DType::bf16: {
+        const uint16_t h = f32_to_bf16(v);
+        std::memcpy(&host[i * 2], &h, 2);
+        break;
+      }
+      case DType::f16: {
+        const uint16_t h = f32_to_f16(v);
+        std::memcpy(&host[i * 2], &h, 2);
+        break;
+      }
+      case DType::f8e4m3: host[i] = f32_to_f8e4m3(v); break;
+      default: throw InternalError("gemm bench: no random pool of " + std::string(dtype_name(type)));
+    }
+  }
+  gpu::memcpy_sync(pool.get(), host.data(), host.size(), gpu::CopyKind::host_to_device);
+  auto* base = pool.as<uint8_t>();
+  std::size_t filled = host.size();
+  while (filled < pool.bytes()) {
+    const std::size_t chunk = std::min(filled, pool.bytes() - filled);
+    gpu::memcpy_sync(base + filled, base, chunk, gpu::CopyKind::device_to_device);
+    filled += chunk;
+  }
+  return pool;
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+void write_json_atomically(const json& j, const std::string& path) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw IoError("cannot write GEMM oracle results " + tmp);
+    out << j.dump() << '\n';
+    if (!out) throw IoError("cannot write GEMM oracle results " + tmp);
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
+
+struct Timing {
+  double median_us = 0, min_us = 0;
+};
+
+class Bench {
+ public:
+  explicit Bench(const GemmBenchOptions& o) : opt_(o), events_(2 * static_cast<std::size_t>(o.launches)) {
+    HETREC_BLAS_CHECK(cublasLtCreate(&handle_));
+    workspace_ = gpu::DeviceBuffer(kWorkspaceBytes);
+    compare_ = gpu::DeviceBuffer(sizeof(kernels::CompareResult));
+    const float scales[2] = {kFp8ScaleA, kFp8ScaleB};
+    scales_ = gpu::DeviceBuffer(sizeof(scales));
+    gpu::memcpy_sync(scales_.get(), scales, sizeof(scales), gpu::CopyKind::host_to_device);
+  }
+  ~Bench() { (void)cublasLtDestroy(handle_); }
+  Bench(const Bench&) = delete;
+  Bench& operator=(const Bench&) = delete;
+
+  void run();
+
+ private:
+  struct Buffers {
+    const uint8_t* a = nullptr;  // copy 0; copy r at + r * stride
+    const uint8_t* b = nullptr;
+    uint8_t* d = nullptr;
+    std::size_t in_stride = 0, d_stride = 0;
+    int copies = 0;
+  };
+
+  cublasStatus_t launch(const cublaslt::MatmulDescriptors& desc, const cublasLtMatmulAlgo_t& algo, const Buffers& buf,
+                        int copy);
+  std::optional<Timing> time_algo(const cublaslt::MatmulDescriptors& desc, const cublasLtMatmulAlgo_t& algo,
+                                  const Buffers& buf);
+  // allowance_s: seconds this shape may spend timing candidates (0: no limit).
+  json bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double allowance_s, std::string& progress);
+
+  const GemmBenchOptions& opt_;
+  cublasLtHandle_t handle_ = nullptr;
+  gpu::Stream stream_;
+  std::vector<gpu::Event> events_;
+  gpu::DeviceBuffer workspace_, compare_, scales_, bias_, out_pool_, ref_;
+  std::map<DType, gpu::DeviceBuffer> in_pools_;
+};
+
+cublasStatus_t Bench::launch(const cublaslt::MatmulDescriptors& desc, const cublasLtMatmulAlgo_t& algo,
+                             const Buffers& buf, int copy) {
+  const std::size_t r = static_cast<std::size_t>(copy % buf.copies);
+  const float alpha = 1.0f, beta = 0.0f;
+  // Column-major A is our B and column-major B our A (gemm/cublaslt_gemm.h).
+  return cublasLtMatmul(handle_, desc.desc, &alpha, buf.b + r * buf.in_stride, desc.a, buf.a + r * buf.in_stride,
+                        desc.b, &beta, buf.d + r * buf.d_stride, desc.d, buf.d + r * buf.d_stride, desc.d, &algo,
+                        workspace_.get(), workspace_.bytes(), stream_.get());
+}
+
+std::optional<Timing> Bench::time_algo(const cublaslt::MatmulDescriptors& desc, const cublasLtMatmulAlgo_t& algo,
+                                       const Buffers& buf) {
+  int copy = 1;  // copy 0 was just used by the verification run
+  for (int i = 0; i < opt_.warmup; ++i)
+    if (launch(desc, algo, buf, copy++) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  for (int i = 0; i < opt_.launches; ++i) {
+    events_[2 * static_cast<std::size_t>(i)].record(stream_.get());
+    if (launch(desc, algo, buf, copy++) != CUBLAS_STATUS_SUCCESS) {
+      stream_.synchronize();
+      return std::nullopt;
+    }
+    events_[2 * static_cast<std::size_t>(i) + 1].record(stream_.get());
+  }
+  stream_.synchronize();
+  std::vector<double> us(static_cast<std::size_t>(opt_.launches));
+  for (std::size_t i = 0; i < us.size(); ++i)
+    us[i] = 1000.0 * gpu::Event::elapsed_ms(events_[2 * i], events_[2 * i + 1]);
+  std::sort(us.begin(), us.end());
+  const std::size_t n = us.size();
+  return Timing{n % 2 ? us[n / 2] : 0.5 * (us[n / 2 - 1] + us[n / 2]), us.front()};
+}
+
+// Times rounded to 1 ns and errors to 3 significant digits keep the file short.
+double round_us(double us) { return std::round(us * 1000.0) / 1000.0; }
+double round_error(double e) {
+  if (!(e > 0) || !std::isfinite(e)) return e;
+  const double scale = std::pow(10.0, std::floor(std::log10(e)) - 2);
+  return std::round(e / scale) * scale;
+}
+
+// One row in the order of kOracleCandidateColumns (perf/gemm_oracle.h).
+json candidate_row(const cublaslt::EnumeratedAlgo& e, const Timing& t, double err) {
+  const auto& c = e.config;
+  const GemmConfig g = cublaslt::gemm_config_of(c);
+  return json::array({c.algo_id, c.tile_id, c.stages_id, c.split_k, c.reduction, c.swizzle, c.cluster_id,
+                      c.custom_option, e.workspace, round_us(t.median_us), round_us(t.min_us), round_error(err),
+                      g.tile_m, g.tile_n, g.tile_k, g.stages, g.cluster_m, g.cluster_n, g.swizzle});
+}
+
+json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double allowance_s, std::string& progress) {
+  const auto shape_start = Clock::now();
+  cublaslt::Problem p;
+  p.m = s.m;
+  p.n = s.n;
+  p.k = s.k;
+  p.trans_a = s.trans_a;
+  p.trans_b = s.trans_b;
+  p.lda = s.trans_a ? s.m : s.k;
+  p.ldb = s.trans_b ? s.k : s.n;
+  p.ldd = s.n;
+  p.d_type = s.d_type;
+  p.precision = precision_of(s.precision);
+  p.epilogue = epilogue_of(s.epilogue);
+  const auto desc = cublaslt::make_descriptors(p);
+  cublaslt::Operands o;
+  o.bias = bias_.as<float>();
+  o.a_scale = scales_.as<float>();
+  o.b_scale = scales_.as<float>() + 1;
+  cublaslt::set_operand_pointers(p, o, desc->desc);
+
+  Buffers buf;
+  const gpu::DeviceBuffer& in = in_pools_.at(cublaslt::operand_dtype(p.precision));
+  buf.in_stride = sb.a + sb.b;
+  buf.a = in.as<uint8_t>();
+  buf.b = in.as<uint8_t>() + sb.a;
+  buf.d = out_pool_.as<uint8_t>();
+  buf.d_stride = sb.d;
+  buf.copies = sb.copies;
+
+  json j{{"id", s.id},          {"m", s.m},
+         {"n", s.n},            {"k", s.k},
+         {"trans_a", s.trans_a}, {"trans_b", s.trans_b},
+         {"precision", s.precision}, {"epilogue", s.epilogue},
+         {"d_type", std::string(dtype_name(s.d_type))}, {"copies", sb.copies}};
+
+  const auto heuristic = cublaslt::select_algo(handle_, desc->desc, desc->a, desc->b, desc->d, kWorkspaceBytes,
+                                               cublaslt::Alignment{});
+  if (!heuristic) {
+    j["skipped"] = "cuBLASLt's heuristic has no algorithm for this shape";
+    progress = "skipped (no heuristic algorithm)";
+    return j;
+  }
+  const auto enumerate_start = Clock::now();
+  auto enumeration = cublaslt::enumerate_algos(handle_, p, *desc, kWorkspaceBytes);
+  const double enumerate_ms = std::chrono::duration<double, std::milli>(Clock::now() - enumerate_start).count();
+  const cublaslt::AlgoConfig heuristic_config = cublaslt::read_algo_config(*heuristic);
+  auto heuristic_index = cublaslt::find_config(enumeration.valid, heuristic_config);
+  const bool heuristic_enumerated = heuristic_index.has_value();
+  std::string outside_bounds;
+  if (!heuristic_enumerated) {
+    // A configuration outside the enumeration's bounds: time it as a candidate too, so the
+    // results always hold the heuristic's row.
+    (void)cublaslt::within_enumeration_bounds(heuristic_config, &outside_bounds);
+    if (auto extra = cublaslt::check_algo(handle_, *desc, *heuristic, kWorkspaceBytes)) {
+      enumeration.valid.push_back(*extra);
+      heuristic_index = enumeration.valid.size() - 1;
+    }
+  }
+
+  // The reference: the heuristic's output on copy 0, poisoned first.
+  const std::size_t d_elems = static_cast<std::size_t>(s.m * s.n);
+  const std::size_t d_bytes = d_elems * dtype_size(s.d_type);
+  auto* cmp = compare_.as<kernels::CompareResult>();
+  auto compare_with_ref = [&]() {
+    kernels::compare_outputs(s.d_type, buf.d, ref_.get(), static_cast<int64_t>(d_elems), cmp, stream_.get());
+    kernels::CompareResult r{};
+    gpu::memcpy_async(&r, cmp, sizeof r, gpu::CopyKind::device_to_host, stream_.get());
+    stream_.synchronize();
+    return r;
+  };
+  gpu::memset_async(buf.d, 0xFF, d_bytes, stream_.get());
+  if (launch(*desc, *heuristic, buf, 0) != CUBLAS_STATUS_SUCCESS) {
+    j["skipped"] = "the heuristic's algorithm failed to launch";
+    progress = "skipped (heuristic launch failed)";
+    return j;
+  }
+  gpu::memcpy_async(ref_.get(), buf.d, d_bytes, gpu::CopyKind::device_to_device, stream_.get());
+  const kernels::CompareResult self = compare_with_ref();
+  if (self.nonfinite != 0) {
+    j["skipped"] = "the heuristic's output has " + std::to_string(self.nonfinite) + " non-finite values";
+    progress = "skipped (heuristic output not finite)";
+    return j;
+  }
+  const auto heuristic_timing = time_algo(*desc, *heuristic, buf);
+  if (!heuristic_timing) {
+    j["skipped"] = "the heuristic's algorithm failed during timing";
+    progress = "skipped (heuristic timing failed)";
+    return j;
+  }
+  j["heuristic"] = json{{"key", cublaslt::algo_key(heuristic_config)},
+                        {"enumerated", heuristic_enumerated},
+                        {"outside_bounds", outside_bounds},
+                        {"index", -1},
+                        {"median_us", round_us(heuristic_timing->median_us)},
+                        {"min_us", round_us(heuristic_timing->min_us)},
+                        {"config", to_string(cublaslt::gemm_config_of(heuristic_config))}};
+
+  // Timing order: the heuristic's equal first, then the spread order; a cap or the
+  // shape's time allowance ends the list early.
+  const std::size_t valid = enumeration.valid.size();
+  std::vector<std::size_t> order;
+  if (heuristic_index) order.push_back(*heuristic_index);
+  for (const std::size_t i : spread_order(valid))
+    if (!heuristic_index || i != *heuristic_index) order.push_back(i);
+  const auto cap = static_cast<std::size_t>(opt_.max_candidates_per_shape);
+
+  json candidates = json::array(), rejected = json::array();
+  const double tol = tolerance(s.precision);
+  double best = INFINITY;
+  std::size_t attempted = 0;
+  for (const std::size_t i : order) {
+    if (cap > 0 && attempted >= cap) break;
+    if (allowance_s > 0 && attempted >= kMinCandidatesPerShape &&
+        std::chrono::duration<double>(Clock::now() - shape_start).count() > allowance_s)
+      break;
+    ++attempted;
+    const auto& e = enumeration.valid[i];
+    gpu::memset_async(buf.d, 0xFF, d_bytes, stream_.get());
+    const cublasStatus_t status = launch(*desc, e.algo, buf, 0);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      rejected.push_back({{"key", cublaslt::algo_key(e.config)},
+                          {"reason", "launch failed: " + gpu::blas_status_text(status)},
+                          {"max_err", 0.0}});
+      continue;
+    }
+    const kernels::CompareResult r = compare_with_ref();
+    const double err = r.max_abs_ref > 0 ? r.max_abs_diff / r.max_abs_ref : r.max_abs_diff;
+    if (r.nonfinite != 0 || !(err <= tol)) {
+      rejected.push_back({{"key", cublaslt::algo_key(e.config)},
+                          {"reason", r.nonfinite != 0 ? "non-finite output (" + std::to_string(r.nonfinite) + ")"
+                                                      : std::string("mismatch")},
+                          {"max_err", r.nonfinite != 0 ? -1.0 : round_error(err)}});
+      continue;
+    }
+    const auto t = time_algo(*desc, e.algo, buf);
+    if (!t) {
+      rejected.push_back({{"key", cublaslt::algo_key(e.config)}, {"reason", "launch failed during timing"}, {"max_err", round_error(err)}});
+      continue;
+    }
+    if (heuristic_index && i == *heuristic_index) j["heuristic"]["index"] = candidates.size();
+    candidates.push_back(candidate_row(e, *t, err));
+    best = std::min(best, t->median_us);
+  }
+  j["enumeration"] = json{{"algo_ids", enumeration.algo_ids},
+                          {"checked", enumeration.checked},
+                          {"valid", valid},
+                          {"over_workspace", enumeration.over_workspace},
+                          {"enumerate_ms", enumerate_ms},
+                          {"attempted", attempted},
+                          {"timed", candidates.size()}};
+  j["candidates"] = std::move(candidates);
+  j["rejected"] = std::move(rejected);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "%d ids, %d checked in %.0f ms, %zu valid, %zu tried, %zu timed, %zu rejected; heuristic %.1f us%s, "
+                "best %.1f us",
+                enumeration.algo_ids, enumeration.checked, enumerate_ms, valid, attempted, j["candidates"].size(), j["rejected"].size(),
+                heuristic_timing->median_us, heuristic_enumerated ? "" : " (not enumerated)", best);
+  progress = line;
+  return j;
+}
+
+void Bench::run() {
+  const auto start = Clock::now();
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  const gpu::DeviceProperties props = gpu::device_properties(gpu::current_device());
+  const std::size_t rotation_bytes = kRotationL2Multiple * props.l2_cache_bytes;
+
+  std::vector<GemmSuiteShape> shapes;
+  const std::regex filter(opt_.filter.empty() ? std::string(".*") : opt_.filter, std::regex::ECMAScript);
+  for (auto& s : gemm_suite())
+    if ((opt_.suite == "all" || s.model == opt_.suite) && std::regex_search(s.id, filter)) shapes.push_back(std::move(s));
+  if (shapes.empty())
+    throw ConfigError("--suite '" + opt_.suite + "' with --filter '" + opt_.filter + "' selects no shape of the suite");
+
+  // Pools sized for the largest shape of each operand type.
+  std::map<DType, std::size_t> in_bytes;
+  std::size_t out_bytes = 0, ref_bytes = 0;
+  int64_t max_n = 1;
+  for (const auto& s : shapes) {
+    const ShapeBytes sb = shape_bytes(s, rotation_bytes);
+    auto& need = in_bytes[cublaslt::operand_dtype(precision_of(s.precision))];
+    need = std::max(need, static_cast<std::size_t>(sb.copies) * (sb.a + sb.b));
+    out_bytes = std::max(out_bytes, static_cast<std::size_t>(sb.copies) * sb.d);
+    ref_bytes = std::max(ref_bytes, sb.d);
+    max_n = std::max(max_n, s.n);
+  }
+  uint64_t pool_stream = 1;
+  for (const auto& [type, bytes] : in_bytes) in_pools_.emplace(type, random_pool(type, bytes, pool_stream++));
+  bias_ = random_pool(DType::f32, static_cast<std::size_t>(max_n) * sizeof(float), pool_stream++);
+  out_pool_ = gpu::DeviceBuffer(out_bytes);
+  ref_ = gpu::DeviceBuffer(ref_bytes);
+
+  json results{{"schema", kGemmOracleSchema},
+               {"date", utc_now()},
+               {"gpu", props.name},
+               {"driver", version_text(gpu::driver_version())},
+               {"cublaslt_version", std::to_string(cublasLtGetVersion())},
+               {"cuda_runtime", version_text(gpu::runtime_version())},
+               {"commit", std::getenv("HETREC_COMMIT") ? std::getenv("HETREC_COMMIT") : ""},
+               {"command", opt_.command},
+               {"launches", opt_.launches},
+               {"warmup", opt_.warmup},
+               {"rotation_bytes", rotation_bytes},
+               {"l2_bytes", props.l2_cache_bytes},
+               {"max_candidates_per_shape", opt_.max_candidates_per_shape},
+               {"candidate_columns", json(std::vector<std::string>(std::begin(kOracleCandidateColumns),
+                                                                   std::end(kOracleCandidateColumns)))},
+               {"shapes", json::array()}};
+  std::fprintf(stderr, "gemm bench: %zu shapes on %s (L2 %.0f MB, operands rotate over >= %.0f MB)\n", shapes.size(),
+               props.name.c_str(), props.l2_cache_bytes / 1e6, rotation_bytes / 1e6);
+  double last_write = 0;
+  std::size_t done = 0;
+  for (const auto& s : shapes) {
+    if (opt_.time_budget_s > 0 && elapsed() > opt_.time_budget_s) {
+      std::fprintf(stderr, "gemm bench: time budget of %.0f s spent; %zu of %zu shapes not run\n", opt_.time_budget_s,
+                   shapes.size() - done, shapes.size());
+      break;
+    }
+    // Each shape's share of the time left (shapes finishing early leave more to the rest).
+    const double allowance =
+        opt_.time_budget_s > 0 ? (opt_.time_budget_s - elapsed()) / static_cast<double>(shapes.size() - done) : 0.0;
+    std::string progress;
+    try {
+      results["shapes"].push_back(bench_shape(s, shape_bytes(s, rotation_bytes), allowance, progress));
+    } catch (const Error& e) {
+      // One shape's library or device error is recorded and the run goes on (a sticky device
+      // error then marks every later shape the same way).
+      results["shapes"].push_back(json{{"id", s.id}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"trans_a", s.trans_a},
+                                       {"trans_b", s.trans_b}, {"precision", s.precision}, {"epilogue", s.epilogue},
+                                       {"d_type", std::string(dtype_name(s.d_type))},
+                                       {"skipped", std::string("error: ") + e.what()}});
+      progress = std::string("error: ") + e.what();
+    }
+    ++done;
+    std::fprintf(stderr, "[%zu/%zu] %s: %s (%.0f s)\n", done, shapes.size(), s.id.c_str(), progress.c_str(),
+                 elapsed());
+    if (elapsed() - last_write > kCheckpointSeconds) {
+      results["complete"] = false;
+      write_json_atomically(results, opt_.out);
+      last_write = elapsed();
+    }
+  }
+  results["complete"] = done == shapes.size();
+  results["shapes_not_run"] = shapes.size() - done;
+  write_json_atomically(results, opt_.out);
+  std::fprintf(stderr, "gemm bench: %zu shapes in %.0f s -> %s\n", done, elapsed(), opt_.out.c_str());
+}
+
+}  // namespace
+
+void run_gemm_bench(const GemmBenchOptions& options) {
+  if (options.launches < kMinLaunches)
+    throw ConfigError("--launches must be at least " + std::to_string(kMinLaunches) + ", found " +
+                      std::to_string(options.launches));
+  if (options.warmup < 0) throw ConfigError("--warmup must be >= 0");
+  if (options.max_candidates_per_shape < 0) throw ConfigError("--max-candidates-per-shape must be >= 0");
+  if (options.out.empty()) throw ConfigError("--out is required");
+  bool known_suite = options.suite == "all";
+  for (const auto& l : gemm_suite_layers()) known_suite = known_suite || l.model == options.suite;
+  if (!known_suite)
+    throw ConfigError("--suite '" + options.suite + "' is not 'all' or a model of the suite (demo, dlrm_mlperf, " +
+                      "dcnv2_mlperf, wide, narrow)");
+  try {
+    (void)std::regex(options.filter, std::regex::ECMAScript);
+  } catch (const std::regex_error& e) {
+    throw ConfigError("--filter '" + options.filter + "' is not a valid regular expression: " + e.what());
+  }
+  if (!gpu::has_device()) throw DeviceError("hetrec gemm bench needs a CUDA GPU, and no device is visible");
+  Bench bench(options);
+  bench.run();
+}
+
+}  // namespace hetrec
+
+#else
+
+namespace hetrec {
+
+void run_gemm_bench(const GemmBenchOptions&) {
+  throw DeviceError("hetrec gemm bench needs the CUDA build (cmake --preset cuda); this build has no cuBLASLt");
+}
+
+}  // namespace hetrec
+#endif
