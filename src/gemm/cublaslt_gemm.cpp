@@ -144,7 +144,9 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
 
   auto plan = std::make_unique<Plan>();
   {
-    const DType ab_type = p.precision == Precision::bf16 ? DType::bf16 : DType::f32;
+    const DType ab_type = p.precision == Precision::bf16   ? DType::bf16
+                          : p.precision == Precision::fp16 ? DType::f16
+                                                           : DType::f32;
     const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     HETREC_BLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, compute, CUDA_R_32F));
     // Column-major view: D^T (n x m) = op(B)^T (n x k) * op(A)^T (k x m). A row-major

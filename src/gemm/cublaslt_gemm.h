@@ -33,6 +33,7 @@ enum class Precision : uint8_t {
   fp32,  // fp32 operands, fp32 arithmetic
   tf32,  // fp32 operands, tensor cores with 10-bit-mantissa inputs, fp32 accumulation
   bf16,  // bf16 A and B, fp32 accumulation; D in fp32 or bf16
+  fp16,  // fp16 A and B, fp32 accumulation; D in fp32 or fp16
 };
 
 struct Problem {
