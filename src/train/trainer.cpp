@@ -43,7 +43,9 @@ EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64
   EvalResult r;
   r.samples = static_cast<int64_t>(labels.size());
   if (r.samples == 0) return r;
-  r.auc = roc_auc(logits, labels);
+  // On the model's device when it has one (GPU: sort-based, ties as train/auc.h).
+  const std::optional<double> device_auc = model.device_roc_auc(logits, labels);
+  r.auc = device_auc ? *device_auc : roc_auc(logits, labels);
   r.log_loss = log_loss_from_logits(logits, labels);
   return r;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "gpu/graph.h"
 #include "gpu/memory.h"
 #include "gpu/stream.h"
+#include "kernels/auc.h"
 #include "kernels/bce_loss.h"
 #include "kernels/column_sum.h"
 #include "kernels/dot_interaction.h"
@@ -286,6 +288,25 @@ class GpuDlrm final : public GpuModel {
     return st.scale;
   }
   int64_t overflow_skipped_steps() const override { return overflow_skipped_steps_; }
+
+  std::optional<double> device_roc_auc(std::span<const float> scores, std::span<const float> labels) override {
+    if (scores.size() != labels.size()) throw InternalError("device_roc_auc: scores and labels differ in length");
+    if (scores.empty()) return std::numeric_limits<double>::quiet_NaN();
+    const auto n = static_cast<int64_t>(scores.size());
+    // Evaluation-time buffers straight from the driver and freed at once, so they never
+    // stay cached in the training step's allocator (nor count in its peak).
+    gpu::DeviceBuffer d_scores(scores.size_bytes()), d_labels(labels.size_bytes()), d_auc(sizeof(double));
+    gpu::DeviceBuffer workspace(kernels::roc_auc_workspace_bytes(n));
+    const gpu::stream_t s = compute_.get();
+    gpu::memcpy_async(d_scores.get(), scores.data(), scores.size_bytes(), gpu::CopyKind::host_to_device, s);
+    gpu::memcpy_async(d_labels.get(), labels.data(), labels.size_bytes(), gpu::CopyKind::host_to_device, s);
+    kernels::roc_auc(d_scores.as<float>(), d_labels.as<float>(), n, d_auc.as<double>(), workspace.get(),
+                     workspace.bytes(), s);
+    double auc = 0.0;
+    gpu::memcpy_async(&auc, d_auc.get(), sizeof(double), gpu::CopyKind::device_to_host, s);
+    compute_.synchronize();
+    return auc;
+  }
 
   std::optional<DeviceMemoryReport> device_memory() const override {
     const gpu::AllocatorStats a = alloc_.stats();
