@@ -265,6 +265,7 @@ TrainSummary Trainer::run() {
   summary.seconds = seconds_since(t_start);
   summarise_step_times(step_ms, tc.timing_warmup_steps, summary);
   summary.memory = model->device_memory();
+  summary.overflow_skipped_steps = model->overflow_skipped_steps();
   if (summary.memory)
     log_.info("device memory: allocator peak " + std::to_string(summary.memory->allocator_peak_bytes >> 20) +
               " MiB, reserved " + std::to_string(summary.memory->allocator_reserved_bytes >> 20) + " MiB; device used " +
@@ -291,6 +292,7 @@ TrainSummary Trainer::run() {
   final_record["step_ms_median"] = summary.step_ms_median;
   final_record["step_ms_mean"] = summary.step_ms_mean;
   final_record["step_ms_p90"] = summary.step_ms_p90;
+  final_record["overflow_skipped_steps"] = summary.overflow_skipped_steps;
   if (summary.memory) {
     const DeviceMemoryReport& m = *summary.memory;
     final_record["device_memory"] = {{"allocator_peak_bytes", m.allocator_peak_bytes},

@@ -39,6 +39,7 @@ struct TrainSummary {
   double step_ms_mean = 0.0;
   double step_ms_p90 = 0.0;
   std::optional<DeviceMemoryReport> memory;  // GPU: measured at the end of the run
+  int64_t overflow_skipped_steps = 0;         // fp16 loss scaling: updates skipped on overflow
 };
 
 // The evaluation split: synthetic data has one built in; file formats need data.eval_path

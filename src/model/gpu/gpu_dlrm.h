@@ -43,10 +43,9 @@ class GpuModel : public Model {
   // Device milliseconds of each phase of the last train_step, in step order ("upload"
   // is the host's batch validation, packing and copy), when options.profile_phases.
   virtual std::vector<std::pair<std::string, double>> phase_ms() const = 0;
-  // fp16 dense compute: the current loss scale (read from the device) and the steps
-  // skipped because their scaled gradients overflowed. 1 and 0 in other precisions.
+  // fp16 dense compute: the current loss scale (read from the device); 1 in other
+  // precisions. (Model::overflow_skipped_steps counts the steps it skipped.)
   virtual double loss_scale() const = 0;
-  virtual int64_t overflow_skipped_steps() const = 0;
 };
 
 // Validates the configs as make_cpu_model does (same ConfigError keys), and throws
