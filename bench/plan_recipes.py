@@ -215,6 +215,7 @@ def main():
                     "allocator_reserved_bytes": mem.get("allocator_reserved_bytes"),
                     "outside_allocator_bytes": mem.get("outside_allocator_bytes"),
                     "host_table_bytes": mem.get("host_table_bytes"),
+                    "overflow_skipped_steps": final.get("overflow_skipped_steps"),
                     "device": final.get("device")}
             measured_by_key[key] = entry
         m = entry.get("measured")

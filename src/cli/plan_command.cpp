@@ -1,8 +1,8 @@
 // `hetrec plan`: the co-design planner. For each accelerator named with --hw it searches
 // the recipes of a config's model (batch, precisions, table placement), prints the chosen
 // ones side by side with their predicted phases, and writes the recipe TOML and an SVG of
-// the step breakdown. The step model is calibrated first on the recorded end-to-end
-// measurements (bench/results/e2e-*.json) of every architecture that has some.
+// the step breakdown. The step model is calibrated first on the recorded measurements
+// (bench/results/e2e-*.json and planner-*.json) of every architecture that has some.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -22,6 +22,7 @@
 #include "plan/calibration.h"
 #include "plan/e2e_record.h"
 #include "plan/evaluation_json.h"
+#include "plan/planner_record.h"
 #include "plan/port_comparison.h"
 #include "plan/recipe_toml.h"
 #include "plan/report.h"
@@ -76,15 +77,16 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// The config a record names, found as given or under the source tree.
-std::optional<RunConfig> record_config(const E2eRecord& r) {
+// The config a record names (a file, or an e2e preset name), found as given or under the
+// source tree.
+std::optional<RunConfig> record_config(const std::string& config) {
   std::string file;
   std::vector<std::string> overrides;
-  if (ends_with(r.config, ".toml")) {
-    file = r.config;
+  if (ends_with(config, ".toml")) {
+    file = config;
   } else {
     for (const Preset& p : kE2ePresets)
-      if (r.config == p.name) {
+      if (config == p.name) {
         file = p.file;
         if (p.arch_override) overrides.push_back(p.arch_override);
       }
@@ -97,10 +99,10 @@ std::optional<RunConfig> record_config(const E2eRecord& r) {
 
 // The hardware description a record's GPU name belongs to ("NVIDIA H200" -> h200_sxm):
 // the one whose display name starts with it, when exactly one does.
-std::optional<Hardware> record_hardware(const E2eRecord& r, const std::vector<Hardware>& all) {
+std::optional<Hardware> record_hardware(const std::string& gpu, const std::vector<Hardware>& all) {
   std::optional<Hardware> found;
   for (const Hardware& h : all)
-    if (h.display_name.rfind(r.gpu, 0) == 0) {
+    if (h.display_name.rfind(gpu, 0) == 0) {
       if (found) return std::nullopt;
       found = h;
     }
@@ -117,29 +119,47 @@ std::map<std::string, StepModelParams> calibrate_from_records(const PlanOptions&
   }
   std::vector<Hardware> all;
   for (const std::string& name : list_hardware(o.hw_dir)) all.push_back(load_hardware_by_name(name, o.hw_dir));
+  // e2e records (bench/e2e_bench) and planner records (bench/plan_recipes.py).
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(o.measurements)) {
     const std::string name = entry.path().filename().string();
-    if (name.rfind("e2e-", 0) == 0 && ends_with(name, ".json")) files.push_back(entry.path().string());
+    if ((name.rfind("e2e-", 0) == 0 || name.rfind("planner-", 0) == 0) && ends_with(name, ".json"))
+      files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
   std::map<std::string, std::vector<StepMeasurement>> by_arch;
   std::map<std::string, Hardware> arch_hardware;
   std::map<std::string, GemmSelector> selectors;  // by hardware name
+  const auto selector_for = [&](const Hardware& hw) -> const GemmSelector& {
+    auto sel = selectors.find(hw.name);
+    if (sel == selectors.end())
+      sel = selectors.emplace(hw.name, GemmSelector::for_hardware(hw, load_gemm_params_for(hw, o.hw_dir + "/params"))).first;
+    return sel->second;
+  };
   for (const std::string& f : files) {
     // A record that cannot be used is reported and left out; the plan goes on without it.
     try {
+      const bool planner = f.substr(f.find_last_of('/') + 1).rfind("planner-", 0) == 0;
+      if (planner) {
+        const PlannerRecord r = read_planner_record(f);
+        const std::optional<Hardware> hw = record_hardware(r.gpu, all);
+        if (!hw) throw ConfigError("no single hardware file for GPU '" + r.gpu + "'");
+        for (const PlannerRun& run : r.runs) {
+          const std::optional<RunConfig> cfg = record_config(run.config);
+          if (!cfg) throw ConfigError("config '" + run.config + "' not found");
+          // The runs trained on the config's synthetic data: its Zipf ids.
+          const IdDistribution ids{IdLaw::zipf, cfg->data.synthetic.zipf_exponent};
+          by_arch[hw->arch].push_back(planner_measurement(run, cfg->model, cfg->optim, ids, selector_for(*hw)));
+        }
+        arch_hardware.emplace(hw->arch, *hw);
+        continue;
+      }
       const E2eRecord r = read_e2e_record(f);
-      const std::optional<Hardware> hw = record_hardware(r, all);
+      const std::optional<Hardware> hw = record_hardware(r.gpu, all);
       if (!hw) throw ConfigError("no single hardware file for GPU '" + r.gpu + "'");
-      const std::optional<RunConfig> cfg = record_config(r);
+      const std::optional<RunConfig> cfg = record_config(r.config);
       if (!cfg) throw ConfigError("config '" + r.config + "' not found");
-      auto sel = selectors.find(hw->name);
-      if (sel == selectors.end())
-        sel = selectors
-                  .emplace(hw->name, GemmSelector::for_hardware(*hw, load_gemm_params_for(*hw, o.hw_dir + "/params")))
-                  .first;
-      by_arch[hw->arch].push_back(e2e_measurement(r, cfg->model, cfg->optim, sel->second));
+      by_arch[hw->arch].push_back(e2e_measurement(r, cfg->model, cfg->optim, selector_for(*hw)));
       arch_hardware.emplace(hw->arch, *hw);
     } catch (const ConfigError& e) {
       std::printf("step model: leaving out %s: %s\n", f.c_str(), e.what());

@@ -49,6 +49,9 @@ void print_summary(const TrainSummary& s) {
       std::printf("host tables       %.0f MiB of mapped page-locked host memory\n",
                   static_cast<double>(s.memory->host_table_bytes) / mib);
   }
+  if (s.overflow_skipped_steps > 0)
+    std::printf("skipped updates   %lld (fp16 gradients overflowed; the loss scale was halved each time)\n",
+                static_cast<long long>(s.overflow_skipped_steps));
   std::printf("last train loss   %.5f\n", s.last_loss);
   if (s.eval.samples > 0) {
     std::printf("eval AUC          %.5f (%lld samples)\n", s.eval.auc, static_cast<long long>(s.eval.samples));

@@ -17,8 +17,10 @@ std::size_t bce_loss_workspace_bytes(int64_t n);
 // wider matrix); labels are contiguous. If nonfinite is not null, *nonfinite is set to 1
 // when the loss is NaN or infinite and left as it is otherwise (it is the update
 // kernels' skip flag, which other checks of the step may have raised already).
+// grad_scale (optional, device memory): the gradient is multiplied by *grad_scale (the
+// loss scale of fp16 dense compute; a power of two, so the product is exact).
 void bce_with_logits(const float* logits, int64_t logit_stride, const float* labels, int64_t n, float* grad,
                      int64_t grad_stride, double* loss, int32_t* nonfinite, void* workspace,
-                     std::size_t workspace_bytes, gpu::stream_t stream);
+                     std::size_t workspace_bytes, gpu::stream_t stream, const float* grad_scale = nullptr);
 
 }  // namespace hetrec::kernels

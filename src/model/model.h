@@ -41,8 +41,19 @@ class Model {
   virtual std::vector<NamedTensor> state() = 0;
   virtual const ModelConfig& config() const = 0;
   virtual std::string describe() const = 0;
+  // Steps whose update was skipped because fp16 loss-scaled gradients overflowed (GPU,
+  // model.dense_dtype = fp16); 0 elsewhere.
+  virtual int64_t overflow_skipped_steps() const { return 0; }
   // Measured device memory (nullopt on the CPU backend).
   virtual std::optional<DeviceMemoryReport> device_memory() const { return std::nullopt; }
+  // The exact ROC AUC of scores against labels (label > 0.5 positive, ties count one
+  // half) computed on the model's device, or nullopt where the backend has none (the
+  // caller then computes it on the host: train/auc.h).
+  virtual std::optional<double> device_roc_auc(std::span<const float> scores, std::span<const float> labels) {
+    (void)scores;
+    (void)labels;
+    return std::nullopt;
+  }
 };
 
 }  // namespace hetrec

@@ -21,6 +21,11 @@ struct OptimConfig {
   int64_t decay_start = 0;  // 0 = no decay
   int64_t decay_steps = 0;
   double decay_power = 2.0;
+  // Dynamic loss scaling of fp16 dense compute (model.dense_dtype = "fp16", GPU): the
+  // initial scale and the overflow-free steps after which it doubles (halved on overflow;
+  // torch.cuda.amp.GradScaler's defaults).
+  double loss_scale = 65536.0;
+  int64_t loss_scale_growth_interval = 2000;
 };
 
 // The learning rates of one step.

@@ -1,5 +1,6 @@
 #include "train/config.h"
 
+#include <cmath>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -287,6 +288,11 @@ void parse_optim(Section o, OptimConfig& opt) {
   opt.decay_start = o.integer("decay_start", 0, 0, kMaxI);
   opt.decay_steps = o.integer("decay_steps", 0, 0, kMaxI);
   opt.decay_power = o.number("decay_power", 2.0, 0.0, 100.0);
+  // Powers of two keep the scaled gradients exact; 2^-24 .. 2^24 (kernels/loss_scale.h).
+  opt.loss_scale = o.number("loss_scale", 65536.0, 0x1p-24, 0x1p24);
+  if (std::exp2(std::round(std::log2(opt.loss_scale))) != opt.loss_scale)
+    o.fail("loss_scale", "expected a power of two (scaling by it is exact), got " + std::to_string(opt.loss_scale));
+  opt.loss_scale_growth_interval = o.integer("loss_scale_growth_interval", 2000, 1, 1 << 30);
   if ((opt.decay_start > 0) != (opt.decay_steps > 0))
     o.fail(opt.decay_start > 0 ? "decay_steps" : "decay_start",
            "decay_start and decay_steps must both be set (> 0) to enable decay");

@@ -21,9 +21,10 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
     options.precision = cfg.model.allow_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
     auto model = make_gpu_model(cfg.model, cfg.optim, options);
     if (device_out) *device_out = "gpu: " + gpu::device_properties(options.device).name +
-                                  (cfg.model.dense_dtype == DType::bf16 ? " (bf16 GEMMs)"
-                                   : cfg.model.allow_tf32               ? " (tf32 GEMMs)"
-                                                                        : " (fp32)");
+                                  (cfg.model.dense_dtype == DType::bf16  ? " (bf16 GEMMs)"
+                                   : cfg.model.dense_dtype == DType::f16 ? " (fp16 GEMMs, loss scaling)"
+                                   : cfg.model.allow_tf32                ? " (tf32 GEMMs)"
+                                                                         : " (fp32)");
     return model;
   }
   if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");

@@ -46,7 +46,9 @@ EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64
   EvalResult r;
   r.samples = static_cast<int64_t>(labels.size());
   if (r.samples == 0) return r;
-  r.auc = roc_auc(logits, labels);
+  // On the model's device when it has one (GPU: sort-based, ties as train/auc.h).
+  const std::optional<double> device_auc = model.device_roc_auc(logits, labels);
+  r.auc = device_auc ? *device_auc : roc_auc(logits, labels);
   r.log_loss = log_loss_from_logits(logits, labels);
   return r;
 }
@@ -331,6 +333,7 @@ TrainSummary Trainer::run() {
   summary.seconds = seconds_since(t_start);
   summarise_step_times(step_ms, tc.timing_warmup_steps, summary);
   summary.memory = model->device_memory();
+  summary.overflow_skipped_steps = model->overflow_skipped_steps();
   if (summary.memory)
     log.info("device memory: allocator peak " + std::to_string(summary.memory->allocator_peak_bytes >> 20) +
               " MiB, reserved " + std::to_string(summary.memory->allocator_reserved_bytes >> 20) + " MiB; device used " +
@@ -357,6 +360,7 @@ TrainSummary Trainer::run() {
   final_record["step_ms_median"] = summary.step_ms_median;
   final_record["step_ms_mean"] = summary.step_ms_mean;
   final_record["step_ms_p90"] = summary.step_ms_p90;
+  final_record["overflow_skipped_steps"] = summary.overflow_skipped_steps;
   if (summary.memory) {
     const DeviceMemoryReport& m = *summary.memory;
     final_record["device_memory"] = {{"allocator_peak_bytes", m.allocator_peak_bytes},

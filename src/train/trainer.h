@@ -41,6 +41,7 @@ struct TrainSummary {
   std::optional<DeviceMemoryReport> memory;  // GPU: measured at the end of the run
   int rank = 0;                 // distributed jobs: this process's rank (0 prints the summary)
   int world_size = 1;
+  int64_t overflow_skipped_steps = 0;         // fp16 loss scaling: updates skipped on overflow
 };
 
 // The evaluation split: synthetic data has one built in; file formats need data.eval_path

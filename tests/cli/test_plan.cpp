@@ -84,3 +84,29 @@ TEST(CliTrain, TimingRunReportsStepTimeWithoutEvaluation) {
   EXPECT_EQ(m.find("\"type\":\"eval\""), std::string::npos) << m;
   fs::remove_all(dir);
 }
+
+// bench/plan_recipes.py end to end on the CPU (its --device cpu dry run on the demo
+// config): a given recipe with host tables and the planned ones are predicted and
+// trained, and the results file has the planner fields with the exact commands.
+TEST(CliPlan, RecipeMeasurementScriptWritesThePlannerResults) {
+  const auto dir = scratch_dir("plan_recipes");
+  {
+    std::ofstream recipe(dir / "r.toml");
+    recipe << "[recipe]\nbatch_size = 256\ndense_dtype = \"fp32\"\nrow_dtype = \"fp16\"\nhost_tables = [\"t1\"]\n";
+  }
+  const std::string cmd = std::string("cd ") + HETREC_SOURCE_DIR + " && python3 bench/plan_recipes.py --hetrec " +
+                          HETREC_EXE + " --out-dir '" + (dir / "out").string() +
+                          "' --device cpu --steps 3 --warmup 1 --run configs/demo.toml '" + (dir / "r.toml").string() +
+                          "' --planned configs/demo.toml --tag test >'" + (dir / "log.txt").string() + "' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir / "log.txt");
+  std::string results;
+  for (const auto& e : fs::directory_iterator(dir / "out"))
+    if (e.path().filename().string().rfind("planner-", 0) == 0) results = slurp(e.path());
+  ASSERT_FALSE(results.empty()) << slurp(dir / "log.txt");
+  for (const char* field : {"\"benchmark\": \"planner\"", "\"max_step_error\"", "\"max_memory_error\"",
+                            "\"chosen_vs_best\"", "\"chosen_vs_direct_port\"", "\"step_ms_median\"",
+                            "\"step_error_pct\"", "\"train_command\"", "\"predict_command\"", "\"role\": \"direct_port\"",
+                            "\"t1\"", "\"measured_recipes\": 3"})
+    EXPECT_NE(results.find(field), std::string::npos) << field << " missing";
+  fs::remove_all(dir);
+}

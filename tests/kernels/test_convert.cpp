@@ -1,6 +1,6 @@
-// The fp32 -> bf16 matrix copy (the bf16 GEMMs' operands): every element of the block
-// equals core/dtype.h's round-to-nearest-even conversion and is within half a unit in
-// the last place of the double value; nothing outside the block is written.
+// The fp32 -> bf16 / fp16 matrix copies (the 16-bit GEMMs' operands): every element of the
+// block equals core/dtype.h's round-to-nearest-even conversion and is within half a unit
+// in the last place of the double value; nothing outside the block is written.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -15,7 +15,7 @@
 namespace hetrec {
 namespace {
 
-constexpr uint16_t kPoison = 0xFFFF;  // a bf16 NaN: shows unwritten elements
+constexpr uint16_t kPoison = 0xFFFF;  // a NaN in bf16 and in fp16: shows unwritten elements
 
 TEST(ConvertKernel, F32ToBf16MatrixRoundsToNearestEvenWithinTheBlock) {
   HETREC_REQUIRE_GPU();
@@ -36,7 +36,8 @@ TEST(ConvertKernel, F32ToBf16MatrixRoundsToNearestEvenWithinTheBlock) {
     for (std::size_t i = 0; i < std::size(specials) && i < in.size(); ++i) in[i] = specials[i];
     gpu::DeviceBuffer din = testing::to_device(in);
     gpu::DeviceBuffer dout = testing::to_device(std::vector<uint16_t>(static_cast<std::size_t>(c.rows * c.ld_out), kPoison));
-    kernels::f32_to_bf16_matrix(din.as<float>(), c.ld_in, dout.as<uint16_t>(), c.ld_out, c.rows, c.cols, nullptr);
+    kernels::f32_to_16bit_matrix(din.as<float>(), c.ld_in, dout.as<uint16_t>(), c.ld_out, c.rows, c.cols, DType::bf16,
+                                 nullptr);
     const auto got = testing::to_host<uint16_t>(dout, static_cast<std::size_t>(c.rows * c.ld_out));
     for (int64_t r = 0; r < c.rows; ++r) {
       for (int64_t col = 0; col < c.ld_out; ++col) {
@@ -63,6 +64,50 @@ TEST(ConvertKernel, F32ToBf16MatrixRoundsToNearestEvenWithinTheBlock) {
       EXPECT_EQ(bf16_to_f32(got[1]), 1.015625f);
     }
   }
+}
+
+TEST(ConvertKernel, F32ToF16MatrixRoundsToNearestEvenAndOverflowsToInfinity) {
+  HETREC_REQUIRE_GPU();
+  const int64_t rows = 513, cols = 40, ld_in = 41, ld_out = 48;
+  Rng rng(99);
+  std::vector<float> in(static_cast<std::size_t>(rows * ld_in));
+  // Magnitudes from fp16's subnormals (2^-24) to beyond its largest finite value.
+  for (float& x : in) x = static_cast<float>(rng.normal() * std::exp2(-26.0 + 44.0 * rng.uniform()));
+  const float specials[] = {65504.0f, 65519.99f, 65520.0f, -1e6f, 1.0f + 0x1p-11f, 1.0f + 3 * 0x1p-11f, 0x1p-25f,
+                            0.0f, -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()};
+  for (std::size_t i = 0; i < std::size(specials); ++i) in[i] = specials[i];
+  gpu::DeviceBuffer din = testing::to_device(in);
+  gpu::DeviceBuffer dout = testing::to_device(std::vector<uint16_t>(static_cast<std::size_t>(rows * ld_out), kPoison));
+  kernels::f32_to_16bit_matrix(din.as<float>(), ld_in, dout.as<uint16_t>(), ld_out, rows, cols, DType::f16, nullptr);
+  const auto got = testing::to_host<uint16_t>(dout, static_cast<std::size_t>(rows * ld_out));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < ld_out; ++c) {
+      const uint16_t g = got[static_cast<std::size_t>(r * ld_out + c)];
+      if (c >= cols) {
+        ASSERT_EQ(g, kPoison) << "wrote outside the block at " << r << "," << c;
+        continue;
+      }
+      const float x = in[static_cast<std::size_t>(r * ld_in + c)];
+      if (std::isnan(x)) {
+        ASSERT_TRUE(std::isnan(f16_to_f32(g)));
+        continue;
+      }
+      ASSERT_EQ(g, f32_to_f16(x)) << "x=" << x;
+      const double a = std::fabs(static_cast<double>(x));
+      if (a <= 65504.0) {
+        // Half a unit in the last place: 2^-11 relative for normals, 2^-25 absolute below.
+        ASSERT_LE(std::fabs(static_cast<double>(f16_to_f32(g)) - static_cast<double>(x)),
+                  std::max(std::ldexp(a, -11), std::ldexp(1.0, -25)))
+            << "x=" << x;
+      }
+    }
+  EXPECT_EQ(f16_to_f32(got[0]), 65504.0f);
+  EXPECT_EQ(f16_to_f32(got[1]), 65504.0f);  // below max + half an ulp (65520)
+  EXPECT_TRUE(std::isinf(f16_to_f32(got[2])));
+  EXPECT_TRUE(std::isinf(f16_to_f32(got[3])) && f16_to_f32(got[3]) < 0);
+  EXPECT_EQ(f16_to_f32(got[4]), 1.0f);                // tie to even
+  EXPECT_EQ(f16_to_f32(got[5]), 1.0f + 0x1p-9f);      // tie to even, upward
+  EXPECT_EQ(f16_to_f32(got[6]), 0.0f);                // 2^-25: half the smallest subnormal, ties to 0
 }
 
 }  // namespace

@@ -25,21 +25,26 @@ struct HostMatrix {
   double at(int64_t r, int64_t c) const { return v[static_cast<std::size_t>(r * ld + c)]; }
 };
 
-HostMatrix random_matrix(int64_t rows, int64_t cols, uint64_t seed, bool round_to_bf16) {
+// The 16-bit operand precisions: inputs are generated as exact values of the type.
+bool sixteen_bit(Precision p) { return p == Precision::bf16 || p == Precision::fp16; }
+uint16_t to_bits(float x, Precision p) { return p == Precision::fp16 ? f32_to_f16(x) : f32_to_bf16(x); }
+float from_bits(uint16_t b, Precision p) { return p == Precision::fp16 ? f16_to_f32(b) : bf16_to_f32(b); }
+
+HostMatrix random_matrix(int64_t rows, int64_t cols, uint64_t seed, Precision prec) {
   HostMatrix m{rows, cols, cols + 3, {}};
   m.v.resize(static_cast<std::size_t>(rows * m.ld));
   Rng rng(seed);
   for (float& x : m.v) {
     x = static_cast<float>(rng.normal());
-    if (round_to_bf16) x = bf16_to_f32(f32_to_bf16(x));
+    if (sixteen_bit(prec)) x = from_bits(to_bits(x, prec), prec);
   }
   return m;
 }
 
-gpu::DeviceBuffer upload(const HostMatrix& m, bool as_bf16) {
-  if (!as_bf16) return testing::to_device(m.v);
+gpu::DeviceBuffer upload(const HostMatrix& m, Precision prec) {
+  if (!sixteen_bit(prec)) return testing::to_device(m.v);
   std::vector<uint16_t> bits(m.v.size());
-  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = f32_to_bf16(m.v[i]);
+  for (std::size_t i = 0; i < bits.size(); ++i) bits[i] = to_bits(m.v[i], prec);
   return testing::to_device(bits);
 }
 
@@ -48,13 +53,15 @@ double tolerance(Precision p) {
     case Precision::fp32: return 2e-6;
     case Precision::tf32: return 2e-3;  // 10-bit mantissa inputs
     case Precision::bf16: return 2e-6;  // inputs are exact bf16 values; fp32 accumulation
-    case Precision::fp16:
+    case Precision::fp16: return 2e-6;  // inputs are exact fp16 values; fp32 accumulation
     case Precision::fp8_e4m3: break;  // not covered here (tests/gemm/test_cublaslt_algos.cpp)
   }
   return 0;
 }
 
-const char* name(Precision p) { return p == Precision::fp32 ? "fp32" : p == Precision::tf32 ? "tf32" : "bf16"; }
+const char* name(Precision p) {
+  return p == Precision::fp32 ? "fp32" : p == Precision::tf32 ? "tf32" : p == Precision::bf16 ? "bf16" : "fp16";
+}
 
 struct Case {
   int64_t m, n, k;
@@ -72,7 +79,7 @@ double op(const HostMatrix& a, bool t, int64_t i, int64_t j) { return t ? a.at(j
 TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
   HETREC_REQUIRE_GPU();
   const Precision prec = GetParam();
-  const bool bf16 = prec == Precision::bf16;
+  const Precision operands = prec;  // generated and uploaded in this precision
   cublaslt::Gemm gemm(alloc_);
   uint64_t seed = 1000;
   for (const Case c : {Case{64, 48, 40, false, true}, Case{257, 129, 33, false, false}, Case{33, 200, 1000, true, false},
@@ -80,11 +87,11 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
     for (Epilogue e : {Epilogue::none, Epilogue::bias, Epilogue::relu_bias}) {
       for (float beta : {0.0f, 1.0f}) {
         if (beta != 0.0f && e != Epilogue::none) continue;
-        const HostMatrix a = random_matrix(c.ta ? c.k : c.m, c.ta ? c.m : c.k, ++seed, bf16);
-        const HostMatrix b = random_matrix(c.tb ? c.n : c.k, c.tb ? c.k : c.n, ++seed, bf16);
-        HostMatrix d0 = random_matrix(c.m, c.n, ++seed, false);
-        const HostMatrix bias = random_matrix(1, c.n, ++seed, false);
-        gpu::DeviceBuffer da = upload(a, bf16), db = upload(b, bf16), dbias = testing::to_device(bias.v);
+        const HostMatrix a = random_matrix(c.ta ? c.k : c.m, c.ta ? c.m : c.k, ++seed, operands);
+        const HostMatrix b = random_matrix(c.tb ? c.n : c.k, c.tb ? c.k : c.n, ++seed, operands);
+        HostMatrix d0 = random_matrix(c.m, c.n, ++seed, Precision::fp32);
+        const HostMatrix bias = random_matrix(1, c.n, ++seed, Precision::fp32);
+        gpu::DeviceBuffer da = upload(a, operands), db = upload(b, operands), dbias = testing::to_device(bias.v);
         gpu::DeviceBuffer dd = beta != 0.0f ? testing::to_device(d0.v) : testing::poisoned_floats(d0.v.size());
         cublaslt::Problem p;
         p.trans_a = c.ta;
@@ -140,14 +147,14 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
 TEST_P(CublasLtGemm, BackwardEpilogues) {
   HETREC_REQUIRE_GPU();
   const Precision prec = GetParam();
-  const bool bf16 = prec == Precision::bf16;
+  const Precision operands = prec;  // generated and uploaded in this precision
   cublaslt::Gemm gemm(alloc_);
   const int64_t m = 384, n = 200, k1 = 96, k2 = 160;
-  const HostMatrix x = random_matrix(m, k1, 1, bf16), w = random_matrix(n, k1, 2, bf16);
-  const HostMatrix bias = random_matrix(1, n, 3, false);
-  const HostMatrix g = random_matrix(m, k2, 4, bf16), w2 = random_matrix(k2, n, 5, bf16);
-  gpu::DeviceBuffer dx = upload(x, bf16), dw = upload(w, bf16), dbias = testing::to_device(bias.v),
-                    dg = upload(g, bf16), dw2 = upload(w2, bf16);
+  const HostMatrix x = random_matrix(m, k1, 1, operands), w = random_matrix(n, k1, 2, operands);
+  const HostMatrix bias = random_matrix(1, n, 3, Precision::fp32);
+  const HostMatrix g = random_matrix(m, k2, 4, operands), w2 = random_matrix(k2, n, 5, operands);
+  gpu::DeviceBuffer dx = upload(x, operands), dw = upload(w, operands), dbias = testing::to_device(bias.v),
+                    dg = upload(g, operands), dw2 = upload(w2, operands);
   gpu::DeviceBuffer z = testing::poisoned_floats(static_cast<std::size_t>(m * n));
   gpu::DeviceBuffer aux(cublaslt::relu_aux_bytes(m, n));
   cublaslt::Problem fwd;
@@ -254,7 +261,7 @@ TEST_P(CublasLtGemm, BackwardEpilogues) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, CublasLtGemm, ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16),
+INSTANTIATE_TEST_SUITE_P(Precisions, CublasLtGemm, ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16),
                          [](const ::testing::TestParamInfo<Precision>& param_info) { return std::string(name(param_info.param)); });
 
 }  // namespace

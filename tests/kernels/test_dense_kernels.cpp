@@ -3,7 +3,9 @@
 // CPU implementations where the arithmetic is meant to agree bit for bit).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "../gpu/device_test_support.h"
@@ -224,55 +226,60 @@ TEST(DenseOptimizerKernels, MatchCpuUpdatesBitForBit) {
   }
 }
 
-// With a bf16 copy (bf16 dense compute) the fp32 update is unchanged, bit for bit, and
-// the copy holds bf16(updated value), round to nearest even; a skipped step writes
-// neither.
-TEST(DenseOptimizerKernels, Bf16CopyIsTheRoundedUpdatedValue) {
+// With a 16-bit copy (bf16 or fp16 dense compute) the fp32 update is unchanged, bit for
+// bit, and the copy holds the updated value rounded to nearest even; a skipped step
+// writes neither.
+TEST(DenseOptimizerKernels, SixteenBitCopyIsTheRoundedUpdatedValue) {
   HETREC_REQUIRE_GPU();
   const int64_t n = 70001;
   const auto p0 = normals(static_cast<std::size_t>(n), 91), g = normals(static_cast<std::size_t>(n), 92, 0.1);
   auto s0 = normals(static_cast<std::size_t>(n), 93, 0.01);
   for (float& s : s0) s = std::fabs(s);
   const double lr = 0.0123, eps = 1e-8, beta1 = 0.9, beta2 = 0.999;
-  constexpr uint16_t kPoison = 0xFFFF;  // a bf16 NaN
-  for (int kind = 0; kind < 3; ++kind) {
-    for (bool skip : {false, true}) {
-      std::vector<float> p = p0, s = s0, m = s0, v = s0;
-      gpu::DeviceBuffer dp = testing::to_device(p), dg = testing::to_device(g), ds = testing::to_device(s),
-                        dm = testing::to_device(m), dv = testing::to_device(v);
-      gpu::DeviceBuffer dcopy = testing::to_device(std::vector<uint16_t>(static_cast<std::size_t>(n), kPoison));
-      kernels::StepScalars sc = kernels::make_step_scalars(0.0, lr, beta1, beta2, 3);
-      sc.skip_update = skip ? 1 : 0;
-      gpu::DeviceBuffer dsc = testing::to_device(std::vector<kernels::StepScalars>{sc});
-      const auto* scp = dsc.as<kernels::StepScalars>();
-      uint16_t* copy = dcopy.as<uint16_t>();
-      if (kind == 0) {
-        kernels::dense_sgd(dp.as<float>(), dg.as<float>(), n, scp, nullptr, copy);
-        if (!skip) sgd_update(p.data(), g.data(), n, lr);
-      } else if (kind == 1) {
-        kernels::dense_adagrad(dp.as<float>(), dg.as<float>(), ds.as<float>(), n, eps, scp, nullptr, copy);
-        if (!skip) adagrad_update(p.data(), g.data(), s.data(), n, lr, eps);
-      } else {
-        kernels::dense_adam(dp.as<float>(), dg.as<float>(), dm.as<float>(), dv.as<float>(), n, beta1, beta2, eps, scp,
-                            nullptr, copy);
-        AdamHyper h;
-        h.lr = lr;
-        if (!skip) adam_update(p.data(), g.data(), m.data(), v.data(), n, h, 3 + 1);
-      }
-      const auto got = testing::to_host<float>(dp, p.size());
-      EXPECT_EQ(got, p) << "kind " << kind << " skip " << skip;
-      const auto got_copy = testing::to_host<uint16_t>(dcopy, static_cast<std::size_t>(n));
-      for (int64_t i = 0; i < n; ++i) {
-        const auto k = static_cast<std::size_t>(i);
-        if (skip) {
-          ASSERT_EQ(got_copy[k], kPoison) << "kind " << kind << ": a skipped step wrote the copy at " << i;
-          continue;
+  constexpr uint16_t kPoison = 0xFFFF;  // a NaN in bf16 and fp16
+  for (DType type : {DType::bf16, DType::f16}) {
+    for (int kind = 0; kind < 3; ++kind) {
+      for (bool skip : {false, true}) {
+        std::vector<float> p = p0, s = s0, m = s0, v = s0;
+        gpu::DeviceBuffer dp = testing::to_device(p), dg = testing::to_device(g), ds = testing::to_device(s),
+                          dm = testing::to_device(m), dv = testing::to_device(v);
+        gpu::DeviceBuffer dcopy = testing::to_device(std::vector<uint16_t>(static_cast<std::size_t>(n), kPoison));
+        kernels::StepScalars sc = kernels::make_step_scalars(0.0, lr, beta1, beta2, 3);
+        sc.skip_update = skip ? 1 : 0;
+        gpu::DeviceBuffer dsc = testing::to_device(std::vector<kernels::StepScalars>{sc});
+        const auto* scp = dsc.as<kernels::StepScalars>();
+        const kernels::ParamCopy copy{dcopy.as<uint16_t>(), type};
+        if (kind == 0) {
+          kernels::dense_sgd(dp.as<float>(), dg.as<float>(), n, scp, nullptr, copy);
+          if (!skip) sgd_update(p.data(), g.data(), n, lr);
+        } else if (kind == 1) {
+          kernels::dense_adagrad(dp.as<float>(), dg.as<float>(), ds.as<float>(), n, eps, scp, nullptr, copy);
+          if (!skip) adagrad_update(p.data(), g.data(), s.data(), n, lr, eps);
+        } else {
+          kernels::dense_adam(dp.as<float>(), dg.as<float>(), dm.as<float>(), dv.as<float>(), n, beta1, beta2, eps,
+                              scp, nullptr, copy);
+          AdamHyper h;
+          h.lr = lr;
+          if (!skip) adam_update(p.data(), g.data(), m.data(), v.data(), n, h, 3 + 1);
         }
-        ASSERT_EQ(got_copy[k], f32_to_bf16(p[k])) << "kind " << kind << " element " << i;
-        // The copy is the nearest bf16: within half a unit in the last place (at most 2^-8 relative).
-        ASSERT_LE(std::fabs(static_cast<double>(bf16_to_f32(got_copy[k])) - static_cast<double>(p[k])),
-                  std::ldexp(std::fabs(static_cast<double>(p[k])), -8))
-            << i;
+        const std::string what = std::string(dtype_name(type)) + " kind " + std::to_string(kind);
+        EXPECT_EQ(testing::to_host<float>(dp, p.size()), p) << what << " skip " << skip;
+        const auto got_copy = testing::to_host<uint16_t>(dcopy, static_cast<std::size_t>(n));
+        // Half a unit in the last place: 2^-8 relative (bf16), 2^-11 (fp16 normals).
+        const int half_ulp_exp = type == DType::bf16 ? -8 : -11;
+        for (int64_t i = 0; i < n; ++i) {
+          const auto k = static_cast<std::size_t>(i);
+          if (skip) {
+            ASSERT_EQ(got_copy[k], kPoison) << what << ": a skipped step wrote the copy at " << i;
+            continue;
+          }
+          const uint16_t want = type == DType::bf16 ? f32_to_bf16(p[k]) : f32_to_f16(p[k]);
+          ASSERT_EQ(got_copy[k], want) << what << " element " << i;
+          const double back = type == DType::bf16 ? bf16_to_f32(got_copy[k]) : f16_to_f32(got_copy[k]);
+          ASSERT_LE(std::fabs(back - static_cast<double>(p[k])),
+                    std::max(std::ldexp(std::fabs(static_cast<double>(p[k])), half_ulp_exp), std::ldexp(1.0, -25)))
+              << what << " element " << i;
+        }
       }
     }
   }

@@ -366,14 +366,94 @@ TEST(GpuModel, HostTablesGiveBitIdenticalResults) {
   }
 }
 
-TEST(GpuModel, UnknownHostTableOrFp16DenseIsAConfigError) {
+TEST(GpuModel, UnknownHostTableOrFp8DenseIsAConfigError) {
   HETREC_REQUIRE_GPU();
   ModelConfig m = small_model(Arch::dlrm, DType::f32);
   m.host_tables = {"C9"};
   EXPECT_THROW(make_gpu_model(m, OptimConfig{}), ConfigError);
   m.host_tables.clear();
-  m.dense_dtype = DType::f16;
+  m.dense_dtype = DType::f8e4m3;
   EXPECT_THROW(make_gpu_model(m, OptimConfig{}), ConfigError);
+}
+
+// fp16 dense compute with dynamic loss scaling. With a moderate scale it tracks the CPU
+// fp32 model within fp16's tolerance (inputs rounded to 2^-11 relative: loss within 1%,
+// state within 2% of its largest magnitude after 6 steps), and the scale doubles after
+// growth_interval clean steps.
+TEST(GpuModelFp16, TracksTheCpuFp32ModelAndGrowsTheScale) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = small_model(Arch::dcnv2, DType::f32, 8);
+  ModelConfig m16 = m;
+  m16.dense_dtype = DType::f16;
+  OptimConfig o;
+  o.lr = 0.05;
+  o.sparse_lr = 0.05;
+  o.adagrad_initial_accumulator = 0.1;
+  o.loss_scale = 1024.0;
+  o.loss_scale_growth_interval = 4;
+  auto cpu = make_cpu_model(m, o);
+  auto gpu = make_gpu_model(m16, o);
+  EXPECT_NE(gpu->describe().find("fp16 GEMMs with fp32 master weights, dynamic loss scaling"), std::string::npos)
+      << gpu->describe();
+  EXPECT_EQ(gpu->loss_scale(), 1024.0);
+  for (int step = 0; step < 6; ++step) {
+    const Batch b = make_batch(m, 128, 1100 + static_cast<uint64_t>(step));
+    const double l_cpu = cpu->train_step(b, rates(0.05));
+    const double l_gpu = gpu->train_step(b, rates(0.05));
+    EXPECT_NEAR(l_gpu, l_cpu, 1e-2 * std::fabs(l_cpu)) << "step " << step;
+  }
+  EXPECT_EQ(gpu->overflow_skipped_steps(), 0);
+  EXPECT_EQ(gpu->loss_scale(), 2048.0) << "doubled after 4 clean steps";
+  const auto s_cpu = by_name(cpu->state());
+  for (const NamedTensor& nt : gpu->state()) {
+    if (nt.name == "step") {
+      EXPECT_EQ(nt.tensor.data<int64_t>()[0], 6);
+      continue;
+    }
+    EXPECT_LE(relative_difference(nt.tensor, s_cpu.at(nt.name)), 2e-2) << nt.name;
+  }
+}
+
+// A scale so large that the scaled gradients overflow fp16: the step changes nothing
+// (every state tensor bit for bit, the step count included), the loss is still reported,
+// the scale halves; once it is small enough, steps apply again. Eager, captured and
+// replayed steps all take this path (the flag lives on the device).
+TEST(GpuModelFp16, ForcedOverflowSkipsTheStepAndHalvesTheScale) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = small_model(Arch::dlrm, DType::f16);
+  ModelConfig m16 = m;
+  m16.dense_dtype = DType::f16;
+  OptimConfig o;
+  o.adagrad_initial_accumulator = 0.1;
+  o.loss_scale = std::ldexp(1.0, 40);  // grad_logit ~ 1e-2 -> 1e10: beyond fp16's 65504
+  o.loss_scale_growth_interval = 1000;
+  auto gpu = make_gpu_model(m16, o);
+  const auto snapshot = [&]() {
+    std::vector<std::vector<unsigned char>> out;
+    for (const NamedTensor& nt : gpu->state()) {
+      const auto* p = static_cast<const unsigned char*>(nt.tensor.raw());
+      out.emplace_back(p, p + nt.tensor.nbytes());
+    }
+    return out;
+  };
+  const auto before = snapshot();
+  const double loss = gpu->train_step(make_batch(m, 96, 70), rates(0.1));
+  EXPECT_TRUE(std::isfinite(loss));
+  EXPECT_EQ(gpu->overflow_skipped_steps(), 1);
+  EXPECT_EQ(gpu->loss_scale(), std::ldexp(1.0, 39));
+  EXPECT_EQ(snapshot(), before) << "an overflowing step changed the model";
+
+  int64_t applied = 0;
+  for (int step = 1; step < 40 && applied < 3; ++step) {
+    const int64_t skipped_before = gpu->overflow_skipped_steps();
+    gpu->train_step(make_batch(m, 96, 70 + static_cast<uint64_t>(step)), rates(0.1));
+    if (gpu->overflow_skipped_steps() == skipped_before) ++applied;
+  }
+  EXPECT_EQ(applied, 3) << "the scale never came down far enough";
+  EXPECT_GT(gpu->overflow_skipped_steps(), 1);
+  EXPECT_LT(gpu->loss_scale(), std::ldexp(1.0, 39));
+  EXPECT_NE(snapshot(), before);
+  EXPECT_EQ(gpu->state().back().tensor.data<int64_t>()[0], applied) << "skipped steps do not count";
 }
 
 }  // namespace

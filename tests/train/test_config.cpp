@@ -86,6 +86,18 @@ TEST(Config, HostTablesAndTimingKeys) {
   expect_config_error(kBase, {"model.host_tables=[1]"}, {"'model.host_tables'", "array of strings"});
 }
 
+TEST(Config, LossScaleKeys) {
+  RunConfig c = parse_run_config(kBase, "test.toml", {"model.dense_dtype=fp16", "optim.loss_scale=1024",
+                                                      "optim.loss_scale_growth_interval=50"});
+  EXPECT_EQ(c.model.dense_dtype, DType::f16);
+  EXPECT_DOUBLE_EQ(c.optim.loss_scale, 1024.0);
+  EXPECT_EQ(c.optim.loss_scale_growth_interval, 50);
+  EXPECT_DOUBLE_EQ(parse_run_config(kBase, "test.toml").optim.loss_scale, 65536.0);
+  expect_config_error(kBase, {"optim.loss_scale=1000"}, {"'optim.loss_scale'", "power of two"});
+  expect_config_error(kBase, {"optim.loss_scale=1e9"}, {"'optim.loss_scale'"});
+  expect_config_error(kBase, {"optim.loss_scale_growth_interval=0"}, {"'optim.loss_scale_growth_interval'"});
+}
+
 TEST(Config, ErrorsNameTheKey) {
   expect_config_error(kBase, {"train.stepz=3"}, {"unknown config key 'train.stepz'", "valid keys"});
   expect_config_error(kBase, {"train.steps=\"ten\""}, {"'train.steps'", "expected an integer, got a string"});

@@ -5,6 +5,9 @@
 #   tests    every GPU test program, then compute-sanitizer memcheck on a subset
 #   demo     `hetrec train --config configs/demo.toml` on the GPU
 #   e2e:CONFIG:BATCH:TAG   bench/e2e_compare.py (hetrec and the PyTorch baseline)
+#   gemm:FILTER:SECONDS    `hetrec gemm bench` on the suite shapes matching FILTER (a regular
+#                          expression; empty = all) with a time budget, then xz-compressed
+#   recipes:SECONDS        bench/plan_recipes.py: planner predictions against hetrec train
 # Usage: tools/gpu_machine/suite.sh OUT_DIR COMMIT STAGE...
 set -uo pipefail
 out=$1 commit=$2
@@ -20,7 +23,7 @@ for stage in "$@"; do
   echo "=== stage $stage ($(date +%T))"
   case $stage in
     tests)
-      for t in "$bin"/gpu_test_* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
+      for t in "$bin"/gpu_test_* "$bin"/gemm_test_* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
         timeout 200 "$t" --gtest_brief=1 > "$out/$(basename "$t").log" 2>&1
         echo "$(basename "$t") rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
       done
@@ -40,6 +43,18 @@ for stage in "$@"; do
       IFS=: read -r _ config batch tag <<< "$stage"
       timeout 400 python3 bench/e2e_compare.py --e2e-bench "$bin/e2e_bench" --config "$config" --batch "$batch" \
         --tag "$tag" --commit "$commit" --out-dir "$out" 2>&1 | tail -4 ;;
+    gemm:*)
+      IFS=: read -r _ filter budget <<< "$stage"
+      args=(--out "$out/gemm-oracle.json" --time-budget "${budget:-300}")
+      [ -n "$filter" ] && args+=(--filter "$filter")
+      timeout 590 "$bin/hetrec" gemm bench "${args[@]}" 2> "$out/gemm-bench.log"
+      echo "gemm bench rc=$?"; tail -3 "$out/gemm-bench.log"
+      xz -T0 -f "$out/gemm-oracle.json" && ls -la "$out/gemm-oracle.json.xz" ;;
+    recipes:*)
+      budget=${stage#recipes:}
+      timeout 590 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s "${budget:-420}" \
+        > "$out/plan_recipes.out" 2>&1
+      echo "plan_recipes rc=$?"; tail -25 "$out/plan_recipes.out" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

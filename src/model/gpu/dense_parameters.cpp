@@ -21,7 +21,7 @@ Tensor device_zeros(int64_t n, Allocator& device, gpu::stream_t stream) {
 }  // namespace
 
 DenseParameters::DenseParameters(const std::vector<DenseParam>& params, const OptimConfig& optim, Allocator& device,
-                                 gpu::stream_t stream, bool bf16_copy)
+                                 gpu::stream_t stream, DType copy_type)
     : optim_(optim) {
   int64_t offset = 0;
   for (const DenseParam& p : params) {
@@ -74,16 +74,18 @@ DenseParameters::DenseParameters(const std::vector<DenseParam>& params, const Op
     }
   }
   upload(slot_mirrors_, stream);
-  if (bf16_copy) {
-    values_bf16_ = Tensor::empty({flat_elements_}, DType::bf16, device);
-    refresh_bf16(stream);
+  if (copy_type == DType::bf16 || copy_type == DType::f16) {
+    values_16bit_ = Tensor::empty({flat_elements_}, copy_type, device);
+    refresh_16bit(stream);
+  } else if (copy_type != DType::f32) {
+    throw InternalError("DenseParameters: the parameter copy must be bf16 or fp16");
   }
 }
 
-void DenseParameters::refresh_bf16(gpu::stream_t stream) {
-  if (!values_bf16_.defined()) return;
-  kernels::f32_to_bf16_matrix(base(values_), flat_elements_, values_bf16_.data<uint16_t>(), flat_elements_, 1,
-                              flat_elements_, stream);
+void DenseParameters::refresh_16bit(gpu::stream_t stream) {
+  if (!values_16bit_.defined()) return;
+  kernels::f32_to_16bit_matrix(base(values_), flat_elements_, values_16bit_.data<uint16_t>(), flat_elements_, 1,
+                               flat_elements_, values_16bit_.dtype(), stream);
 }
 
 int64_t DenseParameters::total_elements() const {
@@ -95,15 +97,15 @@ int64_t DenseParameters::total_elements() const {
 void DenseParameters::step(const kernels::StepScalars* scalars, gpu::stream_t stream) {
   switch (optim_.dense) {
     case OptimizerKind::sgd:
-      kernels::dense_sgd(base(values_), base(grads_), flat_elements_, scalars, stream, bf16());
+      kernels::dense_sgd(base(values_), base(grads_), flat_elements_, scalars, stream, copy16());
       return;
     case OptimizerKind::adagrad:
       kernels::dense_adagrad(base(values_), base(grads_), base(slot_a_), flat_elements_, optim_.eps, scalars, stream,
-                             bf16());
+                             copy16());
       return;
     case OptimizerKind::adam:
       kernels::dense_adam(base(values_), base(grads_), base(slot_a_), base(slot_b_), flat_elements_, optim_.beta1,
-                          optim_.beta2, optim_.eps, scalars, stream, bf16());
+                          optim_.beta2, optim_.eps, scalars, stream, copy16());
       return;
     default: throw InternalError("DenseParameters::step: not a dense optimizer");
   }

@@ -4,15 +4,17 @@
 // updates them all. Each tensor starts on a 256-byte boundary (what the GEMMs assume);
 // the padding between tensors is zero in every buffer and stays zero.
 //
-// With bf16 dense compute the fp32 values stay the master copy (the optimizer and its
-// state work on them) and a bf16 copy of the whole buffer, same layout, is what the bf16
-// GEMMs read; the optimizer kernel refreshes it in the same pass as the update.
+// With 16-bit (bf16 or fp16) dense compute the fp32 values stay the master copy (the
+// optimizer and its state work on them) and a 16-bit copy of the whole buffer, same
+// layout, is what the 16-bit GEMMs read; the optimizer kernel refreshes it in the same
+// pass as the update.
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
 #include "gpu/platform.h"
+#include "kernels/dense_optimizer.h"
 #include "kernels/step_scalars.h"
 #include "model/gpu/device_mirror.h"
 #include "model/model_config.h"
@@ -22,23 +24,27 @@ namespace hetrec::gpu_model {
 
 class DenseParameters {
  public:
-  // Copies the values of `params` (host, fp32, in the model's state order) to the device
-  // and creates the optimizer slots of optim.dense (Adagrad "<p>.sum" filled with
+  // Copies the values of `params` (host, fp32, in the model's state order) to the device,
+  // with a 16-bit copy when copy_type is bf16 or f16 (f32: none), and creates the
+  // optimizer slots of optim.dense (Adagrad "<p>.sum" filled with
   // optim.adagrad_initial_accumulator, Adam "<p>.exp_avg" and "<p>.exp_avg_sq" zeroed).
   DenseParameters(const std::vector<DenseParam>& params, const OptimConfig& optim, Allocator& device,
-                  gpu::stream_t stream, bool bf16_copy = false);
+                  gpu::stream_t stream, DType copy_type = DType::f32);
 
   int count() const { return static_cast<int>(entries_.size()); }
   float* value(int i) const { return base(values_) + entries_.at(static_cast<std::size_t>(i)).offset; }
   float* grad(int i) const { return base(grads_) + entries_.at(static_cast<std::size_t>(i)).offset; }
   int64_t total_elements() const;  // parameters without padding
-  // The bf16 copy of parameter i (nullptr without bf16_copy).
-  const uint16_t* value_bf16(int i) const {
-    return values_bf16_.defined() ? values_bf16_.data<uint16_t>() + entries_.at(static_cast<std::size_t>(i)).offset
-                                  : nullptr;
+  // The 16-bit copy of parameter i (nullptr without one).
+  const uint16_t* value_16bit(int i) const {
+    return values_16bit_.defined() ? values_16bit_.data<uint16_t>() + entries_.at(static_cast<std::size_t>(i)).offset
+                                   : nullptr;
   }
-  // Recomputes the bf16 copy from the fp32 values (after they were written from the host).
-  void refresh_bf16(gpu::stream_t stream);
+  // Recomputes the 16-bit copy from the fp32 values (after they were written from the host).
+  void refresh_16bit(gpu::stream_t stream);
+  // The flat gradient buffer (fp16 loss scaling unscales it in place).
+  float* flat_grads() const { return base(grads_); }
+  int64_t flat_elements() const { return flat_elements_; }
 
   // The fused optimizer step over the whole buffer (reads lr and step from `scalars`).
   void step(const kernels::StepScalars* scalars, gpu::stream_t stream);
@@ -56,13 +62,15 @@ class DenseParameters {
     int64_t numel = 0;
   };
   static float* base(const Tensor& t) { return t.defined() ? t.data<float>() : nullptr; }
-  uint16_t* bf16() const { return values_bf16_.defined() ? values_bf16_.data<uint16_t>() : nullptr; }
+  kernels::ParamCopy copy16() const {
+    return {values_16bit_.defined() ? values_16bit_.data<uint16_t>() : nullptr, values_16bit_.dtype()};
+  }
 
   OptimConfig optim_;
   std::vector<Entry> entries_;
   int64_t flat_elements_ = 0;
-  Tensor values_, grads_, slot_a_, slot_b_;
-  Tensor values_bf16_;  // bf16 dense compute: the GEMMs' copy of values_  // slot_a: Adagrad sum / Adam exp_avg; slot_b: Adam exp_avg_sq
+  Tensor values_, grads_, slot_a_, slot_b_;  // slot_a: Adagrad sum / Adam exp_avg; slot_b: Adam exp_avg_sq
+  Tensor values_16bit_;  // 16-bit dense compute: the GEMMs' copy of values_ (bf16 or f16)
   std::vector<DeviceMirror> param_mirrors_, slot_mirrors_;
 };
 

@@ -10,25 +10,26 @@ namespace hetrec::gpu_model {
 GpuCrossNet::GpuCrossNet(int width, int num_layers, int rank, const DenseParameters& params, int first_param,
                          cublaslt::Precision precision)
     : width_(width), rank_(rank), precision_(precision) {
-  bf16_ = precision == cublaslt::Precision::bf16 && width % kSixteenBitWidthMultiple == 0 &&
-          rank % kSixteenBitWidthMultiple == 0;
-  if (precision_ == cublaslt::Precision::bf16 && !bf16_) precision_ = cublaslt::Precision::fp32;
-  if (bf16_ && num_layers > 0 && !params.value_bf16(first_param))
-    throw InternalError("GpuCrossNet: bf16 layers need the parameters' bf16 copy");
+  const bool sixteen = precision == cublaslt::Precision::bf16 || precision == cublaslt::Precision::fp16;
+  const bool eligible = width % kSixteenBitWidthMultiple == 0 && rank % kSixteenBitWidthMultiple == 0;
+  if (sixteen && eligible) half_type_ = precision == cublaslt::Precision::fp16 ? DType::f16 : DType::bf16;
+  if (sixteen && !eligible) precision_ = cublaslt::Precision::fp32;
+  if (half() && num_layers > 0 && !params.value_16bit(first_param))
+    throw InternalError("GpuCrossNet: 16-bit layers need the parameters' 16-bit copy");
   int p = first_param;
   for (int l = 0; l < num_layers; ++l) {
     Layer ly;
     if (rank_ > 0) {
       ly.u = params.value(p);
-      ly.u16 = params.value_bf16(p);
+      ly.u16 = params.value_16bit(p);
       ly.grad_u = params.grad(p);
       ly.v = params.value(p + 1);
-      ly.v16 = params.value_bf16(p + 1);
+      ly.v16 = params.value_16bit(p + 1);
       ly.grad_v = params.grad(p + 1);
       p += 2;
     } else {
       ly.kernel = params.value(p);
-      ly.kernel16 = params.value_bf16(p);
+      ly.kernel16 = params.value_16bit(p);
       ly.grad_kernel = params.grad(p);
       p += 1;
     }
@@ -52,23 +53,23 @@ void GpuCrossNet::reserve(int64_t batch, Allocator& device) {
   dz_ = Tensor::empty({batch, width_}, DType::f32, device);
   dx0_acc_ = Tensor::empty({batch, width_}, DType::f32, device);
   if (rank_ > 0) dvx_ = Tensor::empty({batch, rank_}, DType::f32, device);
-  xs_bf16_.clear();
-  vxs_bf16_.clear();
-  if (bf16_) {
+  xs16_.clear();
+  vxs16_.clear();
+  if (half()) {
     for (std::size_t l = 0; l < layers_.size(); ++l) {
-      xs_bf16_.push_back(Tensor::empty({batch, width_}, DType::bf16, device));
-      if (rank_ > 0) vxs_bf16_.push_back(Tensor::empty({batch, rank_}, DType::bf16, device));
+      xs16_.push_back(Tensor::empty({batch, width_}, half_type_, device));
+      if (rank_ > 0) vxs16_.push_back(Tensor::empty({batch, rank_}, half_type_, device));
     }
-    dz_bf16_ = Tensor::empty({batch, width_}, DType::bf16, device);
-    if (rank_ > 0) dvx_bf16_ = Tensor::empty({batch, rank_}, DType::bf16, device);
+    dz16_ = Tensor::empty({batch, width_}, half_type_, device);
+    if (rank_ > 0) dvx16_ = Tensor::empty({batch, rank_}, half_type_, device);
   }
   capacity_ = batch;
 }
 
 const void* GpuCrossNet::operand(const float* m, int64_t batch, int64_t cols, const Tensor& copy,
                                  gpu::stream_t stream) const {
-  if (!bf16_) return m;
-  kernels::f32_to_bf16_matrix(m, cols, copy.data<uint16_t>(), cols, batch, cols, stream);
+  if (!half()) return m;
+  kernels::f32_to_16bit_matrix(m, cols, copy.data<uint16_t>(), cols, batch, cols, half_type_, stream);
   return copy.raw();
 }
 
@@ -103,12 +104,12 @@ const float* GpuCrossNet::forward(cublaslt::Gemm& gemm, const float* x0, int64_t
     const Layer& ly = layers_[l];
     const float* xl = x(static_cast<int>(l), x0);
     float* z = zs_[l].data<float>();
-    const void* xl_op = operand(xl, batch, n, bf16_ ? xs_bf16_[l] : Tensor(), stream);
+    const void* xl_op = operand(xl, batch, n, half() ? xs16_[l] : Tensor(), stream);
     if (rank_ > 0) {
       float* vx = vxs_[l].data<float>();
       gemm_run(gemm, false, true, batch, r, n, xl_op, n, weight(ly.v, ly.v16), n, vx, r, 0.0f, nullptr,
                stream);  // vx = x V^T
-      const void* vx_op = operand(vx, batch, r, bf16_ ? vxs_bf16_[l] : Tensor(), stream);
+      const void* vx_op = operand(vx, batch, r, half() ? vxs16_[l] : Tensor(), stream);
       gemm_run(gemm, false, true, batch, n, r, vx_op, r, weight(ly.u, ly.u16), r, z, n, 0.0f, ly.bias,
                stream);  // z = vx U^T + b
     } else {
@@ -134,16 +135,16 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
     kernels::cross_backward({batch, n}, g, n, x0, n, z, dz, acc, n, /*accumulate=*/l + 1 < num_layers(), stream);
     kernels::column_sum(dz, batch, n, n, ly.grad_bias, scratch.data, scratch.bytes, stream);
     // The forward's operand copies of x_l and V x_l are still valid.
-    const void* xl_op = bf16_ ? xs_bf16_[static_cast<std::size_t>(l)].raw() : static_cast<const void*>(xl);
-    const void* dz_op = operand(dz, batch, n, dz_bf16_, stream);
+    const void* xl_op = half() ? xs16_[static_cast<std::size_t>(l)].raw() : static_cast<const void*>(xl);
+    const void* dz_op = operand(dz, batch, n, dz16_, stream);
     if (rank_ > 0) {
-      const void* vx_op = bf16_ ? vxs_bf16_[static_cast<std::size_t>(l)].raw()
+      const void* vx_op = half() ? vxs16_[static_cast<std::size_t>(l)].raw()
                                 : static_cast<const void*>(vxs_[static_cast<std::size_t>(l)].data<float>());
       float* dvx = dvx_.data<float>();
       gemm_run(gemm, true, false, n, r, batch, dz_op, n, vx_op, r, ly.grad_u, r, 0.0f, nullptr, stream);  // dU = dz^T vx
       gemm_run(gemm, false, false, batch, r, n, dz_op, n, weight(ly.u, ly.u16), r, dvx, r, 0.0f, nullptr,
                stream);  // dvx = dz U
-      const void* dvx_op = operand(dvx, batch, r, dvx_bf16_, stream);
+      const void* dvx_op = operand(dvx, batch, r, dvx16_, stream);
       gemm_run(gemm, true, false, r, n, batch, dvx_op, r, xl_op, n, ly.grad_v, n, 0.0f, nullptr, stream);  // dV = dvx^T x
       gemm_run(gemm, false, false, batch, n, r, dvx_op, r, weight(ly.v, ly.v16), n, g, n, 1.0f, nullptr,
                stream);  // g += dvx V

@@ -4,10 +4,10 @@
 // parts in kernels/cross_net.h. Parameters live in a DenseParameters buffer in the CPU
 // CrossNet's order: per layer the kernel (or U, then V), then the bias.
 //
-// bf16 precision (width and rank multiples of 8): every GEMM reads bf16 operands (bf16
-// copies of x_l, V x_l, dz and d(V x) made by kernels/convert.h, and the parameters'
-// bf16 copy) and accumulates in fp32; x_l, z_l, V x_l, the element-wise kernels and all
-// gradients stay fp32.
+// bf16 or fp16 precision (width and rank multiples of 8): every GEMM reads 16-bit
+// operands (copies of x_l, V x_l, dz and d(V x) made by kernels/convert.h, and the
+// parameters' 16-bit copy) and accumulates in fp32; x_l, z_l, V x_l, the element-wise
+// kernels and all gradients stay fp32.
 #include <cstdint>
 #include <vector>
 
@@ -33,40 +33,40 @@ class GpuCrossNet {
   void backward(cublaslt::Gemm& gemm, const float* x0, float* g, float* dx0, int64_t batch, const Scratch& scratch,
                 gpu::stream_t stream);
 
-  // Whether the GEMMs run on bf16 operands.
-  bool bf16() const { return bf16_; }
+  // Whether the GEMMs run on 16-bit operands.
+  bool half() const { return half_type_ != DType::f32; }
 
  private:
   struct Layer {
-    const uint16_t *kernel16 = nullptr, *u16 = nullptr, *v16 = nullptr;  // bf16 copies
+    const uint16_t *kernel16 = nullptr, *u16 = nullptr, *v16 = nullptr;  // 16-bit copies
     float *kernel = nullptr, *u = nullptr, *v = nullptr, *bias = nullptr;
     float *grad_kernel = nullptr, *grad_u = nullptr, *grad_v = nullptr, *grad_bias = nullptr;
   };
   void gemm_run(cublaslt::Gemm& gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                 const void* b, int64_t ldb, float* d, int64_t ldd, float beta, const float* bias,
                 gpu::stream_t stream) const;
-  // bf16: a bf16 copy of the batch x cols matrix m (contiguous) into `copy`; returns the
-  // GEMM operand (the copy, or m itself in fp32).
+  // 16-bit: a 16-bit copy of the batch x cols matrix m (contiguous) into `copy`; returns
+  // the GEMM operand (the copy, or m itself in fp32).
   const void* operand(const float* m, int64_t batch, int64_t cols, const Tensor& copy, gpu::stream_t stream) const;
-  // The GEMM operand of a parameter: its bf16 copy in bf16 mode.
+  // The GEMM operand of a parameter: its 16-bit copy in 16-bit mode.
   const void* weight(const float* fp32, const uint16_t* copy) const {
-    return bf16_ ? static_cast<const void*>(copy) : static_cast<const void*>(fp32);
+    return half() ? static_cast<const void*>(copy) : static_cast<const void*>(fp32);
   }
   const float* x(int l, const float* x0) const { return l == 0 ? x0 : xs_[static_cast<std::size_t>(l - 1)].data<float>(); }
 
   int width_;
   int rank_;
   cublaslt::Precision precision_;
-  bool bf16_ = false;
+  DType half_type_ = DType::f32;  // bf16 or f16 when the GEMMs run in 16 bits
   std::vector<Layer> layers_;
   int64_t capacity_ = 0;
   std::vector<Tensor> xs_;   // x_1 .. x_L
   std::vector<Tensor> zs_;   // z_0 .. z_{L-1}
   std::vector<Tensor> vxs_;  // low rank: V_l x_l
   Tensor dz_, dvx_, dx0_acc_;
-  std::vector<Tensor> xs_bf16_;   // bf16: copies of x_0 .. x_{L-1}
-  std::vector<Tensor> vxs_bf16_;  // bf16, low rank: copies of V_l x_l
-  Tensor dz_bf16_, dvx_bf16_;
+  std::vector<Tensor> xs16_;   // 16-bit: copies of x_0 .. x_{L-1}
+  std::vector<Tensor> vxs16_;  // 16-bit, low rank: copies of V_l x_l
+  Tensor dz16_, dvx16_;
 };
 
 }  // namespace hetrec::gpu_model

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,11 +18,13 @@
 #include "gpu/graph.h"
 #include "gpu/memory.h"
 #include "gpu/stream.h"
+#include "kernels/auc.h"
 #include "kernels/bce_loss.h"
 #include "kernels/column_sum.h"
 #include "kernels/dot_interaction.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
+#include "kernels/loss_scale.h"
 #include "kernels/step_scalars.h"
 #include "model/describe.h"
 #include "model/dlrm.h"
@@ -43,11 +46,13 @@ using seed_streams::kBottomMlpStreams;
 using seed_streams::kCrossNetStreams;
 using seed_streams::kTopMlpStreams;
 
-// What the step copies back to the host: the loss, and the skip flag (raised by ids
-// outside their tables, counted on the device, or by a non-finite loss).
+// What the step copies back to the host: the loss, the skip flag (raised by ids outside
+// their tables, counted on the device, by a non-finite loss, or by an fp16 gradient
+// overflow) and the overflow flag of loss scaling.
 struct StepOutput {
   double loss = 0.0;
   int32_t skipped = 0;
+  int32_t overflow = 0;
 };
 
 // Phase boundaries of a profiled step (events recorded after each).
@@ -106,8 +111,10 @@ class GpuDlrm final : public GpuModel {
     for (auto& p : top.parameters("top_mlp.")) params.push_back(std::move(p));
     (void)DenseOptimizer::create(optim, params);  // validates optim.* as the CPU model does
 
-    dense_ = std::make_unique<gpu_model::DenseParameters>(params, optim, alloc_, s,
-                                                          /*bf16_copy=*/options.precision == cublaslt::Precision::bf16);
+    const DType copy_type = options.precision == cublaslt::Precision::bf16   ? DType::bf16
+                            : options.precision == cublaslt::Precision::fp16 ? DType::f16
+                                                                             : DType::f32;
+    dense_ = std::make_unique<gpu_model::DenseParameters>(params, optim, alloc_, s, copy_type);
     bottom_ = std::make_unique<gpu_model::GpuMlp>(model.num_dense, model.bottom_mlp, true, *dense_, 0, options.precision);
     if (cross)
       cross_ = std::make_unique<gpu_model::GpuCrossNet>(model.interaction_width(), model.cross_layers, model.cross_rank,
@@ -123,7 +130,16 @@ class GpuDlrm final : public GpuModel {
     }
     scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
     output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
-    compute_.synchronize();
+    *output_host_.as<StepOutput>() = StepOutput{};  // the overflow flag is only copied with fp16
+    if (options.precision == cublaslt::Precision::fp16) {
+      kernels::LossScaleState initial;
+      initial.scale = static_cast<float>(optim.loss_scale);
+      initial.inv_scale = 1.0f / initial.scale;
+      loss_scale_rule_.growth_interval = static_cast<int32_t>(optim.loss_scale_growth_interval);
+      loss_scale_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::LossScaleState))}, DType::u8, alloc_);
+      gpu::memcpy_async(loss_scale_.raw(), &initial, sizeof(initial), gpu::CopyKind::host_to_device, s);
+    }
+    compute_.synchronize();  // also keeps `initial` alive until its copy is done
   }
 
   ~GpuDlrm() override {
@@ -186,6 +202,12 @@ class GpuDlrm final : public GpuModel {
     const StepOutput out = *output_host_.as<StepOutput>();
     if (out.skipped) {
       embeddings_->validate(batch);  // throws DataError naming the table, sample and id
+      if (out.overflow && std::isfinite(out.loss)) {
+        // fp16: the scaled gradients overflowed; nothing was updated and the scale was
+        // halved on the device. Like torch's GradScaler, the optimizer step does not count.
+        ++overflow_skipped_steps_;
+        return out.loss;
+      }
       if (std::isfinite(out.loss))
         throw DataError("train step " + std::to_string(step) + " (batch from sample " +
                         std::to_string(batch.first_sample) + "): the device skipped the update");
@@ -249,6 +271,33 @@ class GpuDlrm final : public GpuModel {
     return out;
   }
 
+  double loss_scale() const override {
+    if (!loss_scale_.defined()) return 1.0;
+    kernels::LossScaleState st;
+    gpu::memcpy_sync(&st, loss_scale_.raw(), sizeof(st), gpu::CopyKind::device_to_host);
+    return st.scale;
+  }
+  int64_t overflow_skipped_steps() const override { return overflow_skipped_steps_; }
+
+  std::optional<double> device_roc_auc(std::span<const float> scores, std::span<const float> labels) override {
+    if (scores.size() != labels.size()) throw InternalError("device_roc_auc: scores and labels differ in length");
+    if (scores.empty()) return std::numeric_limits<double>::quiet_NaN();
+    const auto n = static_cast<int64_t>(scores.size());
+    // Evaluation-time buffers straight from the driver and freed at once, so they never
+    // stay cached in the training step's allocator (nor count in its peak).
+    gpu::DeviceBuffer d_scores(scores.size_bytes()), d_labels(labels.size_bytes()), d_auc(sizeof(double));
+    gpu::DeviceBuffer workspace(kernels::roc_auc_workspace_bytes(n));
+    const gpu::stream_t s = compute_.get();
+    gpu::memcpy_async(d_scores.get(), scores.data(), scores.size_bytes(), gpu::CopyKind::host_to_device, s);
+    gpu::memcpy_async(d_labels.get(), labels.data(), labels.size_bytes(), gpu::CopyKind::host_to_device, s);
+    kernels::roc_auc(d_scores.as<float>(), d_labels.as<float>(), n, d_auc.as<double>(), workspace.get(),
+                     workspace.bytes(), s);
+    double auc = 0.0;
+    gpu::memcpy_async(&auc, d_auc.get(), sizeof(double), gpu::CopyKind::device_to_host, s);
+    compute_.synchronize();
+    return auc;
+  }
+
   std::optional<DeviceMemoryReport> device_memory() const override {
     const gpu::AllocatorStats a = alloc_.stats();
     const gpu::MemoryInfo now = gpu::memory_info();
@@ -272,17 +321,21 @@ class GpuDlrm final : public GpuModel {
     s += " (gpu " + std::to_string(props_.index) + ": " + props_.name + ", " + precision_name(options_.precision) +
          " GEMMs" + mode + "): " + describe_network(m) + "; " + std::to_string(dense_->total_elements()) +
          " dense parameters, dense optimizer " + dense_->optimizer_name();
-    if (options_.precision == cublaslt::Precision::bf16) {
+    if (options_.precision == cublaslt::Precision::bf16 || options_.precision == cublaslt::Precision::fp16) {
       // Which layers fell back to fp32 GEMMs (widths not multiples of 8).
       std::string fp32_layers;
       const auto note = [&](const gpu_model::GpuMlp& mlp, const char* name) {
         for (int i = 0; i < mlp.num_layers(); ++i)
-          if (!mlp.layer_bf16(i)) fp32_layers += std::string(fp32_layers.empty() ? "" : ", ") + name + "[" + std::to_string(i) + "]";
+          if (!mlp.layer_16bit(i)) fp32_layers += std::string(fp32_layers.empty() ? "" : ", ") + name + "[" + std::to_string(i) + "]";
       };
       note(*bottom_, "bottom_mlp");
       note(*top_, "top_mlp");
-      if (cross_ && !cross_->bf16()) fp32_layers += std::string(fp32_layers.empty() ? "" : ", ") + "cross_net";
-      s += "; bf16 GEMMs with fp32 master weights" + (fp32_layers.empty() ? std::string() : " (fp32 GEMMs in " + fp32_layers + ")");
+      if (cross_ && !cross_->half()) fp32_layers += std::string(fp32_layers.empty() ? "" : ", ") + "cross_net";
+      s += std::string("; ") + precision_name(options_.precision) + " GEMMs with fp32 master weights" +
+           (fp32_layers.empty() ? std::string() : " (fp32 GEMMs in " + fp32_layers + ")");
+      if (loss_scale_.defined())
+        s += ", dynamic loss scaling (initial scale " + std::to_string(static_cast<int64_t>(optim_.loss_scale)) +
+             ", doubled after " + std::to_string(optim_.loss_scale_growth_interval) + " steps without overflow)";
     }
     const int host = embeddings_->host_table_count();
     if (host > 0) {
@@ -332,7 +385,7 @@ class GpuDlrm final : public GpuModel {
     gpu_model::upload(dense_->parameter_mirrors(), s);
     gpu_model::upload(dense_->slot_mirrors(), s);
     gpu_model::upload(embeddings_->mirrors(), s);
-    dense_->refresh_bf16(s);
+    dense_->refresh_16bit(s);
     compute_.synchronize();
     state_exposed_ = false;
   }
@@ -384,6 +437,9 @@ class GpuDlrm final : public GpuModel {
 
   kernels::StepScalars* device_scalars() const { return reinterpret_cast<kernels::StepScalars*>(scalars_.raw()); }
   StepOutput* device_output() const { return reinterpret_cast<StepOutput*>(output_.raw()); }
+  kernels::LossScaleState* device_loss_scale() const {
+    return loss_scale_.defined() ? reinterpret_cast<kernels::LossScaleState*>(loss_scale_.raw()) : nullptr;
+  }
 
   // Bottom MLP, embeddings, interaction, top MLP. Returns the logits (batch x 1).
   const float* forward(int64_t batch) {
@@ -427,11 +483,14 @@ class GpuDlrm final : public GpuModel {
     kernels::StepScalars* scalars = device_scalars();
     gpu::memcpy_async(scalars, scalars_host_.get(), sizeof(kernels::StepScalars), gpu::CopyKind::host_to_device, s);
     gpu::memset_async(output_.raw(), 0, sizeof(StepOutput), s);
+    kernels::LossScaleState* loss_scale = device_loss_scale();
+    if (loss_scale) gpu::memset_async(&loss_scale->overflow, 0, sizeof(int32_t), s);
     mark(kStart);
 
     const float* logits = forward(batch);
     kernels::bce_with_logits(logits, 1, db.labels, batch, grad_logits_.data<float>(), 1, &device_output()->loss,
-                             &scalars->skip_update, bce_workspace_.raw(), bce_workspace_.nbytes(), s);
+                             &scalars->skip_update, bce_workspace_.raw(), bce_workspace_.nbytes(), s,
+                             loss_scale ? &loss_scale->scale : nullptr);
     mark(kLoss);
 
     const gpu_model::Scratch scratch{scratch_.raw(), scratch_.nbytes()};
@@ -448,12 +507,24 @@ class GpuDlrm final : public GpuModel {
     }
     mark(kInteractionBackward);
     bottom_->backward(gemm_, db.dense, config_.num_dense, grad_x, fd, nullptr, 0, batch, scratch, s);
+    if (loss_scale) {
+      // Every gradient an update reads, back to its true size; an overflow anywhere
+      // raises the skip flag before the first update runs.
+      kernels::unscale_and_check(dense_->flat_grads(), 1, dense_->flat_elements(), dense_->flat_elements(), loss_scale,
+                                 &scalars->skip_update, s);
+      kernels::unscale_and_check(grad_x + dim, batch, fd - dim, fd, loss_scale, &scalars->skip_update, s);
+    }
     mark(kBottomBackward);
     kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
                                            embeddings_->optimizer(scalars), embedding_workspace_.raw(),
                                            embedding_workspace_.nbytes(), s);
     mark(kEmbeddingBackward);
     dense_->step(scalars, s);
+    if (loss_scale) {
+      kernels::update_loss_scale(loss_scale, loss_scale_rule_, s);
+      gpu::memcpy_async(&output_host_.as<StepOutput>()->overflow, &loss_scale->overflow, sizeof(int32_t),
+                        gpu::CopyKind::device_to_host, s);
+    }
     mark(kDenseOptimizer);
     gpu::memcpy_async(&output_host_.as<StepOutput>()->loss, &device_output()->loss, sizeof(double),
                       gpu::CopyKind::device_to_host, s);
@@ -487,6 +558,9 @@ class GpuDlrm final : public GpuModel {
   gpu::PinnedBuffer output_host_;
   Tensor scalars_;  // device StepScalars
   Tensor output_;   // device StepOutput
+  Tensor loss_scale_;  // fp16: device LossScaleState
+  kernels::LossScaleRule loss_scale_rule_;
+  int64_t overflow_skipped_steps_ = 0;
 
   int64_t capacity_ = 0;
   int64_t id_capacity_ = 0;
@@ -515,9 +589,11 @@ std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimCo
   GpuModelOptions opts = options;
   if (model.dense_dtype == DType::bf16) {
     opts.precision = cublaslt::Precision::bf16;
+  } else if (model.dense_dtype == DType::f16) {
+    opts.precision = cublaslt::Precision::fp16;
   } else if (model.dense_dtype != DType::f32) {
     throw ConfigError("model.dense_dtype = \"" + std::string(dtype_name(model.dense_dtype)) +
-                      "\": the GPU backend computes the dense layers in fp32 (tf32 with model.allow_tf32) or bf16");
+                      "\": the GPU backend computes the dense layers in fp32 (tf32 with model.allow_tf32), bf16 or fp16");
   }
   // The CPU model's checks apply to the network; its dense compute is always fp32.
   ModelConfig checked = model;

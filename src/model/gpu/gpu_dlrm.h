@@ -1,6 +1,7 @@
 #pragma once
-// The GPU backend of DLRM and DLRM-DCNv2 on one device, fp32, tf32 or bf16 GEMMs (bf16:
-// fp32 master weights, see docs/architecture.md), tables in device or mapped host memory:
+// The GPU backend of DLRM and DLRM-DCNv2 on one device, fp32, tf32, bf16 or fp16 GEMMs
+// (16-bit: fp32 master weights; fp16 with dynamic loss scaling; see docs/architecture.md),
+// tables in device or mapped host memory:
 //   dense features -> bottom MLP (cuBLASLt, bias + ReLU fused) -> row slot 0 of X
 //   sparse bags -> table-batched embedding lookup -> row slots 1..T of X (B x (T+1) x D)
 //   DLRM: dot interaction on X; DCNv2: cross net on X -> top MLP -> logit -> BCE
@@ -27,8 +28,9 @@ namespace hetrec {
 struct GpuModelOptions {
   int device = 0;
   // fp32 matches the CPU backend; tf32 runs the GEMMs on tensor cores (10-bit mantissa
-  // inputs), several times faster on large layers; bf16 runs them on bf16 copies of the
-  // operands (model.dense_dtype = bf16 selects it).
+  // inputs), several times faster on large layers; bf16 and fp16 run them on 16-bit
+  // copies of the operands (model.dense_dtype selects them; fp16 with dynamic loss
+  // scaling, optim.loss_scale*).
   cublaslt::Precision precision = cublaslt::Precision::fp32;
   bool cuda_graph = true;
   // Records device events between the phases of every step (the step then runs eagerly,
@@ -41,13 +43,15 @@ class GpuModel : public Model {
   // Device milliseconds of each phase of the last train_step, in step order ("upload"
   // is the host's batch validation, packing and copy), when options.profile_phases.
   virtual std::vector<std::pair<std::string, double>> phase_ms() const = 0;
+  // fp16 dense compute: the current loss scale (read from the device); 1 in other
+  // precisions. (Model::overflow_skipped_steps counts the steps it skipped.)
+  virtual double loss_scale() const = 0;
 };
 
 // Validates the configs as make_cpu_model does (same ConfigError keys), and throws
-// ConfigError for what the GPU path does not support (model.dense_dtype fp16, an unknown
-// model.host_tables name, model.embedding_dim too wide for the embedding kernels),
-// DeviceError when no device is usable. model.dense_dtype = bf16 overrides
-// options.precision with bf16.
+// ConfigError for what the GPU path does not support (an unknown model.host_tables name,
+// model.embedding_dim too wide for the embedding kernels), DeviceError when no device is
+// usable. model.dense_dtype = bf16 or fp16 overrides options.precision with it.
 std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
                                          const GpuModelOptions& options = {});
 

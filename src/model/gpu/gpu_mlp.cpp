@@ -11,6 +11,8 @@ namespace hetrec::gpu_model {
 GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params,
                int first_param, cublaslt::Precision precision)
     : in_(in_features), widths_(std::move(widths)), precision_(precision) {
+  if (precision == cublaslt::Precision::bf16) half_type_ = DType::bf16;
+  if (precision == cublaslt::Precision::fp16) half_type_ = DType::f16;
   int in = in_features;
   for (std::size_t i = 0; i < widths_.size(); ++i) {
     Layer l;
@@ -18,11 +20,10 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
     l.out = widths_[i];
     l.relu = i + 1 < widths_.size() || relu_last;
     const int w = first_param + 2 * static_cast<int>(i);
-    l.bf16 = precision == cublaslt::Precision::bf16 && l.in % kSixteenBitWidthMultiple == 0 &&
-             l.out % kSixteenBitWidthMultiple == 0;
-    if (l.bf16) {
-      l.weight_bf16 = params.value_bf16(w);
-      if (!l.weight_bf16) throw InternalError("GpuMlp: bf16 layers need the parameters' bf16 copy");
+    l.half = half_type_ != DType::f32 && l.in % kSixteenBitWidthMultiple == 0 && l.out % kSixteenBitWidthMultiple == 0;
+    if (l.half) {
+      l.weight16 = params.value_16bit(w);
+      if (!l.weight16) throw InternalError("GpuMlp: 16-bit layers need the parameters' 16-bit copy");
     }
     l.weight = params.value(w);
     l.bias = params.value(w + 1);
@@ -44,13 +45,13 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
   activations_.clear();
   for (const Layer& l : layers_) activations_.push_back(Tensor::empty({batch, l.out}, DType::f32, device));
   for (Tensor& g : grad_buffers_) g = Tensor::empty({batch, max_width()}, DType::f32, device);
-  inputs_bf16_.clear();
-  bool any_bf16 = false;
+  inputs16_.clear();
+  bool any_half = false;
   for (const Layer& l : layers_) {
-    inputs_bf16_.push_back(l.bf16 ? Tensor::empty({batch, l.in}, DType::bf16, device) : Tensor());
-    any_bf16 = any_bf16 || l.bf16;
+    inputs16_.push_back(l.half ? Tensor::empty({batch, l.in}, half_type_, device) : Tensor());
+    any_half = any_half || l.half;
   }
-  grad_bf16_ = any_bf16 ? Tensor::empty({batch, max_width()}, DType::bf16, device) : Tensor();
+  grad16_ = any_half ? Tensor::empty({batch, max_width()}, half_type_, device) : Tensor();
   capacity_ = batch;
 }
 
@@ -72,16 +73,16 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     p.lda = ld_in;
     p.ldb = l.in;
     p.ldd = ld_y;
-    p.precision = l.bf16 ? cublaslt::Precision::bf16 : fp32_precision();
+    p.precision = l.half ? precision_ : fp32_precision();
     p.epilogue = l.relu ? cublaslt::Epilogue::relu_bias : cublaslt::Epilogue::bias;
     cublaslt::Operands o;
     o.a = input;
     o.b = l.weight;
-    if (l.bf16) {
-      uint16_t* in16 = inputs_bf16_[i].data<uint16_t>();
-      kernels::f32_to_bf16_matrix(input, ld_in, in16, l.in, batch, l.in, stream);
+    if (l.half) {
+      uint16_t* in16 = inputs16_[i].data<uint16_t>();
+      kernels::f32_to_16bit_matrix(input, ld_in, in16, l.in, batch, l.in, half_type_, stream);
       o.a = in16;
-      o.b = l.weight_bf16;
+      o.b = l.weight16;
       p.lda = l.in;
     }
     o.d = y;
@@ -119,20 +120,20 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       kernels::column_sum(grad, batch, l.out, ld_grad, l.grad_bias, scratch.data, scratch.bytes, stream);
     }
 
-    // bf16 layers: the GEMMs read bf16 copies of dz and of the layer's input.
+    // 16-bit layers: the GEMMs read 16-bit copies of dz and of the layer's input.
     const void* dz_operand = grad;
     int64_t ld_dz = ld_grad;
     const void* in_operand = input;
     int64_t ld_in_operand = ld_in;
-    if (l.bf16) {
-      uint16_t* dz16 = grad_bf16_.data<uint16_t>();
-      kernels::f32_to_bf16_matrix(grad, ld_grad, dz16, l.out, batch, l.out, stream);
+    if (l.half) {
+      uint16_t* dz16 = grad16_.data<uint16_t>();
+      kernels::f32_to_16bit_matrix(grad, ld_grad, dz16, l.out, batch, l.out, half_type_, stream);
       dz_operand = dz16;
       ld_dz = l.out;
-      in_operand = inputs_bf16_[static_cast<std::size_t>(i)].data<uint16_t>();
+      in_operand = inputs16_[static_cast<std::size_t>(i)].data<uint16_t>();
       ld_in_operand = l.in;
     }
-    const cublaslt::Precision precision = l.bf16 ? cublaslt::Precision::bf16 : fp32_precision();
+    const cublaslt::Precision precision = l.half ? precision_ : fp32_precision();
 
     // dW (out x in) = dz^T x.
     cublaslt::Problem pw;
@@ -172,7 +173,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       px.precision = precision;
       cublaslt::Operands ox;
       ox.a = dz_operand;
-      ox.b = l.bf16 ? static_cast<const void*>(l.weight_bf16) : l.weight;
+      ox.b = l.half ? static_cast<const void*>(l.weight16) : l.weight;
       ox.d = next;
       gemm.run(px, ox, stream);
     }

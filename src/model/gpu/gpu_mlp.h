@@ -4,12 +4,12 @@
 // epilogue; backward with the ReLU mask and bias gradient in one pass, then the weight
 // and input gradient GEMMs. Parameters live in a DenseParameters buffer.
 //
-// bf16 precision: a layer whose widths are multiples of 8 (what cuBLASLt's 16-bit
-// tensor-core kernels need of the leading dimensions) runs its three GEMMs on bf16
-// operands with fp32 accumulation: its input and its output gradient are rounded to bf16
-// copies (kernels/convert.h) and its weight is read from the parameters' bf16 copy. The
-// GEMM outputs, the ReLU and bias-gradient pass and the activations stay fp32. Other
-// layers (e.g. the 13-wide first layer, the 1-wide logit layer) run in fp32.
+// bf16 or fp16 precision: a layer whose widths are multiples of 8 (16-byte leading
+// dimensions, what cuBLASLt's 16-bit tensor-core kernels want) runs its three GEMMs on
+// 16-bit operands with fp32 accumulation: its input and its output gradient are rounded
+// to 16-bit copies (kernels/convert.h) and its weight is read from the parameters' 16-bit
+// copy. The GEMM outputs, the ReLU and bias-gradient pass and the activations stay fp32.
+// Other layers (e.g. the 13-wide first layer, the 1-wide logit layer) run in fp32.
 #include <cstdint>
 #include <vector>
 
@@ -40,8 +40,8 @@ class GpuMlp {
   int out_features() const { return widths_.back(); }
   int max_width() const;
   int num_layers() const { return static_cast<int>(layers_.size()); }
-  // Whether layer i runs its GEMMs on bf16 operands.
-  bool layer_bf16(int i) const { return layers_.at(static_cast<std::size_t>(i)).bf16; }
+  // Whether layer i runs its GEMMs on 16-bit operands.
+  bool layer_16bit(int i) const { return layers_.at(static_cast<std::size_t>(i)).half; }
 
   // Activations and gradient buffers for `batch` samples (reallocated only when larger).
   void reserve(int64_t batch, Allocator& device);
@@ -58,15 +58,13 @@ class GpuMlp {
                 int64_t ldx_grad, int64_t batch, const Scratch& scratch, gpu::stream_t stream);
 
  private:
-  // What a layer that does not run in bf16 uses: the configured fp32 or tf32.
-  cublaslt::Precision fp32_precision() const {
-    return precision_ == cublaslt::Precision::bf16 ? cublaslt::Precision::fp32 : precision_;
-  }
+  // What a layer that does not run in 16 bits uses: the configured fp32 or tf32.
+  cublaslt::Precision fp32_precision() const { return half_type_ == DType::f32 ? precision_ : cublaslt::Precision::fp32; }
   struct Layer {
     int in = 0, out = 0;
     bool relu = false;
-    bool bf16 = false;
-    const uint16_t* weight_bf16 = nullptr;
+    bool half = false;  // GEMMs on 16-bit operands
+    const uint16_t* weight16 = nullptr;
     float* weight = nullptr;
     float* bias = nullptr;
     float* grad_weight = nullptr;
@@ -76,11 +74,12 @@ class GpuMlp {
   std::vector<int> widths_;
   std::vector<Layer> layers_;
   cublaslt::Precision precision_;
+  DType half_type_ = DType::f32;  // bf16 or f16 with 16-bit precision, else f32
   int64_t capacity_ = 0;
   std::vector<Tensor> activations_;  // [i]: output of layer i (unused for the last when redirected)
   Tensor grad_buffers_[2];           // ping-pong gradients between layers
-  std::vector<Tensor> inputs_bf16_;  // [i]: bf16 copy of layer i's input (bf16 layers)
-  Tensor grad_bf16_;                 // bf16 copy of the current layer's output gradient
+  std::vector<Tensor> inputs16_;     // [i]: 16-bit copy of layer i's input (16-bit layers)
+  Tensor grad16_;                    // 16-bit copy of the current layer's output gradient
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
 };

@@ -1,0 +1,102 @@
+#include "plan/planner_record.h"
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "plan/step_model.h"
+
+namespace hetrec {
+namespace {
+
+using nlohmann::json;
+
+const json& member(const json& object, const std::string& key, const std::string& where) {
+  if (!object.is_object() || !object.contains(key)) throw ConfigError(where + ": missing key '" + key + "'");
+  return object.at(key);
+}
+
+std::string text(const json& object, const std::string& key, const std::string& where) {
+  const json& v = member(object, key, where);
+  if (!v.is_string()) throw ConfigError(where + ": key '" + key + "' must be a string");
+  return v.get<std::string>();
+}
+
+double number(const json& object, const std::string& key, const std::string& where) {
+  const json& v = member(object, key, where);
+  if (!v.is_number()) throw ConfigError(where + ": key '" + key + "' must be a number");
+  return v.get<double>();
+}
+
+}  // namespace
+
+PlannerRecord read_planner_record(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError("planner results file '" + path + "': cannot open for reading");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json root;
+  try {
+    root = json::parse(ss.str());
+  } catch (const json::parse_error& e) {
+    throw ConfigError("planner results file '" + path + "': invalid JSON: " + e.what());
+  }
+  if (text(root, "benchmark", path) != "planner")
+    throw ConfigError(path + ": key 'benchmark' is '" + root.at("benchmark").get<std::string>() + "', expected 'planner'");
+  PlannerRecord r;
+  r.path = path;
+  r.gpu = text(root, "gpu", path);
+  r.date = text(root, "date", path);
+  const json& recipes = member(member(root, "metrics", path), "recipes", path + ": metrics");
+  if (!recipes.is_array()) throw ConfigError(path + ": metrics.recipes: expected an array");
+  const std::string file = path.substr(path.find_last_of('/') + 1);
+  for (std::size_t i = 0; i < recipes.size(); ++i) {
+    const json& e = recipes[i];
+    const std::string where = path + ": metrics.recipes[" + std::to_string(i) + "]";
+    if (!e.contains("measured") || e.contains("same_run_as")) continue;  // not run, or a repeat
+    PlannerRun run;
+    run.label = file + ": " + text(e, "name", where);
+    run.config = text(e, "config", where);
+    const json& recipe = member(e, "recipe", where);
+    const double batch = number(recipe, "batch_size", where + ".recipe");
+    if (!(batch >= 1.0) || batch != std::floor(batch)) throw ConfigError(where + ".recipe.batch_size: expected a positive integer");
+    run.batch = static_cast<int64_t>(batch);
+    run.dense = parse_dense_precision(text(recipe, "dense", where + ".recipe"), where + ".recipe.dense");
+    run.row_dtype = parse_dtype(text(recipe, "row_dtype", where + ".recipe"), where + ".recipe.row_dtype");
+    const json& host = member(recipe, "host_tables", where + ".recipe");
+    if (!host.is_array()) throw ConfigError(where + ".recipe.host_tables: expected an array of table names");
+    for (const json& t : host) {
+      if (!t.is_string()) throw ConfigError(where + ".recipe.host_tables: expected an array of table names");
+      run.host_tables.push_back(t.get<std::string>());
+    }
+    run.step_ms = number(member(e, "measured", where), "step_ms_median", where + ".measured");
+    if (!(run.step_ms > 0.0)) throw ConfigError(where + ".measured.step_ms_median: expected a positive time");
+    r.runs.push_back(std::move(run));
+  }
+  return r;
+}
+
+StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& model, const OptimConfig& optim,
+                                    const IdDistribution& ids, const GemmSelector& gemm) {
+  Recipe recipe = recipe_of_model(model, run.batch, gemm.hardware().name);
+  recipe.dense = run.dense;
+  recipe.row_dtype = run.row_dtype;
+  for (const std::string& name : run.host_tables) {
+    bool found = false;
+    for (std::size_t t = 0; t < model.tables.size(); ++t)
+      if (model.tables[t].name == name) {
+        recipe.placement[t] = TablePlacement::host;
+        found = true;
+      }
+    if (!found) throw ConfigError(run.label + ": host table '" + name + "' is not a table of " + run.config);
+  }
+  StepMeasurement m;
+  m.label = run.label;
+  m.work = step_work(model, optim, recipe, gemm, ids);
+  m.step_ms = run.step_ms;
+  return m;
+}
+
+}  // namespace hetrec

@@ -1,0 +1,45 @@
+#pragma once
+// Measured recipes of a planner results file (bench/results/planner-*.json, written by
+// bench/plan_recipes.py): each `hetrec train --recipe` run's median step time with the
+// recipe it ran, read back as step-model measurements so that `hetrec plan` calibrates on
+// them as on the e2e records.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/model_config.h"
+#include "perf/gemm_selector.h"
+#include "plan/calibration.h"
+#include "plan/id_distribution.h"
+#include "plan/recipe.h"
+
+namespace hetrec {
+
+struct PlannerRun {
+  std::string label;   // "<file>: <recipe name>"
+  std::string config;  // the config file the run trained
+  int64_t batch = 0;
+  DensePrecision dense = DensePrecision::fp32;
+  DType row_dtype = DType::f32;
+  std::vector<std::string> host_tables;
+  double step_ms = 0.0;  // measured median train_step
+};
+
+struct PlannerRecord {
+  std::string path;
+  std::string gpu;  // as the driver reports it
+  std::string date;
+  std::vector<PlannerRun> runs;  // measured recipes, each run once (repeats of a run are left out)
+};
+
+// Throws IoError when the file cannot be read, ConfigError naming the file and key when it
+// is not a planner record (benchmark != "planner", missing or mistyped fields).
+PlannerRecord read_planner_record(const std::string& path);
+
+// The run as a measurement of `model` / `optim` (its config) on the selector's hardware,
+// with the config's id law `ids`. Throws ConfigError naming the run for a host table the
+// model does not have.
+StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& model, const OptimConfig& optim,
+                                    const IdDistribution& ids, const GemmSelector& gemm);
+
+}  // namespace hetrec

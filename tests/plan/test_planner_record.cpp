@@ -1,0 +1,107 @@
+// Planner results files (bench/plan_recipes.py) read back as step-model measurements:
+// measured recipes only, each run once; the recipe's precisions and host tables reach the
+// step terms; malformed files are ConfigErrors naming the file and the key.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/error.h"
+#include "plan/planner_record.h"
+#include "plan/step_model.h"
+#include "plan_test_support.h"
+
+namespace hetrec::test {
+namespace {
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("hetrec_planner_record_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string path = (dir / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+// The shape bench/plan_recipes.py writes (fields the reader does not use trimmed).
+const char* kRecord = R"({
+ "benchmark": "planner", "date": "2026-11-29", "gpu": "NVIDIA H200", "commit": "abc", "command": "x",
+ "metrics": {"recipes": [
+  {"name": "a-bf16-host", "role": "given", "config": "configs/dlrm_dcnv2_mlperf.toml",
+   "recipe": {"batch_size": 65536, "dense": "bf16", "row_dtype": "fp16", "host_tables": ["t0", "t9"]},
+   "measured": {"step_ms_median": 61.5}},
+  {"name": "b-repeat", "role": "planned", "config": "configs/dlrm_dcnv2_mlperf.toml", "same_run_as": "a-bf16-host",
+   "recipe": {"batch_size": 65536, "dense": "bf16", "row_dtype": "fp16", "host_tables": ["t0", "t9"]},
+   "measured": {"step_ms_median": 61.5}},
+  {"name": "c-failed", "role": "given", "config": "configs/dlrm_dcnv2_mlperf.toml", "status": "training failed",
+   "recipe": {"batch_size": 8192, "dense": "fp32", "row_dtype": "fp32", "host_tables": []}},
+  {"name": "d-tf32", "role": "given", "config": "configs/dlrm_dcnv2_mlperf.toml",
+   "recipe": {"batch_size": 16384, "dense": "tf32", "row_dtype": "fp32", "host_tables": []},
+   "measured": {"step_ms_median": 20.25}}
+ ]}
+})";
+
+TEST(PlannerRecord, ReadsMeasuredRecipesOnce) {
+  const PlannerRecord r = read_planner_record(write_temp("planner-ok.json", kRecord));
+  EXPECT_EQ(r.gpu, "NVIDIA H200");
+  ASSERT_EQ(r.runs.size(), 2u);
+  EXPECT_EQ(r.runs[0].label, "planner-ok.json: a-bf16-host");
+  EXPECT_EQ(r.runs[0].batch, 65536);
+  EXPECT_EQ(r.runs[0].dense, DensePrecision::bf16);
+  EXPECT_EQ(r.runs[0].row_dtype, DType::f16);
+  EXPECT_EQ(r.runs[0].host_tables, (std::vector<std::string>{"t0", "t9"}));
+  EXPECT_DOUBLE_EQ(r.runs[0].step_ms, 61.5);
+  EXPECT_EQ(r.runs[1].dense, DensePrecision::tf32);
+  EXPECT_DOUBLE_EQ(r.runs[1].step_ms, 20.25);
+
+  // As measurements: host tables put link terms in the embedding phases, bf16 GEMMs on
+  // the 16-bit pipe; the tf32 run has neither.
+  const PlanTarget h200 = shipped_target("h200_sxm");
+  const IdDistribution ids{IdLaw::zipf, 1.05};
+  const StepMeasurement a = planner_measurement(r.runs[0], mlperf_model(), mlperf_optim(), ids, h200.gemm);
+  const StepMeasurement d = planner_measurement(r.runs[1], mlperf_model(), mlperf_optim(), ids, h200.gemm);
+  const auto count = [](const StepWork& w, StepFactor f) {
+    int n = 0;
+    for (const StepTerm& t : w.terms) n += t.factor == f;
+    return n;
+  };
+  EXPECT_EQ(count(a.work, StepFactor::host_tables), 2);
+  EXPECT_GT(count(a.work, StepFactor::gemm_16bit), 0);
+  EXPECT_EQ(count(d.work, StepFactor::host_tables), 0);
+  EXPECT_EQ(count(d.work, StepFactor::gemm_16bit), 0);
+  EXPECT_EQ(a.work.batch, 65536);
+  EXPECT_DOUBLE_EQ(a.step_ms, 61.5);
+
+  PlannerRun bad = r.runs[0];
+  bad.host_tables = {"t99"};
+  EXPECT_THROW(planner_measurement(bad, mlperf_model(), mlperf_optim(), ids, h200.gemm), ConfigError);
+}
+
+TEST(PlannerRecord, MalformedFilesNameTheKey) {
+  const auto expect_error = [](const std::string& name, const std::string& text, const std::string& fragment) {
+    try {
+      read_planner_record(write_temp(name, text));
+      FAIL() << "no error for " << name;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  };
+  expect_error("planner-e2e.json", R"({"benchmark": "e2e", "gpu": "x", "date": "d", "metrics": {}})", "expected 'planner'");
+  expect_error("planner-json.json", "{", "invalid JSON");
+  expect_error("planner-dense.json",
+               R"({"benchmark": "planner", "gpu": "x", "date": "d", "metrics": {"recipes": [{"name": "n", "config": "c",
+                   "recipe": {"batch_size": 1, "dense": "fp64", "row_dtype": "fp32", "host_tables": []},
+                   "measured": {"step_ms_median": 1}}]}})",
+               "recipes[0].recipe.dense");
+  expect_error("planner-time.json",
+               R"({"benchmark": "planner", "gpu": "x", "date": "d", "metrics": {"recipes": [{"name": "n", "config": "c",
+                   "recipe": {"batch_size": 1, "dense": "fp32", "row_dtype": "fp32", "host_tables": []},
+                   "measured": {}}]}})",
+               "step_ms_median");
+  EXPECT_THROW(read_planner_record("/nonexistent/planner-x.json"), IoError);
+}
+
+}  // namespace
+}  // namespace hetrec::test
