@@ -224,6 +224,20 @@ type = "replicated"
   EXPECT_NE(one.err.find("at step 8 on 1 ranks"), std::string::npos) << one.err;
   expect_same_state(sharded_checkpoint_path((dir / "np2_copy").string(), 12),
                     checkpoint_path((dir / "single").string(), 12), "2 ranks to step 8, then 1 rank");
+
+  // `hetrec eval` of the sharded checkpoint, in one process and with 2 ranks, scores the
+  // evaluation set as the single-process checkpoint does.
+  auto eval_auc = [&](int ranks, const std::string& checkpoint, const std::string& tag) {
+    const JobResult r = run_hetrec(ranks, dir, {"eval", "--config", (dir / "config.toml").string(), "--checkpoint", checkpoint}, tag);
+    EXPECT_EQ(r.code, 0) << r.err;
+    const auto at = r.out.find("eval AUC");
+    EXPECT_EQ(r.out.find("eval AUC", at + 1), std::string::npos) << "rank 0 alone prints: " << r.out;
+    return at == std::string::npos ? -1.0 : std::stod(r.out.substr(at + 8));
+  };
+  const double want = eval_auc(0, checkpoint_path((dir / "single").string(), 12), "eval_single");
+  EXPECT_GT(want, 0.5);
+  EXPECT_NEAR(eval_auc(0, sharded_checkpoint_path((dir / "np2").string(), 12), "eval_dir"), want, 2e-5);
+  EXPECT_NEAR(eval_auc(2, sharded_checkpoint_path((dir / "np2").string(), 12), "eval_np2"), want, 2e-5);
   fs::remove_all(dir);
 }
 
