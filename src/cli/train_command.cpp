@@ -1,5 +1,7 @@
 // `hetrec train` and `hetrec eval`.
 #include <cstdio>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -8,7 +10,10 @@
 #include "core/log.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "dist/process_group.h"
+#include "model/dlrm.h"
 #include "train/model_factory.h"
+#include "train/sharded_checkpoint.h"
 #include "train/trainer.h"
 
 namespace hetrec::cli {
@@ -87,21 +92,45 @@ void add_eval_command(CLI::App& app, Action& action) {
   auto checkpoint = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("eval", "evaluate a checkpoint on the evaluation data (AUC, log-loss)");
   add_run_options(cmd, *opts);
-  cmd->add_option("--checkpoint", *checkpoint, "checkpoint file (ckpt-*.hck)")->required();
+  cmd->add_option("--checkpoint", *checkpoint,
+                  "checkpoint file (ckpt-*.hck) or sharded checkpoint directory (ckpt-*.d, any world size)")
+      ->required();
   cmd->callback([opts, checkpoint, &action] {
     action = [opts, checkpoint] {
       RunConfig cfg = load_run_config(opts->config, opts->overrides, opts->recipe);
       Logger log(parse_log_level(cfg.train.log_level));
-      std::string device;
-      auto model = make_model(cfg, log, &device);
-      const CheckpointMeta meta = verify_checkpoint(*checkpoint);
-      if (meta.model_signature != model_signature(cfg.model))
-        throw CheckpointError("checkpoint '" + *checkpoint + "' was written for model '" + meta.model_signature +
-                              "', the config describes '" + model_signature(cfg.model) + "'");
-      load_checkpoint(*checkpoint, model->state());
+      const std::string signature = model_signature(cfg.model);
+      const bool sharded = std::filesystem::is_directory(*checkpoint);
+      std::unique_ptr<Model> model;
+      std::unique_ptr<dist::ProcessGroup> group;
+      CheckpointMeta meta;
+      if (sharded || dist::launched_by_mpi()) {
+        // A sharded checkpoint (any world size) loads into the data-parallel CPU model,
+        // one process or the ranks of an mpirun job.
+        group = dist::make_process_group(cfg.train.collective_timeout_s);
+        const dist::ShardingSpec spec = group->size() == 1 ? dist::ShardingSpec{} : cfg.sharding;
+        const dist::ShardingPlan plan =
+            dist::plan_sharding(spec, cfg.model.tables, cfg.model.embedding_dim, group->size());
+        auto distributed = make_distributed_cpu_model(cfg.model, cfg.optim, plan, *group);
+        meta = verify_sharded_checkpoint(*checkpoint);
+        if (meta.model_signature != signature)
+          throw CheckpointError("checkpoint '" + *checkpoint + "' was written for model '" + meta.model_signature +
+                                "', the config describes '" + signature + "'");
+        load_sharded_checkpoint(*checkpoint, *distributed);
+        model = std::move(distributed);
+      } else {
+        std::string device;
+        model = make_model(cfg, log, &device);
+        meta = verify_checkpoint(*checkpoint);
+        if (meta.model_signature != signature)
+          throw CheckpointError("checkpoint '" + *checkpoint + "' was written for model '" + meta.model_signature +
+                                "', the config describes '" + signature + "'");
+        load_checkpoint(*checkpoint, model->state());
+      }
       auto source = make_eval_source(cfg.data, cfg.model);
       if (!source) throw ConfigError(cfg.source + ": config key 'data.eval_path': needed for evaluation");
       const EvalResult r = evaluate(*model, *source, cfg.train.eval_batch_size, cfg.train.eval_samples);
+      if (group && group->rank() != 0) return;
       std::printf("checkpoint  %s (step %lld)\n", checkpoint->c_str(), static_cast<long long>(meta.step));
       std::printf("eval AUC    %.5f (%lld samples)\neval loss   %.5f\n", r.auc, static_cast<long long>(r.samples),
                   r.log_loss);

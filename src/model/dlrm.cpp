@@ -104,6 +104,7 @@ class CpuDlrm final : public DistributedModel {
     Batch local_storage;
     const Batch& batch = group_ ? (local_storage = local_slice(global_batch)) : global_batch;
     const int64_t b = batch.size;
+    if (b == 0) return train_step_without_samples(global_batch, rates);
     const float* logits = forward(batch);
     double loss = bce_with_logits(logits, batch.labels.data(), b, grad_logits_.data());
     if (group_) {
@@ -142,7 +143,9 @@ class CpuDlrm final : public DistributedModel {
       return;
     }
     const Batch local = local_slice(batch);
-    const float* out = forward(local);
+    const float* out = nullptr;
+    if (local.size > 0) out = forward(local);
+    else sharded_->forward(local, nullptr);  // this rank still serves its shards
     const auto all = dist::all_gather_v(*group_, std::vector<float>(out, out + local.size), "all_gather(eval scores)");
     auto at = logits.begin();
     for (const auto& part : all) at = std::copy(part.begin(), part.end(), at);
@@ -273,14 +276,33 @@ class CpuDlrm final : public DistributedModel {
   static constexpr int kTopBuckets = 0;     // cross net and top MLP
   static constexpr int kBottomBuckets = 1;  // bottom MLP
 
+  // Samples [B r / N, B (r+1) / N): empty on some ranks when B < N (the last batch of
+  // an epoch or of the evaluation set).
   Batch local_slice(const Batch& global) const {
     const int64_t n = group_->size(), r = group_->rank();
-    if (global.size < n)
-      throw DataError("batch from sample " + std::to_string(global.first_sample) + " has " +
-                      std::to_string(global.size) + " samples, fewer than the " + std::to_string(n) +
-                      " ranks it is split over (raise train.batch_size)");
     const int64_t begin = global.size * r / n;
     return slice_batch(global, begin, global.size * (r + 1) / n - begin);
+  }
+
+  // A rank whose slice of the batch is empty takes part in every collective of the step
+  // (serving its shards, adding zero gradients) and applies the same dense step.
+  double train_step_without_samples(const Batch& global_batch, const StepRates& rates) {
+    sharded_->forward(slice_batch(global_batch, 0, 0), nullptr);
+    const double loss =
+        dist::all_reduce_sum_value(*group_, 0.0, "all_reduce(loss)") / static_cast<double>(global_batch.size);
+    int64_t& step = step_.data<int64_t>()[0];
+    if (!std::isfinite(loss))
+      throw NumericError("train step " + std::to_string(step) + " (batch from sample " +
+                         std::to_string(global_batch.first_sample) + "): the loss is " + std::to_string(loss) +
+                         "; no update was applied");
+    for (DenseParam& p : params_) std::fill_n(p.grad.data<float>(), p.grad.numel(), 0.0f);
+    start_gradient_buckets(kTopBuckets);
+    start_gradient_buckets(kBottomBuckets);
+    sharded_->backward_update(nullptr, rates.sparse_lr, step);
+    finish_gradient_buckets();
+    optimizer_->step(rates.dense_lr, step + 1);
+    ++step;
+    return loss;
   }
 
   struct Bucket {

@@ -222,7 +222,9 @@ TrainSummary Trainer::run() {
   const int64_t steps_per_epoch = train_size > 0 ? (train_size + tc.batch_size - 1) / tc.batch_size : -1;
   const int64_t total_steps = tc.steps > 0 ? tc.steps : (steps_per_epoch > 0 ? steps_per_epoch * tc.epochs : -1);
 
-  if (eval_source && rank0) {
+  // Every rank computes it (when distributed), so that no rank waits for rank 0 in the
+  // first collective for as long as this takes.
+  if (eval_source) {
     if (const auto* syn = dynamic_cast<SyntheticSource*>(eval_source.get())) {
       const int64_t n = tc.eval_samples > 0 ? std::min(tc.eval_samples, syn->size_hint()) : syn->size_hint();
       summary.bayes_optimal_auc = bayes_optimal_auc(*syn, n);

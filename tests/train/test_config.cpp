@@ -153,3 +153,30 @@ TEST(Config, BundledConfigsParse) {
   EXPECT_EQ(lookups, 214);     // lookups per sample
   EXPECT_EQ(m.model.interaction_width(), 27 * 128);
 }
+
+TEST(Config, RecipeShardingSection) {
+  const RunConfig plain = parse_run_config(kBase, "test.toml");
+  EXPECT_EQ(plain.sharding.default_type, dist::ShardingType::table_wise);
+  EXPECT_TRUE(plain.sharding.tables.empty());
+  const RunConfig c = parse_run_config(kBase, "test.toml", {}, R"([recipe.sharding]
+default = "row_wise"
+[recipe.sharding.tables.t1]
+type = "table_wise"
+rank = 3
+)",
+                                       "plan.toml");
+  EXPECT_EQ(c.sharding.default_type, dist::ShardingType::row_wise);
+  ASSERT_EQ(c.sharding.tables.size(), 1u);
+  EXPECT_EQ(c.sharding.tables.at("t1").type, dist::ShardingType::table_wise);
+  EXPECT_EQ(c.sharding.tables.at("t1").owner, 3);
+  EXPECT_EQ(c.sharding.source, "recipe.sharding");
+  // In the config's own [recipe], with --set.
+  const RunConfig s = parse_run_config(kBase, "test.toml", {"recipe.sharding.tables.t0.type=column_wise"});
+  EXPECT_EQ(s.sharding.tables.at("t0").type, dist::ShardingType::column_wise);
+  expect_config_error(kBase, {"recipe.sharding.default=diagonal"}, {"'recipe.sharding.default'", "column_wise"});
+  expect_config_error(kBase, {"recipe.sharding.tables.t7.type=row_wise"}, {"'recipe.sharding.tables.t7'", "no table 't7'"});
+  expect_config_error(kBase, {"recipe.sharding.tables.t0.rank=1", "recipe.sharding.tables.t0.type=replicated"},
+                      {"'recipe.sharding.tables.t0.rank'", "only a table_wise table"});
+  expect_config_error(kBase, {"recipe.sharding.tables.t0.owner=1"}, {"unknown config key 'recipe.sharding.tables.t0.owner'"});
+  expect_config_error(kBase, {"train.collective_timeout_s=-1"}, {"'train.collective_timeout_s'"});
+}

@@ -23,7 +23,8 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$out/gpu
 rc=0
 NCCL_DEBUG=WARN build/cuda/tests/dist/dist_test_nccl_process_group \
   --gtest_output=json:"$out/nccl_process_group.json" > "$out/nccl_process_group.log" 2>&1 || rc=$?
-if command -v mpirun > /dev/null && grep -q "HETREC_HAVE_MPI:INTERNAL=ON\|MPI_CXX_FOUND:BOOL=TRUE" build/cuda/CMakeCache.txt; then
+# Under mpirun too when this build has MPI (its CTest registers the mpirun variant).
+if command -v mpirun > /dev/null && ctest --test-dir build/cuda -N -R 'dist_test_nccl_process_group\.mpirun_np1' | grep -q "Total Tests: 1"; then
   OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun -np 1 build/cuda/tests/dist/dist_test_nccl_process_group \
     --gtest_output=json:"$out/nccl_process_group_mpirun.json" > "$out/nccl_process_group_mpirun.log" 2>&1 || rc=$?
 fi
