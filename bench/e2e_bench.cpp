@@ -93,7 +93,8 @@ std::string today(const char* format) {
 
 int run(int argc, char** argv) {
   CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
-  std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag;
+  std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag,
+              tuned_kernels;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
   bool no_graph = false, profile = false;
@@ -108,6 +109,7 @@ int run(int argc, char** argv) {
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
   app.add_option("--commit", commit, "commit the binary was built from");
   app.add_option("--tag", tag, "suffix of the default results file name");
+  app.add_option("--tuned-kernels", tuned_kernels, "winners file of `hetrec tune` (default: built-in kernel variants)");
   CLI11_PARSE(app, argc, argv);
 
   if (gpu::device_count() == 0) {
@@ -123,6 +125,7 @@ int run(int argc, char** argv) {
   else if (precision != "fp32") throw ConfigError("--precision: expected fp32 or tf32, got \"" + precision + "\"");
   opts.cuda_graph = !no_graph;
   opts.profile_phases = profile;
+  opts.tuned_kernels_file = tuned_kernels;
 
   const auto t0 = std::chrono::steady_clock::now();
   auto model = make_gpu_model(m, o, opts);
@@ -180,6 +183,8 @@ int run(int argc, char** argv) {
   out["gpu"] = gpu::device_properties(0).name;
   out["commit"] = commit;
   out["command"] = command;
+  out["model"] = model->describe();
+  out["tuned_kernels"] = tuned_kernels;
   out["metrics"] = {{"config", config},
                     {"batch", batch},
                     {"precision", precision},

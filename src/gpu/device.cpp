@@ -74,4 +74,10 @@ MemoryInfo memory_info() {
   return m;
 }
 
+int driver_version() {
+  int v = 0;
+  HETREC_GPU_CHECK(cudaDriverGetVersion(&v));
+  return v;
+}
+
 }  // namespace hetrec::gpu

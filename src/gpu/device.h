@@ -39,6 +39,9 @@ DeviceProperties device_properties(int index);
 // persistent grids.
 int multiprocessor_count(int index);
 
+// The driver's version as it reports it (CUDA: 1000 x major + 10 x minor, e.g. 13000).
+int driver_version();
+
 struct MemoryInfo {
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;

@@ -22,6 +22,7 @@
 #include "kernels/dot_interaction.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
+#include "model/gpu/tuned_kernels.h"
 #include "kernels/step_scalars.h"
 #include "model/describe.h"
 #include "model/dlrm.h"
@@ -124,6 +125,8 @@ class GpuDlrm final : public GpuModel {
     top_ = std::make_unique<gpu_model::GpuMlp>(model.interaction_width(), model.top_mlp, false, *dense_, top_first,
                                                options.precision);
     embeddings_ = std::make_unique<gpu_model::GpuEmbeddings>(model, optim, alloc_, s);
+    tuned_ = gpu_model::load_tuned_kernels(options.tuned_kernels_file, props_,
+                                           kernels::EmbeddingForwardShape{model.row_dtype, DType::f32, dim});
     if (model.arch == Arch::dlrm) {
       dot_shape_.num_features = model.num_tables() + 1;
       dot_shape_.dim = dim;
@@ -267,6 +270,7 @@ class GpuDlrm final : public GpuModel {
     s += " (gpu " + std::to_string(props_.index) + ": " + props_.name + ", " + precision_name(options_.precision) +
          " GEMMs" + mode + "): " + describe_network(m) + "; " + std::to_string(dense_->total_elements()) +
          " dense parameters, dense optimizer " + dense_->optimizer_name();
+    if (!tuned_.note.empty()) s += "; " + tuned_.note;
     return s;
   }
 
@@ -372,7 +376,8 @@ class GpuDlrm final : public GpuModel {
     pooled.data = x + dim;
     pooled.row_stride = fd;
     pooled.dtype = DType::f32;
-    kernels::embedding_bag_forward(embeddings_->tables(), db.bags, pooled, &device_scalars()->skip_update, s);
+    kernels::embedding_bag_forward(embeddings_->tables(), db.bags, pooled, &device_scalars()->skip_update, s,
+                                   tuned_.embedding_forward.get());
     mark(kEmbeddingForward);
     if (config_.arch == Arch::dlrm) {
       dot_shape_.batch = batch;
@@ -451,6 +456,7 @@ class GpuDlrm final : public GpuModel {
   std::unique_ptr<gpu_model::GpuCrossNet> cross_;
   std::unique_ptr<gpu_model::GpuMlp> top_;
   std::unique_ptr<gpu_model::GpuEmbeddings> embeddings_;
+  gpu_model::TunedKernels tuned_;
   kernels::DotInteractionShape dot_shape_;
   Tensor step_;  // i64 [1], host: updates applied so far
   gpu::PinnedBuffer scalars_host_;
