@@ -80,7 +80,9 @@ RtcBinary rtc_compile(const RtcProgram& program, int compute_major, int compute_
     // A real architecture (sm_XX), so the result is a cubin the driver loads without a
     // further JIT step, and its resource usage is final.
     const std::string arch = "-arch=sm_" + std::to_string(compute_major * 10 + compute_minor);
-    std::vector<std::string> opts = {arch, "-std=c++20", "--expt-relaxed-constexpr", "-lineinfo"};
+    // -default-device: unannotated constexpr helpers (as nvcc's --expt-relaxed-constexpr
+    // allows in device code) compile as device functions.
+    std::vector<std::string> opts = {arch, "-std=c++20", "-lineinfo", "-default-device"};
     opts.insert(opts.end(), program.options.begin(), program.options.end());
     std::vector<const char*> opt_ptrs;
     for (const auto& o : opts) opt_ptrs.push_back(o.c_str());

@@ -13,6 +13,9 @@ constexpr int kSectorBytes = 32;
 // Loaded HBM latency. An assumption (order of magnitude of a global load under load on
 // current HBM GPUs), not a measurement: it only orders candidates, the timing decides.
 constexpr double kAssumedMemoryLatencyUs = 1.0;
+// Load/store units per SM: Hopper whitepaper (4 partitions x 8 LD/ST units per SM), so
+// one warp-wide load instruction (32 lanes) issues per SM per clock.
+constexpr double kLoadLanesPerUnitPerClock = 32;
 constexpr double kBytesPerTB = 1e12;
 constexpr double kUsPerS = 1e6;
 }  // namespace
@@ -55,7 +58,9 @@ double embedding_forward_bytes(const EmbeddingForwardWorkload& w) {
   const double row_bytes = static_cast<double>(w.shape.dim) * static_cast<double>(dtype_size(w.shape.row_dtype));
   const double bags = static_cast<double>(w.batch) * w.num_tables;
   const double out = bags * w.shape.dim * static_cast<double>(dtype_size(w.shape.out_dtype));
-  return static_cast<double>(w.total_ids) * (row_bytes + sizeof(int32_t)) + out + (bags + 1) * sizeof(int32_t);
+  const double rows_read = static_cast<double>(w.unique_rows > 0 ? w.unique_rows : w.total_ids);
+  return rows_read * row_bytes + static_cast<double>(w.total_ids) * sizeof(int32_t) + out +
+         (bags + 1) * sizeof(int32_t);
 }
 
 double embedding_forward_floor_us(const Hardware& hw, const EmbeddingForwardWorkload& w) {
@@ -95,7 +100,16 @@ double embedding_forward_predicted_us(const Hardware& hw, const EmbeddingForward
   const double threads = std::min(resident_threads, bags * l.lanes);
   const double latency_bound_tbs = threads * bytes_per_thread / (kAssumedMemoryLatencyUs / kUsPerS) / kBytesPerTB;
   const double tbs = std::min(hw.hbm_tbs, latency_bound_tbs);
-  return embedding_forward_bytes(w) / (tbs * kBytesPerTB) * kUsPerS;
+  return std::max(embedding_forward_bytes(w) / (tbs * kBytesPerTB) * kUsPerS, embedding_forward_issue_us(hw, w, params));
+}
+
+double embedding_forward_issue_us(const Hardware& hw, const EmbeddingForwardWorkload& w, const ParameterSet& params) {
+  const kernels::EmbeddingForwardVariant v = to_forward_variant(params);
+  const kernels::ForwardLaunchLayout l = kernels::forward_launch_layout(w.shape, v, hw.warp_size);
+  // Every lane issues `units` loads per id, whether or not its vectors hold row data.
+  const double thread_loads = static_cast<double>(w.total_ids) * l.lanes * l.units;
+  const double per_us = hw.compute_units * kLoadLanesPerUnitPerClock * hw.clock_mhz;
+  return thread_loads / per_us;
 }
 
 }  // namespace hetrec::tune

@@ -19,6 +19,9 @@ struct EmbeddingForwardWorkload {
   int64_t batch = 0;
   int num_tables = 0;
   int64_t total_ids = 0;
+  // Distinct rows among the ids (0: unknown, every id counts as a row read). A row that
+  // repeats within the batch need be read from HBM only once.
+  int64_t unique_rows = 0;
 };
 
 // vec_bytes, lanes (threads per bag), ids_in_flight, block_threads.
@@ -30,8 +33,8 @@ kernels::EmbeddingForwardVariant to_forward_variant(const ParameterSet& params);
 ParameterSet forward_parameters(const kernels::EmbeddingForwardVariant& v, const kernels::EmbeddingForwardShape& shape,
                                 int warp_size);
 
-// Bytes the lookup must move at least: every id's row read once, the pooled output
-// written, the ids and bag offsets read.
+// Bytes the lookup must move through HBM at least: every distinct row read once, the
+// ids and bag offsets read, the pooled output written.
 double embedding_forward_bytes(const EmbeddingForwardWorkload& w);
 // Those bytes at the description's HBM bandwidth, in microseconds.
 double embedding_forward_floor_us(const Hardware& hw, const EmbeddingForwardWorkload& w);
@@ -42,11 +45,15 @@ double embedding_forward_floor_us(const Hardware& hw, const EmbeddingForwardWork
 std::string embedding_forward_static_problem(const Hardware& hw, const EmbeddingForwardWorkload& w,
                                              const ParameterSet& params);
 
-// Predicted time (us): the floor's bytes over the bandwidth the variant can sustain,
-// the lesser of HBM's and what its resident loads in flight deliver over one memory
-// latency (Little's law). `occupancy` is resident threads / the SM maximum (1 before the
-// resource report is known).
+// Predicted time (us): the larger of (a) the floor's bytes over the bandwidth the variant
+// can sustain, the lesser of HBM's and what its resident loads in flight deliver over one
+// memory latency (Little's law), and (b) its load instructions over the SMs' load/store
+// issue rate. `occupancy` is resident threads / the SM maximum (1 before the resource
+// report is known).
 double embedding_forward_predicted_us(const Hardware& hw, const EmbeddingForwardWorkload& w, const ParameterSet& params,
                                       double occupancy);
+// Part (b) alone: the time to issue the variant's row loads (us); it breaks ties between
+// variants that the bandwidth terms cannot tell apart.
+double embedding_forward_issue_us(const Hardware& hw, const EmbeddingForwardWorkload& w, const ParameterSet& params);
 
 }  // namespace hetrec::tune

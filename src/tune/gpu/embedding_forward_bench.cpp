@@ -94,7 +94,21 @@ EmbeddingForwardBench::EmbeddingForwardBench(const std::vector<TableConfig>& tab
                      gpu::CopyKind::host_to_device);
     gpu::memcpy_sync(b.ids.get(), b.host_ids.data(), b.host_ids.size() * sizeof(int32_t),
                      gpu::CopyKind::host_to_device);
-    if (r == 0) workload_.total_ids = static_cast<int64_t>(b.host_ids.size());
+    if (r == 0) {
+      workload_.total_ids = static_cast<int64_t>(b.host_ids.size());
+      std::vector<bool> seen(static_cast<std::size_t>(total_rows), false);
+      for (int t = 0; t < T; ++t)
+        for (std::size_t p = b.host_offsets[static_cast<std::size_t>(t) * batch];
+             p < static_cast<std::size_t>(b.host_offsets[static_cast<std::size_t>(t + 1) * batch]); ++p) {
+          const int32_t id = b.host_ids[p];
+          if (id < 0 || id >= tables[t].rows) continue;
+          const auto row = static_cast<std::size_t>(host_row_offsets_[t] + id);
+          if (!seen[row]) {
+            seen[row] = true;
+            ++workload_.unique_rows;
+          }
+        }
+    }
     batches_.push_back(std::move(b));
   }
   const std::size_t feature_elems = static_cast<std::size_t>(batch) * (T + 1) * dim;
@@ -138,11 +152,12 @@ EmbeddingForwardBench::EmbeddingForwardBench(const std::vector<TableConfig>& tab
 
 std::string EmbeddingForwardBench::describe() const {
   const double gb = embedding_forward_bytes(workload_) / 1e9;
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%d tables, %lld rows, batch %lld, %lld ids, %s, %.3f GB moved at least",
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "%d tables, %lld rows, batch %lld, %lld ids (%lld distinct rows), %s, %.3f GB through HBM at least",
                 workload_.num_tables, static_cast<long long>(host_row_offsets_.back()),
                 static_cast<long long>(workload_.batch), static_cast<long long>(workload_.total_ids),
-                workload_.shape.key().c_str(), gb);
+                static_cast<long long>(workload_.unique_rows), workload_.shape.key().c_str(), gb);
   return buf;
 }
 
@@ -170,7 +185,8 @@ ForwardCheck EmbeddingForwardBench::verify(const ForwardLaunch& launch) {
   launch(device_tables_, bags(batches_[0]), pooled(), bad_counter_.as<int32_t>(), stream_.get());
   stream_.synchronize();
   const int T = workload_.num_tables, dim = workload_.shape.dim;
-  std::vector<float> out(features_.bytes() / sizeof(float));
+  std::vector<float>& out = host_features_;  // kept between calls: it is large
+  out.resize(features_.bytes() / sizeof(float));
   gpu::memcpy_sync(out.data(), features_.get(), features_.bytes(), gpu::CopyKind::device_to_host);
   int32_t bad = 0;
   gpu::memcpy_sync(&bad, bad_counter_.get(), sizeof bad, gpu::CopyKind::device_to_host);
@@ -178,30 +194,39 @@ ForwardCheck EmbeddingForwardBench::verify(const ForwardLaunch& launch) {
     c.reason = "counted " + std::to_string(bad) + " out-of-range ids, expected " + std::to_string(batches_[0].bad_ids);
     return c;
   }
+  // Per sample in parallel; the first failure by index is reported.
   int64_t first_bad = -1;
+  int64_t first_slot = -1;
   double max_err = 0.0;
   uint32_t poison = 0;
   std::memset(&poison, 0xFF, sizeof poison);
+#pragma omp parallel for schedule(static) reduction(max : max_err)
   for (int64_t s = 0; s < workload_.batch; ++s) {
     const float* row = &out[static_cast<std::size_t>(s) * (T + 1) * dim];
+    bool slot_ok = true;
     for (int d = 0; d < dim; ++d) {
       uint32_t bits = 0;
       std::memcpy(&bits, &row[d], sizeof bits);
-      if (bits != poison) {
-        c.reason = "wrote into the bottom MLP's slot of sample " + std::to_string(s);
-        return c;
-      }
+      slot_ok = slot_ok && bits == poison;
     }
+    int64_t bad_here = -1;
     for (int64_t i = 0; i < static_cast<int64_t>(T) * dim; ++i) {
       const std::size_t r = static_cast<std::size_t>(s) * T * dim + i;
-      const double got = row[dim + i];
-      const double err = std::fabs(got - reference_[r]);
-      if (!(err <= error_bound_[r])) {  // NaN fails too
-        if (first_bad < 0) first_bad = static_cast<int64_t>(r);
-      }
-      if (std::isfinite(err)) max_err = std::max(max_err, err);
-      else max_err = INFINITY;
+      const double err = std::fabs(static_cast<double>(row[dim + i]) - reference_[r]);
+      if (!(err <= error_bound_[r]) && bad_here < 0) bad_here = static_cast<int64_t>(r);  // NaN fails too
+      max_err = std::max(max_err, std::isfinite(err) ? err : INFINITY);
     }
+    if (!slot_ok || bad_here >= 0) {
+#pragma omp critical(hetrec_forward_verify)
+      {
+        if (!slot_ok && (first_slot < 0 || s < first_slot)) first_slot = s;
+        if (bad_here >= 0 && (first_bad < 0 || bad_here < first_bad)) first_bad = bad_here;
+      }
+    }
+  }
+  if (first_slot >= 0) {
+    c.reason = "wrote into the bottom MLP's slot of sample " + std::to_string(first_slot);
+    return c;
   }
   c.max_abs_error = max_err;
   if (first_bad >= 0) {

@@ -103,7 +103,11 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
 
   // Proposal: every variant, pruned by the static rules, ordered by prediction; the
   // built-in parameters first, so the run-time compiled path is checked against it.
-  std::vector<std::pair<double, ParameterSet>> ordered;
+  struct Ranked {
+    double predicted_us, issue_us;
+    ParameterSet params;
+  };
+  std::vector<Ranked> ordered;
   std::map<std::string, int> rejected;
   int pruned = 0;
   for (const ParameterSet& p : enumerate(embedding_forward_space())) {
@@ -117,10 +121,13 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
       ++rejected[problem.substr(0, problem.find(':'))];
       continue;
     }
+    // The built-in parameters sort first.
     const double predicted = p == default_params ? -1.0 : embedding_forward_predicted_us(o.hw, w, p, 1.0);
-    ordered.emplace_back(predicted, p);
+    ordered.push_back({predicted, embedding_forward_issue_us(o.hw, w, p), p});
   }
-  std::stable_sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(ordered.begin(), ordered.end(), [](const Ranked& a, const Ranked& b) {
+    return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.issue_us < b.issue_us;
+  });
 
   int compiled = 0, tried = 0, passed = 0;
   double best_us = 0.0;
@@ -184,7 +191,8 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
     return a;
   };
 
-  for (const auto& [predicted, p] : ordered) {
+  for (const Ranked& c : ordered) {
+    const ParameterSet& p = c.params;
     if (Clock::now() >= deadline) {
       stop_reason = "budget spent";
       break;
@@ -194,7 +202,7 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
       break;
     }
     ++tried;
-    Attempt a = run_candidate(p, "space", "", std::max(predicted, 0.0));
+    Attempt a = run_candidate(p, "space", "", std::max(c.predicted_us, 0.0));
     if (a.verdict == Verdict::passed) ++passed;
     else ++rejected[verdict_name(a.verdict)];
     gate.record(a, ctx);
