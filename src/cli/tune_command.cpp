@@ -67,7 +67,9 @@ void add_tune_command(CLI::App& app, Action& action) {
       o.out_dir = a->out_dir;
       o.winners_path = a->winners;
       o.hw = load_hardware_by_name(a->hw, a->hw_dir);
-      o.model = load_run_config(a->config).model;
+      const ModelConfig model = load_run_config(a->config).model;
+      o.tables = model.tables;
+      o.dim = model.embedding_dim;
       for (const std::string& r : a->rows) o.row_dtypes.push_back(parse_dtype(r, "--rows"));
       o.batch = a->batch;
       o.stop_fraction = a->stop_fraction;

@@ -122,8 +122,8 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   const char* hw_dir = std::getenv("HETREC_HW_DIR");  // where the tree was moved to another machine
   o.hw = load_hardware_by_name("h200_sxm", hw_dir ? hw_dir : std::string(HETREC_SOURCE_DIR) + "/hw");
   o.hw.warp_size = gpu::device_properties(gpu::current_device()).warp_size;
-  o.model.embedding_dim = 64;
-  o.model.tables = small_tables();
+  o.dim = 64;
+  o.tables = small_tables();
   o.row_dtypes = {DType::f32};
   o.batch = 2048;
   o.reps = 5;

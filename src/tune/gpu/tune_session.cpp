@@ -68,7 +68,7 @@ std::string hardware_text(const Hardware& hw) {
 nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, DType row_dtype, WinnersStore& store,
                                   AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
   const uint64_t seed = std::random_device{}() ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-  EmbeddingForwardBench bench(o.model.tables, o.model.embedding_dim, row_dtype, o.batch, seed, o.rotations);
+  EmbeddingForwardBench bench(o.tables, o.dim, row_dtype, o.batch, seed, o.rotations);
   const EmbeddingForwardWorkload& w = bench.workload();
   const double floor = embedding_forward_floor_us(o.hw, w);
   const std::string tag = std::string(kEmbeddingForwardKernel) + " [" + w.shape.key() + "]";

@@ -11,7 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/hardware.h"
-#include "model/model_config.h"
+#include "core/dtype.h"
+#include "data/feature_spec.h"
 
 namespace hetrec::tune {
 
@@ -21,7 +22,8 @@ struct TuneOptions {
   std::string out_dir;                // attempt log and results JSON go here
   std::string winners_path;           // the winners file the engine loads
   Hardware hw;                        // the description of this device
-  ModelConfig model;                  // tables and row width of the workload
+  std::vector<TableConfig> tables;    // the workload's tables (rows, hotness, pooling)
+  int dim = 0;                        // row width
   std::vector<DType> row_dtypes;      // shapes to tune: one per row dtype
   int64_t batch = 65536;
   double stop_fraction = 0.10;        // stop a shape once the best is within this of the floor
