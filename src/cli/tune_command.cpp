@@ -37,7 +37,7 @@ void add_tune_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "search kernel variants on this GPU (compile, verify against a reference, time) and keep the winners");
-  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | all")->capture_default_str();
+  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | all")->capture_default_str();
   cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -70,6 +70,7 @@ void add_tune_command(CLI::App& app, Action& action) {
       const ModelConfig model = load_run_config(a->config).model;
       o.tables = model.tables;
       o.dim = model.embedding_dim;
+      o.interaction_self = model.interaction_self;
       for (const std::string& r : a->rows) o.row_dtypes.push_back(parse_dtype(r, "--rows"));
       o.batch = a->batch;
       o.stop_fraction = a->stop_fraction;

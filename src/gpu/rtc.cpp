@@ -33,6 +33,7 @@ RtcKernel& RtcKernel::operator=(RtcKernel&& o) noexcept {
 }
 void RtcKernel::release() noexcept {}
 KernelResources RtcKernel::resources() const { return {}; }
+void RtcKernel::allow_dynamic_shared_memory(std::size_t) const {}
 void RtcKernel::launch(unsigned, unsigned, std::size_t, stream_t, void**) const {}
 
 #else
@@ -159,6 +160,11 @@ KernelResources RtcKernel::resources() const {
   r.local_bytes = attr.localSizeBytes;
   r.max_threads_per_block = attr.maxThreadsPerBlock;
   return r;
+}
+
+void RtcKernel::allow_dynamic_shared_memory(std::size_t bytes) const {
+  HETREC_GPU_CHECK(cudaFuncSetAttribute(static_cast<const void*>(kernel_), cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(bytes)));
 }
 
 void RtcKernel::launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args) const {

@@ -55,6 +55,9 @@ class RtcKernel {
   RtcKernel& operator=(const RtcKernel&) = delete;
 
   KernelResources resources() const;
+  // Lets launches request up to `bytes` of dynamic shared memory (above 48 KB a kernel
+  // must opt in).
+  void allow_dynamic_shared_memory(std::size_t bytes) const;
   // args[i] points at the i-th kernel argument. Throws DeviceError when the launch fails.
   void launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args) const;
 

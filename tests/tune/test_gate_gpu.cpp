@@ -1,6 +1,6 @@
 // The gate on the device: correct variants pass verification against the double-precision
-// reference, a deliberately wrong kernel source (it drops the last id of every bag) is
-// rejected and never stored, a short tuning run writes its attempt log, winners and
+// reference, deliberately wrong kernel sources (one drops the last id of every bag, one
+// the last term of every dot product) are rejected, and never stored, a short tuning run writes its attempt log, winners and
 // results, and the GPU model runs a stored winner in place of the built-in kernel with
 // the same results.
 #include <gtest/gtest.h>
@@ -15,11 +15,13 @@
 #include "../gpu/device_test_support.h"
 #include "core/rng.h"
 #include "gpu/device.h"
+#include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "tune/gate.h"
+#include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/embedding_forward_bench.h"
 #include "tune/gpu/tune_session.h"
 
@@ -111,6 +113,45 @@ TEST(TuneGateGpu, CorrectVariantsPassAndAWrongKernelIsRejectedAndNeverStored) {
   }
 }
 
+TEST(TuneGateGpu, DotInteractionVariantsPassAndAWrongKernelIsRejected) {
+  HETREC_REQUIRE_GPU();
+  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
+  for (const bool self : {false, true}) {
+    const kernels::DotForwardShape shape{9, 48, self};
+    DotForwardBench bench(shape, 1001, Rng(3).next_u64() + (self ? 1 : 0), 2);  // a partial last block
+    const ForwardCheck builtin = bench.verify([](const kernels::DotInteractionShape& s, const float* f, int64_t fs,
+                                                 float* out, int64_t os, gpu::stream_t st) {
+      kernels::dot_interaction_forward(s, f, fs, out, os, st);
+    });
+    ASSERT_TRUE(builtin.ok) << builtin.reason;
+    for (const kernels::DotForwardVariant v : {kernels::kDefaultDotForwardVariant, kernels::DotForwardVariant{64, 8, 0},
+                                               kernels::DotForwardVariant{512, 4, 1}}) {
+      const kernels::TunedDotForward k(shape, v, dev.compute_major, dev.compute_minor);
+      const ForwardCheck c = bench.verify([&k](const kernels::DotInteractionShape& s, const float* f, int64_t fs,
+                                               float* out, int64_t os, gpu::stream_t st) {
+        k.launch(s, f, fs, out, os, st);
+      });
+      EXPECT_TRUE(c.ok) << shape.key() << " block " << v.block_threads << " samples " << v.samples_per_block << ": "
+                        << c.reason;
+    }
+    // The wrong candidate: each dot product misses its last term.
+    std::string header;
+    for (const gpu::RtcHeader& h : kernels::rtc_source_files())
+      if (h.name == "kernels/dot_interaction_kernel.cuh") header = h.text;
+    const std::string right = "for (int k = 0; k < dim; ++k) acc = fmaf(xi[k], xj[k], acc);";
+    ASSERT_NE(header.find(right), std::string::npos);
+    header.replace(header.find(right), right.size(), "for (int k = 0; k < dim - 1; ++k) acc = fmaf(xi[k], xj[k], acc);");
+    const kernels::TunedDotForward wrong(shape, kernels::kDefaultDotForwardVariant, dev.compute_major,
+                                         dev.compute_minor, header);
+    const ForwardCheck c = bench.verify([&wrong](const kernels::DotInteractionShape& s, const float* f, int64_t fs,
+                                                 float* out, int64_t os, gpu::stream_t st) {
+      wrong.launch(s, f, fs, out, os, st);
+    });
+    EXPECT_FALSE(c.ok);
+    EXPECT_NE(c.reason.find("differs from the reference"), std::string::npos) << c.reason;
+  }
+}
+
 TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   HETREC_REQUIRE_GPU();
   const auto dir = temp_dir("run");
@@ -130,7 +171,8 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   o.rotations = 2;
   std::ostringstream progress;
   const nlohmann::json r = run_tuning(o, progress);
-  ASSERT_EQ(r["shapes"].size(), 1u);
+  ASSERT_EQ(r["shapes"].size(), 2u);  // the embedding forward (fp32 rows) and the dot interaction
+  EXPECT_EQ(r["shapes"][1]["kernel"], "dot_interaction_forward");
   const nlohmann::json& s = r["shapes"][0];
   EXPECT_GT(s["default_us"].get<double>(), 0.0);
   EXPECT_GT(s["floor_us"].get<double>(), 0.0);
@@ -141,9 +183,12 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   std::ifstream log(r["attempt_log"].get<std::string>());
   int lines = 0;
   for (std::string line; std::getline(log, line);) ++lines;
-  EXPECT_EQ(lines, s["pruned_before_compile"].get<int>() + s["candidates_tried"].get<int>());
+  int attempts = 0;
+  for (const auto& shape : r["shapes"])
+    attempts += shape["pruned_before_compile"].get<int>() + shape["candidates_tried"].get<int>();
+  EXPECT_EQ(lines, attempts);
   const WinnersStore store = WinnersStore::load(o.winners_path);
-  ASSERT_EQ(store.winners().size(), 1u);
+  ASSERT_EQ(store.winners().size(), 2u);
   EXPECT_EQ(store.winners()[0].key.gpu, r["gpu"]);
   std::filesystem::remove_all(dir);
 }
@@ -169,6 +214,11 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   w.params = {{"vec_bytes", 8}, {"lanes", 8}, {"ids_in_flight", 2}, {"block_threads", 128}};  // not the built-in
   w.time_us = 1.0;
   store.offer(w);
+  Winner dot = w;
+  dot.key.kernel = kDotForwardKernel;
+  dot.key.shape = kernels::DotForwardShape{m.num_tables() + 1, m.embedding_dim, false}.key();
+  dot.params = {{"block_threads", 128}, {"samples_per_block", 4}, {"row_pad", 1}};  // not the built-in
+  store.offer(dot);
   const std::string file = (dir / "winners.json").string();
   store.save(file);
 
@@ -176,7 +226,8 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   tuned.tuned_kernels_file = file;
   auto a = make_gpu_model(m, optim, plain);
   auto b = make_gpu_model(m, optim, tuned);
-  EXPECT_NE(b->describe().find("tuned variant"), std::string::npos) << b->describe();
+  EXPECT_NE(b->describe().find("embedding forward: tuned variant"), std::string::npos) << b->describe();
+  EXPECT_NE(b->describe().find("dot interaction: tuned variant"), std::string::npos) << b->describe();
   EXPECT_EQ(a->describe().find("tuned variant"), std::string::npos);
 
   Batch batch;

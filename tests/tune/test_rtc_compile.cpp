@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpu/rtc.h"
+#include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
 
@@ -42,6 +43,16 @@ TEST(RtcCompile, VariantsOfEveryRowTypeCompile) {
       EXPECT_FALSE(b.image.empty());
       EXPECT_NE(b.lowered_name.find("embedding_bag_forward_kernel"), std::string::npos) << b.lowered_name;
     }
+}
+
+TEST(RtcCompile, DotInteractionVariantsCompile) {
+  for (const DotForwardVariant v : {kDefaultDotForwardVariant, DotForwardVariant{64, 8, 0}, DotForwardVariant{512, 2, 1}}) {
+    const gpu::RtcProgram p = dot_forward_program(v);
+    const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+    EXPECT_TRUE(b.ok) << p.name_expression << "\n" << b.log;
+    EXPECT_NE(b.lowered_name.find("dot_forward_kernel"), std::string::npos) << b.lowered_name;
+  }
+  EXPECT_EQ(dot_forward_program({128, 4, 1}).name_expression, "hetrec::kernels::dot_forward_kernel<128, 4, 1>");
 }
 
 TEST(RtcCompile, BrokenSourceIsReportedNotThrown) {

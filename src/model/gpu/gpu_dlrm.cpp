@@ -125,14 +125,16 @@ class GpuDlrm final : public GpuModel {
     top_ = std::make_unique<gpu_model::GpuMlp>(model.interaction_width(), model.top_mlp, false, *dense_, top_first,
                                                options.precision);
     embeddings_ = std::make_unique<gpu_model::GpuEmbeddings>(model, optim, alloc_, s);
-    tuned_ = gpu_model::load_tuned_kernels(options.tuned_kernels_file, props_,
-                                           kernels::EmbeddingForwardShape{model.row_dtype, DType::f32, dim});
     if (model.arch == Arch::dlrm) {
       dot_shape_.num_features = model.num_tables() + 1;
       dot_shape_.dim = dim;
       dot_shape_.self = model.interaction_self;
       HETREC_CHECK(dot_shape_.output_width() == model.interaction_width(), "dot interaction width");
     }
+    const kernels::DotForwardShape dot_tuning_shape{dot_shape_.num_features, dot_shape_.dim, dot_shape_.self};
+    tuned_ = gpu_model::load_tuned_kernels(options.tuned_kernels_file, props_,
+                                           kernels::EmbeddingForwardShape{model.row_dtype, DType::f32, dim},
+                                           model.arch == Arch::dlrm ? &dot_tuning_shape : nullptr);
     scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
     output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
     compute_.synchronize();
@@ -381,7 +383,8 @@ class GpuDlrm final : public GpuModel {
     mark(kEmbeddingForward);
     if (config_.arch == Arch::dlrm) {
       dot_shape_.batch = batch;
-      kernels::dot_interaction_forward(dot_shape_, x, fd, interaction_.data<float>(), width, s);
+      kernels::dot_interaction_forward(dot_shape_, x, fd, interaction_.data<float>(), width, s,
+                                       tuned_.dot_forward.get());
       top_in_ = interaction_.data<float>();
     } else {
       top_in_ = cross_ ? cross_->forward(gemm_, x, batch, s) : x;

@@ -6,18 +6,24 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
+#include <memory>
 #include <random>
 #include <sstream>
 
 #include "core/error.h"
 #include "gpu/device.h"
 #include "gpu/rtc.h"
+#include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
 #include "tune/attempt.h"
+#include "tune/dot_interaction_model.h"
+#include "tune/embedding_forward_model.h"
 #include "tune/gate.h"
+#include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/embedding_forward_bench.h"
 #include "tune/model_proposer.h"
 #include "tune/winners.h"
@@ -41,16 +47,17 @@ std::string fmt_us(double us) {
   return s.str();
 }
 
+uint64_t fresh_seed() {
+  return std::random_device{}() ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+}
+
 struct DeviceFacts {
   gpu::DeviceProperties props;
   int driver = 0;
   std::string cc() const { return std::to_string(props.compute_major) + "." + std::to_string(props.compute_minor); }
 };
 
-// The header a model candidate must keep the signature of.
-const std::string kForwardHeader = "kernels/embedding_bag_forward_kernel.cuh";
-
-std::string header_text(const std::string& name) {
+std::string embedded_text(const std::string& name) {
   for (const gpu::RtcHeader& h : kernels::rtc_source_files())
     if (h.name == name) return h.text;
   throw InternalError("tune: no embedded source " + name);
@@ -64,69 +71,79 @@ std::string hardware_text(const Hardware& hw) {
   return s.str();
 }
 
-// The search over one shape of the embedding forward.
-nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, DType row_dtype, WinnersStore& store,
-                                  AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
-  const uint64_t seed = std::random_device{}() ^ static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-  EmbeddingForwardBench bench(o.tables, o.dim, row_dtype, o.batch, seed, o.rotations);
-  const EmbeddingForwardWorkload& w = bench.workload();
-  const double floor = embedding_forward_floor_us(o.hw, w);
-  const std::string tag = std::string(kEmbeddingForwardKernel) + " [" + w.shape.key() + "]";
-  progress << tag << ": " << bench.describe() << "; floor " << fmt_us(floor) << "\n";
+// A compiled candidate loaded on the device, bound to its workload.
+class LoadedCandidate {
+ public:
+  virtual ~LoadedCandidate() = default;
+  virtual gpu::KernelResources resources() const = 0;
+  virtual ForwardCheck verify() = 0;
+  virtual double median_us(int reps) = 0;
+};
 
-  // The built-in (nvcc) variant: the baseline, verified like any candidate.
-  const ForwardLaunch builtin = [](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b,
-                                   const kernels::PooledView& p, int32_t* bad, gpu::stream_t s) {
-    kernels::embedding_bag_forward(t, b, p, bad, s);
-  };
-  const ForwardCheck builtin_check = bench.verify(builtin);
-  if (!builtin_check.ok) throw InternalError(tag + ": the built-in kernel fails its reference: " + builtin_check.reason);
-  const double default_us = bench.median_us(builtin, o.reps);
-  const ParameterSet default_params = forward_parameters(kernels::kDefaultForwardVariant, w.shape, o.hw.warp_size);
-  progress << tag << ": built-in " << describe(default_params) << ": " << fmt_us(default_us) << "\n";
+// What the search needs of one kernel and shape.
+struct KernelProblem {
+  std::string kernel;
+  std::string shape;
+  std::string workload;
+  std::string header;     // the kernel header a model candidate rewrites
+  std::string signature;  // what a rewrite must keep
+  double floor_us = 0.0;
+  double default_us = 0.0;
+  ParameterSet default_params;
+  VariantSpace space;
+  std::function<std::string(const ParameterSet&)> static_problem;
+  std::function<std::pair<double, double>(const ParameterSet&)> rank;  // (prediction, tie-break), lower first
+  std::function<int(const ParameterSet&)> block_threads;
+  std::function<gpu::RtcProgram(const ParameterSet&, const std::string& header)> program;
+  std::function<std::unique_ptr<LoadedCandidate>(const ParameterSet&, const gpu::RtcBinary&)> load;
+};
 
+// Proposes, compiles, checks, verifies, times and keeps, for one kernel and shape.
+nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const KernelProblem& k, WinnersStore& store,
+                      AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+  const std::string tag = k.kernel + " [" + k.shape + "]";
+  progress << tag << ": built-in " << describe(k.default_params) << ": " << fmt_us(k.default_us) << ", floor "
+           << fmt_us(k.floor_us) << "\n";
   GateContext ctx;
-  ctx.key = {kEmbeddingForwardKernel, w.shape.key(), dev.props.name, dev.cc(), dev.driver, kernels::rtc_sources_hash()};
-  ctx.default_us = default_us;
-  ctx.floor_us = floor;
-  ctx.workload = bench.describe();
+  ctx.key = {k.kernel, k.shape, dev.props.name, dev.cc(), dev.driver, kernels::rtc_sources_hash()};
+  ctx.default_us = k.default_us;
+  ctx.floor_us = k.floor_us;
+  ctx.workload = k.workload;
   Gate gate(log, store);
   const auto new_attempt = [&](const std::string& origin, const ParameterSet& p) {
     Attempt a;
-    a.kernel = kEmbeddingForwardKernel;
-    a.shape = w.shape.key();
+    a.kernel = k.kernel;
+    a.shape = k.shape;
     a.origin = origin;
     a.params = p;
     a.source_hash = ctx.key.source_hash;
     return a;
   };
 
-  // Proposal: every variant, pruned by the static rules, ordered by prediction; the
-  // built-in parameters first, so the run-time compiled path is checked against it.
+  // Every variant, pruned by the static rules, ordered by the prediction; the built-in
+  // parameters first, so the run-time compiled path is checked against the nvcc build.
   struct Ranked {
-    double predicted_us, issue_us;
+    double predicted_us, tie;
     ParameterSet params;
   };
   std::vector<Ranked> ordered;
   std::map<std::string, int> rejected;
   int pruned = 0;
-  for (const ParameterSet& p : enumerate(embedding_forward_space())) {
-    Attempt a = new_attempt("space", p);
-    const std::string problem = embedding_forward_static_problem(o.hw, w, p);
+  for (const ParameterSet& p : enumerate(k.space)) {
+    const std::string problem = k.static_problem(p);
     if (!problem.empty()) {
-      a.verdict = Verdict::pruned;
+      Attempt a = new_attempt("space", p);
       a.reason = problem;
       gate.record(a, ctx);
       ++pruned;
-      ++rejected[problem.substr(0, problem.find(':'))];
+      ++rejected["pruned: " + problem.substr(0, problem.find(':'))];
       continue;
     }
-    // The built-in parameters sort first.
-    const double predicted = p == default_params ? -1.0 : embedding_forward_predicted_us(o.hw, w, p, 1.0);
-    ordered.push_back({predicted, embedding_forward_issue_us(o.hw, w, p), p});
+    const auto [predicted, tie] = k.rank(p);
+    ordered.push_back({p == k.default_params ? -1.0 : predicted, tie, p});
   }
   std::stable_sort(ordered.begin(), ordered.end(), [](const Ranked& a, const Ranked& b) {
-    return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.issue_us < b.issue_us;
+    return a.predicted_us != b.predicted_us ? a.predicted_us < b.predicted_us : a.tie < b.tie;
   });
 
   int compiled = 0, tried = 0, passed = 0;
@@ -134,14 +151,11 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
   ParameterSet best_params;
   gpu::KernelResources best_resources;
   std::string stop_reason = "every candidate tried";
-  // Compiles, checks, verifies and times one candidate; returns the attempt.
   const auto run_candidate = [&](const ParameterSet& p, const std::string& origin, const std::string& header,
                                  double predicted) {
     Attempt a = new_attempt(origin, p);
     a.predicted_us = predicted;
-    const kernels::EmbeddingForwardVariant v = to_forward_variant(p);
-    const gpu::RtcBinary bin = gpu::rtc_compile(kernels::embedding_forward_program(w.shape, v, header),
-                                                dev.props.compute_major, dev.props.compute_minor);
+    const gpu::RtcBinary bin = gpu::rtc_compile(k.program(p, header), dev.props.compute_major, dev.props.compute_minor);
     if (!bin.ok) {
       a.verdict = Verdict::compile_error;
       a.reason = "compile: " + bin.log.substr(0, 2000);
@@ -150,10 +164,10 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
     a.compiled = true;
     ++compiled;
     try {
-      const kernels::TunedEmbeddingForward tuned(w.shape, v, bin);
-      const gpu::KernelResources r = tuned.resources();
+      const std::unique_ptr<LoadedCandidate> c = k.load(p, bin);
+      const gpu::KernelResources r = c->resources();
       a.resources = {r.registers, r.static_shared_bytes, r.local_bytes, r.max_threads_per_block};
-      const Occupancy occ = occupancy(o.hw, a.resources, v.block_threads);
+      const Occupancy occ = occupancy(o.hw, a.resources, k.block_threads(p));
       a.occupancy = occ.fraction;
       if (r.local_bytes > 0) {
         a.verdict = Verdict::resources;
@@ -166,18 +180,14 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
                    std::to_string(o.min_occupancy) + " (limited by " + occ.limiter + ")";
         return a;
       }
-      const ForwardLaunch launch = [&tuned](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b,
-                                            const kernels::PooledView& pv, int32_t* bad, gpu::stream_t s) {
-        tuned.launch(t, b, pv, bad, s);
-      };
-      const ForwardCheck check = bench.verify(launch);
+      const ForwardCheck check = c->verify();
       a.max_abs_error = check.max_abs_error;
       if (!check.ok) {
         a.verdict = Verdict::wrong;
         a.reason = "wrong: " + check.reason;
         return a;
       }
-      a.time_us = bench.median_us(launch, o.reps);
+      a.time_us = c->median_us(o.reps);
       a.verdict = Verdict::passed;
       if (best_us == 0.0 || a.time_us < best_us) {
         best_us = a.time_us;
@@ -192,42 +202,36 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
   };
 
   for (const Ranked& c : ordered) {
-    const ParameterSet& p = c.params;
     if (Clock::now() >= deadline) {
       stop_reason = "budget spent";
       break;
     }
-    if (best_us > 0.0 && best_us <= floor * (1.0 + o.stop_fraction)) {
+    if (best_us > 0.0 && best_us <= k.floor_us * (1.0 + o.stop_fraction)) {
       stop_reason = "within " + std::to_string(static_cast<int>(o.stop_fraction * 100)) + "% of the floor";
       break;
     }
     ++tried;
-    Attempt a = run_candidate(p, "space", "", std::max(c.predicted_us, 0.0));
+    const Attempt a = run_candidate(c.params, "space", "", std::max(c.predicted_us, 0.0));
     if (a.verdict == Verdict::passed) ++passed;
-    else ++rejected[verdict_name(a.verdict)];
+    else ++rejected[a.reason.substr(0, a.reason.find(':'))];
     gate.record(a, ctx);
-    progress << tag << ": " << tried << "/" << ordered.size() << " " << describe(p) << ": "
-             << (a.verdict == Verdict::passed ? fmt_us(a.time_us) : a.reason.substr(0, 120))
-             << " | best " << fmt_us(best_us) << ", built-in " << fmt_us(default_us) << ", floor " << fmt_us(floor)
-             << "\n";
+    progress << tag << ": " << tried << "/" << ordered.size() << " " << describe(c.params) << ": "
+             << (a.verdict == Verdict::passed ? fmt_us(a.time_us) : a.reason.substr(0, 120)) << " | best "
+             << fmt_us(best_us) << ", built-in " << fmt_us(k.default_us) << ", floor " << fmt_us(k.floor_us) << "\n";
   }
 
   nlohmann::json model_json = nullptr;
   if (const auto endpoint = model_endpoint_from_env(); endpoint && best_us > 0.0 && Clock::now() < deadline) {
     KernelRewriteRequest req;
-    req.kernel = kEmbeddingForwardKernel;
-    req.header_name = kForwardHeader;
-    req.header_text = header_text(kForwardHeader);
-    req.signature = "template <class Row, class Out, int VEC, int UNITS, int IDS_IN_FLIGHT, int BLOCK_THREADS> "
-                    "__global__ void embedding_bag_forward_kernel(const Row* weights, const int64_t* row_offsets, "
-                    "const uint8_t* mean_pooling, const int32_t* offsets, const int32_t* ids, int64_t batch, "
-                    "int num_tables, int dim, int lanes, Out* out, int64_t out_stride, int32_t* bad_ids) in namespace "
-                    "hetrec::kernels, including kernels/row_vector.cuh";
+    req.kernel = k.kernel;
+    req.header_name = k.header;
+    req.header_text = embedded_text(k.header);
+    req.signature = k.signature;
     req.resources = "registers " + std::to_string(best_resources.registers) + ", static shared " +
                     std::to_string(best_resources.static_shared_bytes) + " B, local " +
                     std::to_string(best_resources.local_bytes) + " B per thread";
-    req.profile = "workload: " + bench.describe() + "; best " + describe(best_params) + " at " + fmt_us(best_us) +
-                  "; built-in " + fmt_us(default_us) + "; floor " + fmt_us(floor);
+    req.profile = "workload: " + k.workload + "; best " + describe(best_params) + " at " + fmt_us(best_us) +
+                  "; built-in " + fmt_us(k.default_us) + "; floor " + fmt_us(k.floor_us);
     req.hardware = hardware_text(o.hw);
     Attempt a = new_attempt("model", best_params);
     std::string header;
@@ -239,7 +243,7 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
       a.reason = std::string("no candidate: ") + e.what();
     }
     if (a.verdict == Verdict::passed) ++passed;
-    else ++rejected[verdict_name(a.verdict)];
+    else ++rejected[a.reason.substr(0, a.reason.find(':'))];
     GateContext model_ctx = ctx;
     model_ctx.kernel_header = header;
     const bool kept = gate.record(a, model_ctx);
@@ -251,12 +255,12 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
   }
 
   const std::optional<Winner> winner = store.find(ctx.key);
-  nlohmann::json r = {{"kernel", kEmbeddingForwardKernel},
-                      {"shape", w.shape.key()},
-                      {"workload", bench.describe()},
-                      {"floor_us", floor},
-                      {"default_params", to_json(default_params)},
-                      {"default_us", default_us},
+  nlohmann::json r = {{"kernel", k.kernel},
+                      {"shape", k.shape},
+                      {"workload", k.workload},
+                      {"floor_us", k.floor_us},
+                      {"default_params", to_json(k.default_params)},
+                      {"default_us", k.default_us},
                       {"variants_in_space", ordered.size() + pruned},
                       {"pruned_before_compile", pruned},
                       {"candidates_tried", tried},
@@ -269,17 +273,136 @@ nlohmann::json tune_forward_shape(const TuneOptions& o, const DeviceFacts& dev, 
     r["winner_params"] = to_json(winner->params);
     r["winner_us"] = winner->time_us;
     r["winner_from_model"] = !winner->kernel_header.empty();
-    r["speedup_vs_default"] = default_us / winner->time_us;
-    r["winner_fraction_of_floor"] = floor / winner->time_us;
+    r["speedup_vs_default"] = k.default_us / winner->time_us;
+    r["floor_over_winner"] = k.floor_us / winner->time_us;
   }
   progress << tag << ": " << (winner ? "winner " + describe(winner->params) + " " + fmt_us(winner->time_us) : "no winner")
-           << " vs built-in " << fmt_us(default_us) << ", floor " << fmt_us(floor) << " (" << stop_reason << ")\n";
+           << " vs built-in " << fmt_us(k.default_us) << ", floor " << fmt_us(k.floor_us) << " (" << stop_reason
+           << ")\n";
   return r;
+}
+
+// ---- the embedding forward ----
+
+class LoadedForward final : public LoadedCandidate {
+ public:
+  LoadedForward(EmbeddingForwardBench& bench, const kernels::EmbeddingForwardVariant& v, const gpu::RtcBinary& bin)
+      : bench_(bench), kernel_(bench.workload().shape, v, bin) {}
+  gpu::KernelResources resources() const override { return kernel_.resources(); }
+  ForwardCheck verify() override { return bench_.verify(launch()); }
+  double median_us(int reps) override { return bench_.median_us(launch(), reps); }
+
+ private:
+  ForwardLaunch launch() const {
+    return [this](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b, const kernels::PooledView& p,
+                  int32_t* bad, gpu::stream_t s) { kernel_.launch(t, b, p, bad, s); };
+  }
+  EmbeddingForwardBench& bench_;
+  kernels::TunedEmbeddingForward kernel_;
+};
+
+nlohmann::json tune_embedding_forward(const TuneOptions& o, const DeviceFacts& dev, DType row_dtype,
+                                      WinnersStore& store, AttemptLog& log, Clock::time_point deadline,
+                                      std::ostream& progress) {
+  EmbeddingForwardBench bench(o.tables, o.dim, row_dtype, o.batch, fresh_seed(), o.rotations);
+  const EmbeddingForwardWorkload w = bench.workload();
+  progress << kEmbeddingForwardKernel << " [" << w.shape.key() << "]: " << bench.describe() << "\n";
+  // The built-in (nvcc) variant: the baseline, verified like any candidate.
+  const ForwardLaunch builtin = [](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b,
+                                   const kernels::PooledView& p, int32_t* bad, gpu::stream_t s) {
+    kernels::embedding_bag_forward(t, b, p, bad, s);
+  };
+  const ForwardCheck check = bench.verify(builtin);
+  if (!check.ok) throw InternalError("embedding forward: the built-in kernel fails its reference: " + check.reason);
+
+  KernelProblem k;
+  k.kernel = kEmbeddingForwardKernel;
+  k.shape = w.shape.key();
+  k.workload = bench.describe();
+  k.header = "kernels/embedding_bag_forward_kernel.cuh";
+  k.signature = "template <class Row, class Out, int VEC, int UNITS, int IDS_IN_FLIGHT, int BLOCK_THREADS> __global__ "
+                "void embedding_bag_forward_kernel(const Row* weights, const int64_t* row_offsets, const uint8_t* "
+                "mean_pooling, const int32_t* offsets, const int32_t* ids, int64_t batch, int num_tables, int dim, "
+                "int lanes, Out* out, int64_t out_stride, int32_t* bad_ids) in namespace hetrec::kernels";
+  k.floor_us = embedding_forward_floor_us(o.hw, w);
+  k.default_us = bench.median_us(builtin, o.reps);
+  k.default_params = forward_parameters(kernels::kDefaultForwardVariant, w.shape, o.hw.warp_size);
+  k.space = embedding_forward_space();
+  k.static_problem = [&](const ParameterSet& p) { return embedding_forward_static_problem(o.hw, w, p); };
+  k.rank = [&](const ParameterSet& p) {
+    return std::make_pair(embedding_forward_predicted_us(o.hw, w, p, 1.0), embedding_forward_issue_us(o.hw, w, p));
+  };
+  k.block_threads = [](const ParameterSet& p) { return to_forward_variant(p).block_threads; };
+  k.program = [&](const ParameterSet& p, const std::string& header) {
+    return kernels::embedding_forward_program(w.shape, to_forward_variant(p), header);
+  };
+  k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
+    return std::make_unique<LoadedForward>(bench, to_forward_variant(p), bin);
+  };
+  return search(o, dev, k, store, log, deadline, progress);
+}
+
+// ---- the dot interaction forward ----
+
+class LoadedDot final : public LoadedCandidate {
+ public:
+  LoadedDot(DotForwardBench& bench, const kernels::DotForwardVariant& v, const gpu::RtcBinary& bin)
+      : bench_(bench), kernel_(bench.workload().shape, v, bin) {}
+  gpu::KernelResources resources() const override { return kernel_.resources(); }
+  ForwardCheck verify() override { return bench_.verify(launch()); }
+  double median_us(int reps) override { return bench_.median_us(launch(), reps); }
+
+ private:
+  DotLaunch launch() const {
+    return [this](const kernels::DotInteractionShape& s, const float* f, int64_t fs, float* out, int64_t os,
+                  gpu::stream_t st) { kernel_.launch(s, f, fs, out, os, st); };
+  }
+  DotForwardBench& bench_;
+  kernels::TunedDotForward kernel_;
+};
+
+nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, WinnersStore& store, AttemptLog& log,
+                                Clock::time_point deadline, std::ostream& progress) {
+  const kernels::DotForwardShape shape{static_cast<int>(o.tables.size()) + 1, o.dim, o.interaction_self};
+  DotForwardBench bench(shape, o.batch, fresh_seed(), 2);
+  const DotForwardWorkload w = bench.workload();
+  progress << kDotForwardKernel << " [" << shape.key() << "]: " << bench.describe() << "\n";
+  const DotLaunch builtin = [](const kernels::DotInteractionShape& s, const float* f, int64_t fs, float* out,
+                               int64_t os, gpu::stream_t st) { kernels::dot_interaction_forward(s, f, fs, out, os, st); };
+  const ForwardCheck check = bench.verify(builtin);
+  if (!check.ok) throw InternalError("dot interaction: the built-in kernel fails its reference: " + check.reason);
+
+  KernelProblem k;
+  k.kernel = kDotForwardKernel;
+  k.shape = shape.key();
+  k.workload = bench.describe();
+  k.header = "kernels/dot_interaction_kernel.cuh";
+  k.signature = "template <int BLOCK_THREADS, int SAMPLES_PER_BLOCK, int ROW_PAD> __global__ void "
+                "dot_forward_kernel(const float* features, int64_t feature_stride, float* out, int64_t out_stride, "
+                "int64_t batch, int num_features, int dim, bool self) in namespace hetrec::kernels, dynamic shared "
+                "memory SAMPLES_PER_BLOCK x num_features x (dim + ROW_PAD) floats; keep dot_pair_of and "
+                "dot_load_features (the backward uses them)";
+  k.floor_us = dot_forward_floor_us(o.hw, w);
+  k.default_us = bench.median_us(builtin, o.reps);
+  k.default_params = dot_parameters(kernels::kDefaultDotForwardVariant);
+  k.space = dot_forward_space();
+  k.static_problem = [&](const ParameterSet& p) { return dot_forward_static_problem(o.hw, w, p); };
+  k.rank = [&](const ParameterSet& p) {
+    return std::make_pair(dot_forward_predicted_us(o.hw, w, p), -dot_forward_shared_occupancy(o.hw, w, p));
+  };
+  k.block_threads = [](const ParameterSet& p) { return to_dot_variant(p).block_threads; };
+  k.program = [](const ParameterSet& p, const std::string& header) {
+    return kernels::dot_forward_program(to_dot_variant(p), header);
+  };
+  k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
+    return std::make_unique<LoadedDot>(bench, to_dot_variant(p), bin);
+  };
+  return search(o, dev, k, store, log, deadline, progress);
 }
 
 }  // namespace
 
-std::vector<std::string> tunable_kernels() { return {kEmbeddingForwardKernel}; }
+std::vector<std::string> tunable_kernels() { return {kEmbeddingForwardKernel, kDotForwardKernel}; }
 
 nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   std::vector<std::string> kernels = o.kernels;
@@ -287,33 +410,40 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   const std::vector<std::string> known = tunable_kernels();
   for (const std::string& k : kernels)
     if (std::find(known.begin(), known.end(), k) == known.end())
-      throw ConfigError("--kernel " + k + ": no variant space for this kernel; tunable: embedding_bag_forward, all");
+      throw ConfigError("--kernel " + k + ": no variant space for this kernel; tunable: " + known[0] + ", " + known[1] +
+                        ", all");
   if (gpu::device_count() == 0) throw DeviceError("hetrec tune: no GPU is visible; tuning measures on the device");
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(o.budget_minutes * 60.0));
+  const auto deadline =
+      start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.budget_minutes * 60.0));
   DeviceFacts dev{gpu::device_properties(gpu::current_device()), gpu::driver_version()};
   if (dev.props.warp_size != o.hw.warp_size)
     throw ConfigError("hardware description '" + o.hw.name + "' has warp size " + std::to_string(o.hw.warp_size) +
                       ", the device " + std::to_string(dev.props.warp_size));
 
+  // One job per (kernel, shape); each gets an equal share of what is left of the budget.
+  std::vector<std::function<nlohmann::json(Clock::time_point)>> jobs;
   std::filesystem::create_directories(o.out_dir);
   const std::string stamp = utc_now("%Y%m%d-%H%M%S");
   AttemptLog log(o.out_dir + "/tune-attempts-" + stamp + ".jsonl");
   WinnersStore store = WinnersStore::load(o.winners_path);
-  nlohmann::json shapes = nlohmann::json::array();
   for (const std::string& k : kernels) {
-    if (k != kEmbeddingForwardKernel) continue;
-    for (size_t i = 0; i < o.row_dtypes.size(); ++i) {
-      // Share what is left of the budget among the remaining shapes.
-      const auto left = deadline - Clock::now();
-      const auto shape_deadline = Clock::now() + left / static_cast<long>(o.row_dtypes.size() - i);
-      shapes.push_back(tune_forward_shape(o, dev, o.row_dtypes[i], store, log, shape_deadline, progress));
-      if (!o.winners_path.empty()) {
-        const auto parent = std::filesystem::path(o.winners_path).parent_path();
-        if (!parent.empty()) std::filesystem::create_directories(parent);
-        store.save(o.winners_path);
-      }
+    if (k == kEmbeddingForwardKernel)
+      for (DType rows : o.row_dtypes)
+        jobs.push_back([&, rows](Clock::time_point d) {
+          return tune_embedding_forward(o, dev, rows, store, log, d, progress);
+        });
+    if (k == kDotForwardKernel)
+      jobs.push_back([&](Clock::time_point d) { return tune_dot_forward(o, dev, store, log, d, progress); });
+  }
+  nlohmann::json shapes = nlohmann::json::array();
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    const auto left = deadline - Clock::now();
+    shapes.push_back(jobs[i](Clock::now() + left / static_cast<long>(jobs.size() - i)));
+    if (!o.winners_path.empty()) {
+      const auto parent = std::filesystem::path(o.winners_path).parent_path();
+      if (!parent.empty()) std::filesystem::create_directories(parent);
+      store.save(o.winners_path);
     }
   }
   const char* commit = std::getenv("HETREC_COMMIT");
@@ -333,7 +463,8 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
       {"attempt_log", log.path()},
       {"winners_file", o.winners_path},
       {"kernels_without_space",
-       "embedding backward (fused optimizer), dot interaction, cross net, element-wise kernels: not declared yet"},
+       "embedding backward (fused sparse optimizer), dot interaction backward, cross net, BCE loss, dense optimizer, "
+       "radix sort, scan: not declared"},
       {"shapes", shapes}};
   const std::string results_path = o.out_dir + "/tune-" + stamp + ".json";
   results["results_file"] = results_path;

@@ -24,7 +24,8 @@ struct TuneOptions {
   Hardware hw;                        // the description of this device
   std::vector<TableConfig> tables;    // the workload's tables (rows, hotness, pooling)
   int dim = 0;                        // row width
-  std::vector<DType> row_dtypes;      // shapes to tune: one per row dtype
+  bool interaction_self = false;      // the dot interaction's (i, i) terms
+  std::vector<DType> row_dtypes;      // embedding forward shapes to tune: one per row dtype
   int64_t batch = 65536;
   double stop_fraction = 0.10;        // stop a shape once the best is within this of the floor
   double min_occupancy = 0.25;        // reject compiled variants below this occupancy
