@@ -95,6 +95,7 @@ int run(int argc, char** argv) {
   CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
   std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag,
               tuned_kernels;
+  std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
   bool no_graph = false, profile = false;
@@ -104,6 +105,7 @@ int run(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--precision", precision, "GEMM precision: fp32 | tf32");
   app.add_option("--rows", rows, "embedding row dtype: fp32 | fp16 | bf16 (default: the config's)");
+  app.add_option("--set", overrides, "override a config key, e.g. --set 'model.arch=\"dlrm\"' (repeatable; recorded)");
   app.add_flag("--no-graph", no_graph, "run every step eagerly");
   app.add_flag("--profile", profile, "per-phase device times (steps run eagerly)");
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
@@ -116,7 +118,7 @@ int run(int argc, char** argv) {
     std::fprintf(stderr, "e2e_bench: no GPU device\n");
     return 2;
   }
-  const RunConfig cfg = load_run_config(config);
+  const RunConfig cfg = load_run_config(config, overrides);
   ModelConfig m = cfg.model;
   if (!rows.empty()) m.row_dtype = parse_dtype(rows, "--rows");
   const OptimConfig& o = cfg.optim;
@@ -189,6 +191,7 @@ int run(int argc, char** argv) {
                     {"batch", batch},
                     {"precision", precision},
                     {"row_dtype", rows},
+                    {"overrides", overrides},
                     {"cuda_graph", !no_graph && !profile},
                     {"hetrec_samples_per_s", samples_per_s},
                     {"torch_eager_samples_per_s", nullptr},

@@ -76,7 +76,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 // The config a record names, found as given or under the source tree.
 std::optional<RunConfig> record_config(const E2eRecord& r) {
   std::string file;
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides = r.overrides;
   if (ends_with(r.config, ".toml")) {
     file = r.config;
   } else {
