@@ -79,9 +79,9 @@ void dot_interaction_forward(const DotInteractionShape& shape, const float* feat
   check_shape(shape);
   if (shape.batch == 0) return;
   const std::size_t smem = dot_forward_shared_bytes(shape.num_features, shape.dim, kDefaultDotForwardVariant);
-  constexpr auto kernel = dot_forward_kernel<kThreads, kSamplesPerBlock, kRowPad>;
-  allow_shared(kernel, smem);
-  kernel<<<grid_for(shape.batch, kSamplesPerBlock), kThreads, smem, stream>>>(
+  allow_shared(dot_forward_kernel<kThreads, kSamplesPerBlock, kRowPad>, smem);
+  const unsigned grid = grid_for(shape.batch, kSamplesPerBlock);
+  dot_forward_kernel<kThreads, kSamplesPerBlock, kRowPad><<<grid, kThreads, smem, stream>>>(
       features, feature_stride, out, out_stride, shape.batch, shape.num_features, shape.dim, shape.self);
   HETREC_GPU_CHECK_LAUNCH("dot_forward_kernel");
 }

@@ -22,7 +22,8 @@ template <class Row, class Out, int VEC, int UNITS>
 void launch_forward(const EmbeddingTables& tables, const DeviceBags& bags, const PooledView& out, int lanes,
                     int32_t* bad_ids, gpu::stream_t stream) {
   const int64_t threads = bags.batch * tables.num_tables * lanes;
-  embedding_bag_forward_kernel<Row, Out, VEC, UNITS, kIdsInFlight, kBlockThreads><<<grid_for(threads, kBlockThreads), kBlockThreads, 0, stream>>>(
+  const unsigned grid = grid_for(threads, kBlockThreads);
+  embedding_bag_forward_kernel<Row, Out, VEC, UNITS, kIdsInFlight, kBlockThreads><<<grid, kBlockThreads, 0, stream>>>(
       static_cast<const Row*>(tables.weights), tables.row_offsets, tables.mean_pooling, bags.offsets, bags.ids,
       bags.batch, tables.num_tables, tables.dim, lanes, static_cast<Out*>(out.data), out.row_stride, bad_ids);
   HETREC_GPU_CHECK_LAUNCH("embedding_bag_forward_kernel");

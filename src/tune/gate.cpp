@@ -12,6 +12,8 @@ bool Gate::record(const Attempt& a, const GateContext& ctx) {
   if (a.kernel != ctx.key.kernel || a.shape != ctx.key.shape || a.source_hash != ctx.key.source_hash)
     throw InternalError("tune gate: attempt for " + a.kernel + " [" + a.shape + "] recorded against " + ctx.key.kernel +
                         " [" + ctx.key.shape + "]");
+  // Not faster than the built-in kernel: the engine keeps the built-in one.
+  if (ctx.default_us > 0.0 && a.time_us >= ctx.default_us) return false;
   Winner w;
   w.key = ctx.key;
   w.params = a.params;

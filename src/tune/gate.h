@@ -1,6 +1,7 @@
 #pragma once
 // The gate's bookkeeping: every attempt goes to the attempt log; only an attempt that
-// compiled, matched the reference and was timed may become a winner.
+// compiled, matched the reference, was timed and beat the built-in variant may become a
+// winner.
 #include "tune/attempt.h"
 #include "tune/winners.h"
 
@@ -17,8 +18,8 @@ struct GateContext {
 class Gate {
  public:
   Gate(AttemptLog& log, WinnersStore& store) : log_(log), store_(store) {}
-  // Logs `a`; offers it to the store when it passed. Returns whether it became the
-  // winner. Throws InternalError for a "passed" attempt without a time, or whose kernel
+  // Logs `a`; offers it to the store when it passed and is faster than the built-in
+  // variant (ctx.default_us). Returns whether it became the winner. Throws InternalError for a "passed" attempt without a time, or whose kernel
   // or source differ from the context's key.
   bool record(const Attempt& a, const GateContext& ctx);
 

@@ -67,6 +67,8 @@ TEST_F(GateTest, RejectedAttemptsAreLoggedAndNeverStored) {
   EXPECT_FALSE(gate.record(attempt(Verdict::pruned, 0.0, 2), ctx_));
   EXPECT_TRUE(store.winners().empty());
 
+  EXPECT_FALSE(gate.record(attempt(Verdict::passed, 120.0, 64), ctx_));  // slower than the built-in (100 us)
+  EXPECT_TRUE(store.winners().empty());
   EXPECT_TRUE(gate.record(attempt(Verdict::passed, 90.0, 32), ctx_));
   EXPECT_FALSE(gate.record(attempt(Verdict::passed, 95.0, 16), ctx_));  // slower: kept out
   EXPECT_FALSE(gate.record(attempt(Verdict::wrong, 10.0, 8), ctx_));   // faster but wrong
@@ -76,13 +78,14 @@ TEST_F(GateTest, RejectedAttemptsAreLoggedAndNeverStored) {
   EXPECT_DOUBLE_EQ(store.winners()[0].time_us, 80.0);
 
   const auto lines = log_lines(log.path());
-  ASSERT_EQ(lines.size(), 9u);
+  ASSERT_EQ(lines.size(), 10u);
   EXPECT_EQ(lines[0]["verdict"], "wrong");
   EXPECT_EQ(lines[0]["max_abs_error"], 0.5);
   EXPECT_FALSE(lines[0].contains("time_us"));
   EXPECT_EQ(lines[1]["verdict"], "compile_error");
   EXPECT_EQ(lines[5]["verdict"], "passed");
-  EXPECT_EQ(lines[5]["time_us"], 90.0);
+  EXPECT_EQ(lines[5]["time_us"], 120.0);
+  EXPECT_EQ(lines[6]["time_us"], 90.0);
 }
 
 TEST_F(GateTest, PassedWithoutTimingOrForAnotherKernelIsAnInternalError) {

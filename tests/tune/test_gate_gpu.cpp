@@ -177,8 +177,13 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   EXPECT_GT(s["default_us"].get<double>(), 0.0);
   EXPECT_GT(s["floor_us"].get<double>(), 0.0);
   EXPECT_GE(s["candidates_compiled"].get<int>(), 1);
-  ASSERT_TRUE(s.contains("winner_us")) << progress.str();
-  EXPECT_GT(s["winner_us"].get<double>(), 0.0);
+  std::size_t with_winner = 0;
+  for (const auto& shape : r["shapes"]) {
+    EXPECT_GE(shape["candidates_passed"].get<int>(), 1) << progress.str();
+    if (!shape.contains("winner_us")) continue;  // nothing beat the built-in kernel
+    ++with_winner;
+    EXPECT_LT(shape["winner_us"].get<double>(), shape["default_us"].get<double>());
+  }
   EXPECT_TRUE(std::filesystem::exists(r["results_file"].get<std::string>()));
   std::ifstream log(r["attempt_log"].get<std::string>());
   int lines = 0;
@@ -188,8 +193,8 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
     attempts += shape["pruned_before_compile"].get<int>() + shape["candidates_tried"].get<int>();
   EXPECT_EQ(lines, attempts);
   const WinnersStore store = WinnersStore::load(o.winners_path);
-  ASSERT_EQ(store.winners().size(), 2u);
-  EXPECT_EQ(store.winners()[0].key.gpu, r["gpu"]);
+  ASSERT_EQ(store.winners().size(), with_winner);
+  for (const Winner& w : store.winners()) EXPECT_EQ(w.key.gpu, r["gpu"]);
   std::filesystem::remove_all(dir);
 }
 

@@ -269,6 +269,7 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
                       {"rejected_by_reason", rejected},
                       {"stop_reason", stop_reason},
                       {"model_candidate", model_json}};
+  r["built_in_kept"] = !winner.has_value();  // no variant beat the built-in kernel
   if (winner) {
     r["winner_params"] = to_json(winner->params);
     r["winner_us"] = winner->time_us;
@@ -276,7 +277,9 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
     r["speedup_vs_default"] = k.default_us / winner->time_us;
     r["floor_over_winner"] = k.floor_us / winner->time_us;
   }
-  progress << tag << ": " << (winner ? "winner " + describe(winner->params) + " " + fmt_us(winner->time_us) : "no winner")
+  progress << tag << ": "
+           << (winner ? "winner " + describe(winner->params) + " " + fmt_us(winner->time_us)
+                      : "built-in kept (no variant beat it)")
            << " vs built-in " << fmt_us(k.default_us) << ", floor " << fmt_us(k.floor_us) << " (" << stop_reason
            << ")\n";
   return r;
