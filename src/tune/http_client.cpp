@@ -5,8 +5,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 #include "core/error.h"
@@ -119,6 +121,7 @@ HttpResponse http_post(const HttpUrl& url, const std::vector<std::pair<std::stri
     if (n < 0) throw IoError(std::string("http: send failed: ") + std::strerror(errno));
     sent += static_cast<std::size_t>(n);
   }
+  // Reads until the server closes the connection or the Content-Length body is complete.
   std::string raw;
   char buf[16384];
   while (true) {
@@ -127,6 +130,12 @@ HttpResponse http_post(const HttpUrl& url, const std::vector<std::pair<std::stri
     if (n < 0) throw IoError(std::string("http: recv failed: ") + std::strerror(errno));
     if (n == 0) break;
     raw.append(buf, static_cast<std::size_t>(n));
+    const auto end = raw.find("\r\n\r\n");
+    if (end == std::string::npos) continue;
+    std::string head = raw.substr(0, end);
+    for (char& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const auto cl = head.find("content-length:");
+    if (cl != std::string::npos && raw.size() - end - 4 >= std::stoul(head.substr(cl + 15))) break;
   }
   const auto head_end = raw.find("\r\n\r\n");
   if (raw.rfind("HTTP/1.", 0) != 0 || head_end == std::string::npos)
