@@ -37,6 +37,7 @@ nlohmann::json to_json(const Attempt& a) {
   if (a.compiled) {
     j["registers"] = a.resources.registers;
     j["static_shared_bytes"] = a.resources.static_shared_bytes;
+    j["dynamic_shared_bytes"] = a.resources.dynamic_shared_bytes;
     j["local_bytes"] = a.resources.local_bytes;
     j["occupancy"] = a.occupancy;
   }

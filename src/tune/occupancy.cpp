@@ -36,12 +36,12 @@ Occupancy occupancy(const Hardware& hw, const ResourceReport& r, int block_threa
     by_registers = registers_per_unit / regs_per_warp / warps_per_block;
   }
   int by_shared = kMaxBlocksPerUnit;
-  if (r.static_shared_bytes > 0)
-    by_shared = static_cast<int>(hw.shared_kb_per_unit * 1024 / static_cast<double>(r.static_shared_bytes));
+  const std::size_t shared = r.static_shared_bytes + r.dynamic_shared_bytes;
+  if (shared > 0) by_shared = static_cast<int>(hw.shared_kb_per_unit * 1024 / static_cast<double>(shared));
   o.blocks_per_unit = std::min({by_threads, by_registers, by_shared, kMaxBlocksPerUnit});
   o.limiter = o.blocks_per_unit == by_threads                                ? "threads"
               : o.blocks_per_unit == by_registers && r.registers > 0         ? "registers"
-              : o.blocks_per_unit == by_shared && r.static_shared_bytes > 0  ? "shared memory"
+              : o.blocks_per_unit == by_shared && shared > 0                 ? "shared memory"
                                                                              : "blocks";
   o.fraction = static_cast<double>(o.blocks_per_unit * block_threads) / hw.max_threads_per_unit;
   return o;

@@ -11,6 +11,7 @@ namespace hetrec::tune {
 struct ResourceReport {
   int registers = 0;                 // per thread
   std::size_t static_shared_bytes = 0;
+  std::size_t dynamic_shared_bytes = 0;  // what the launch requests per block
   std::size_t local_bytes = 0;       // per thread; > 0: spills or stack arrays
   int max_threads_per_block = 0;     // what the compiled kernel allows
 };

@@ -98,34 +98,37 @@ TEST(EmbeddingForwardModel, DefaultParametersResolveTheLaneCount) {
 TEST(Occupancy, RegistersThreadsAndSharedMemoryLimit) {
   const Hardware hw = h200();  // 2048 threads, 64 K registers, 228 KB shared per SM
   // 32 registers x 32 lanes = 1024 per warp; 64 warps fit: thread-limited, 8 blocks of 256.
-  Occupancy o = occupancy(hw, {32, 0, 0, 1024}, 256);
+  Occupancy o = occupancy(hw, {32, 0, 0, 0, 1024}, 256);
   EXPECT_EQ(o.blocks_per_unit, 8);
   EXPECT_DOUBLE_EQ(o.fraction, 1.0);
   EXPECT_EQ(o.limiter, "threads");
   // 128 registers: 4096 per warp, 16 warps per SM, 2 blocks of 8 warps.
-  o = occupancy(hw, {128, 0, 0, 512}, 256);
+  o = occupancy(hw, {128, 0, 0, 0, 512}, 256);
   EXPECT_EQ(o.blocks_per_unit, 2);
   EXPECT_DOUBLE_EQ(o.fraction, 0.25);
   EXPECT_EQ(o.limiter, "registers");
   // 40 registers round to 1280 per warp: 51 warps, 6 blocks of 8 warps.
-  o = occupancy(hw, {40, 0, 0, 1024}, 256);
+  o = occupancy(hw, {40, 0, 0, 0, 1024}, 256);
   EXPECT_EQ(o.blocks_per_unit, 6);
   // 100 KB of shared memory per block: 2 blocks.
-  o = occupancy(hw, {16, 100 * 1024, 0, 1024}, 64);
+  o = occupancy(hw, {16, 100 * 1024, 0, 0, 1024}, 64);
   EXPECT_EQ(o.blocks_per_unit, 2);
   EXPECT_EQ(o.limiter, "shared memory");
+  // The same from dynamic shared memory (what a launch requests), 60 + 40 KB: 2 blocks.
+  o = occupancy(hw, {16, 60 * 1024, 40 * 1024, 0, 1024}, 64);
+  EXPECT_EQ(o.blocks_per_unit, 2);
   // 64-thread blocks with few registers: 32 blocks per SM at most.
-  o = occupancy(hw, {16, 0, 0, 1024}, 32);
+  o = occupancy(hw, {16, 0, 0, 0, 1024}, 32);
   EXPECT_EQ(o.blocks_per_unit, 32);
   EXPECT_EQ(o.limiter, "blocks");
   // A block larger than the compiled kernel allows cannot run.
-  EXPECT_EQ(occupancy(hw, {255, 0, 0, 256}, 512).blocks_per_unit, 0);
+  EXPECT_EQ(occupancy(hw, {255, 0, 0, 0, 256}, 512).blocks_per_unit, 0);
 }
 
 TEST(Occupancy, RejectsOtherVendors) {
   Hardware amd = h200();
   amd.vendor = Vendor::amd;
-  EXPECT_THROW(occupancy(amd, {32, 0, 0, 1024}, 256), ConfigError);
+  EXPECT_THROW(occupancy(amd, {32, 0, 0, 0, 1024}, 256), ConfigError);
 }
 
 }  // namespace

@@ -94,6 +94,7 @@ struct KernelProblem {
   std::function<std::string(const ParameterSet&)> static_problem;
   std::function<std::pair<double, double>(const ParameterSet&)> rank;  // (prediction, tie-break), lower first
   std::function<int(const ParameterSet&)> block_threads;
+  std::function<std::size_t(const ParameterSet&)> dynamic_shared_bytes;
   std::function<gpu::RtcProgram(const ParameterSet&, const std::string& header)> program;
   std::function<std::unique_ptr<LoadedCandidate>(const ParameterSet&, const gpu::RtcBinary&)> load;
 };
@@ -166,7 +167,8 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
     try {
       const std::unique_ptr<LoadedCandidate> c = k.load(p, bin);
       const gpu::KernelResources r = c->resources();
-      a.resources = {r.registers, r.static_shared_bytes, r.local_bytes, r.max_threads_per_block};
+      a.resources = {r.registers, r.static_shared_bytes, k.dynamic_shared_bytes(p), r.local_bytes,
+                     r.max_threads_per_block};
       const Occupancy occ = occupancy(o.hw, a.resources, k.block_threads(p));
       a.occupancy = occ.fraction;
       if (r.local_bytes > 0) {
@@ -336,6 +338,7 @@ nlohmann::json tune_embedding_forward(const TuneOptions& o, const DeviceFacts& d
     return std::make_pair(embedding_forward_predicted_us(o.hw, w, p, 1.0), embedding_forward_issue_us(o.hw, w, p));
   };
   k.block_threads = [](const ParameterSet& p) { return to_forward_variant(p).block_threads; };
+  k.dynamic_shared_bytes = [](const ParameterSet&) { return std::size_t{0}; };
   k.program = [&](const ParameterSet& p, const std::string& header) {
     return kernels::embedding_forward_program(w.shape, to_forward_variant(p), header);
   };
@@ -394,6 +397,9 @@ nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, Wi
     return std::make_pair(dot_forward_predicted_us(o.hw, w, p), -dot_forward_shared_occupancy(o.hw, w, p));
   };
   k.block_threads = [](const ParameterSet& p) { return to_dot_variant(p).block_threads; };
+  k.dynamic_shared_bytes = [&](const ParameterSet& p) {
+    return kernels::dot_forward_shared_bytes(shape.num_features, shape.dim, to_dot_variant(p));
+  };
   k.program = [](const ParameterSet& p, const std::string& header) {
     return kernels::dot_forward_program(to_dot_variant(p), header);
   };
