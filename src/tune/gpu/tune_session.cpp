@@ -426,6 +426,11 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   const auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.budget_minutes * 60.0));
   DeviceFacts dev{gpu::device_properties(gpu::current_device()), gpu::driver_version()};
+  // The description must be this device's ("NVIDIA H200 SXM" for "NVIDIA H200"): its
+  // bandwidth makes the floors and its limits the occupancy.
+  if (o.hw.display_name.rfind(dev.props.name, 0) != 0)
+    throw ConfigError("--hw " + o.hw.name + " describes '" + o.hw.display_name + "', but the device is '" +
+                      dev.props.name + "': name its description (hetrec hw list)");
   if (dev.props.warp_size != o.hw.warp_size)
     throw ConfigError("hardware description '" + o.hw.name + "' has warp size " + std::to_string(o.hw.warp_size) +
                       ", the device " + std::to_string(dev.props.warp_size));
