@@ -154,12 +154,9 @@ TEST(TuneGateGpu, DotInteractionVariantsPassAndAWrongKernelIsRejected) {
 
 TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   HETREC_REQUIRE_GPU();
-  const auto dir = temp_dir("run");
   TuneOptions o;
   o.kernels = {"all"};
   o.budget_minutes = 0.5;
-  o.out_dir = (dir / "out").string();
-  o.winners_path = (dir / "tune" / "winners.json").string();
   // The description of this device (HETREC_HW_DIR where the tree moved to another machine).
   const char* env_dir = std::getenv("HETREC_HW_DIR");
   const std::string hw_dir = env_dir ? env_dir : std::string(HETREC_SOURCE_DIR) + "/hw";
@@ -173,6 +170,9 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
     }
   }
   if (!found) GTEST_SKIP() << "no hardware description for " << device;
+  const auto dir = temp_dir("run");
+  o.out_dir = (dir / "out").string();
+  o.winners_path = (dir / "tune" / "winners.json").string();
   o.dim = 64;
   o.tables = small_tables();
   o.row_dtypes = {DType::f32};
