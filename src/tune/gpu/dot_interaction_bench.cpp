@@ -84,14 +84,15 @@ ForwardCheck DotForwardBench::verify(const DotLaunch& launch) {
   gpu::memset_async(out_.get(), 0xFF, out_.bytes(), stream_.get());  // NaN everywhere
   launch(shape(), features_[0].as<float>(), stride, out_.as<float>(), width(), stream_.get());
   stream_.synchronize();
-  host_out_.resize(out_.bytes() / sizeof(float));
-  gpu::memcpy_sync(host_out_.data(), out_.get(), out_.bytes(), gpu::CopyKind::device_to_host);
+  if (host_out_.empty()) host_out_ = gpu::PinnedBuffer(out_.bytes());
+  gpu::memcpy_sync(host_out_.get(), out_.get(), out_.bytes(), gpu::CopyKind::device_to_host);
+  const float* got = host_out_.as<float>();
   int64_t first_bad = -1;
   double max_err = 0.0;
-  const int64_t n = static_cast<int64_t>(host_out_.size());
+  const int64_t n = static_cast<int64_t>(out_.bytes() / sizeof(float));
 #pragma omp parallel for schedule(static) reduction(max : max_err)
   for (int64_t i = 0; i < n; ++i) {
-    const double err = std::fabs(static_cast<double>(host_out_[i]) - reference_[i]);
+    const double err = std::fabs(static_cast<double>(got[i]) - reference_[i]);
     max_err = std::max(max_err, std::isfinite(err) ? err : INFINITY);
     if (!(err <= error_bound_[i])) {
 #pragma omp critical(hetrec_dot_verify)
@@ -103,7 +104,7 @@ ForwardCheck DotForwardBench::verify(const DotLaunch& launch) {
     char buf[256];
     std::snprintf(buf, sizeof buf, "sample %lld column %lld: got %.9g, reference %.9g (bound %.3g)",
                   static_cast<long long>(first_bad / width()), static_cast<long long>(first_bad % width()),
-                  static_cast<double>(host_out_[first_bad]), reference_[first_bad], error_bound_[first_bad]);
+                  static_cast<double>(got[first_bad]), reference_[first_bad], error_bound_[first_bad]);
     c.reason = std::string("differs from the reference: ") + buf;
     return c;
   }

@@ -40,7 +40,7 @@ class DotForwardBench {
   gpu::DeviceBuffer out_;
   std::vector<float> host_features_;  // of the first batch
   std::vector<double> reference_, error_bound_;
-  std::vector<float> host_out_;
+  gpu::PinnedBuffer host_out_;  // the output as copied back for verification
 };
 
 }  // namespace hetrec::tune

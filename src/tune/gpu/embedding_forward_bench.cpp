@@ -185,9 +185,10 @@ ForwardCheck EmbeddingForwardBench::verify(const ForwardLaunch& launch) {
   launch(device_tables_, bags(batches_[0]), pooled(), bad_counter_.as<int32_t>(), stream_.get());
   stream_.synchronize();
   const int T = workload_.num_tables, dim = workload_.shape.dim;
-  std::vector<float>& out = host_features_;  // kept between calls: it is large
-  out.resize(features_.bytes() / sizeof(float));
-  gpu::memcpy_sync(out.data(), features_.get(), features_.bytes(), gpu::CopyKind::device_to_host);
+  // Page-locked and kept between calls: it is large and copied back for every candidate.
+  if (host_features_.empty()) host_features_ = gpu::PinnedBuffer(features_.bytes());
+  const float* out = host_features_.as<float>();
+  gpu::memcpy_sync(host_features_.get(), features_.get(), features_.bytes(), gpu::CopyKind::device_to_host);
   int32_t bad = 0;
   gpu::memcpy_sync(&bad, bad_counter_.get(), sizeof bad, gpu::CopyKind::device_to_host);
   if (bad != batches_[0].bad_ids) {

@@ -60,7 +60,7 @@ class EmbeddingForwardBench {
   std::vector<IdBatch> batches_;
   std::vector<double> reference_;    // batch x tables x dim, of the first batch
   std::vector<double> error_bound_;  // per pooled value
-  std::vector<float> host_features_; // the feature buffer as copied back for verification
+  gpu::PinnedBuffer host_features_;   // the feature buffer as copied back for verification
 };
 
 }  // namespace hetrec::tune
