@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iomanip>
 #include <memory>
 #include <random>
@@ -152,11 +153,14 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
   ParameterSet best_params;
   gpu::KernelResources best_resources;
   std::string stop_reason = "every candidate tried";
-  const auto run_candidate = [&](const ParameterSet& p, const std::string& origin, const std::string& header,
+  const auto compile = [&k, &dev](const ParameterSet& p, const std::string& header) {
+    return gpu::rtc_compile(k.program(p, header), dev.props.compute_major, dev.props.compute_minor);
+  };
+  // Checks, verifies and times one compiled candidate.
+  const auto run_candidate = [&](const ParameterSet& p, const std::string& origin, const gpu::RtcBinary& bin,
                                  double predicted) {
     Attempt a = new_attempt(origin, p);
     a.predicted_us = predicted;
-    const gpu::RtcBinary bin = gpu::rtc_compile(k.program(p, header), dev.props.compute_major, dev.props.compute_minor);
     if (!bin.ok) {
       a.verdict = Verdict::compile_error;
       a.reason = "compile: " + bin.log.substr(0, 2000);
@@ -203,7 +207,10 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
     return a;
   };
 
-  for (const Ranked& c : ordered) {
+  // The next candidate compiles on another thread while this one is verified and timed.
+  std::future<gpu::RtcBinary> next_binary;
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    const Ranked& c = ordered[i];
     if (Clock::now() >= deadline) {
       stop_reason = "budget spent";
       break;
@@ -213,7 +220,10 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
       break;
     }
     ++tried;
-    const Attempt a = run_candidate(c.params, "space", "", std::max(c.predicted_us, 0.0));
+    const gpu::RtcBinary bin = next_binary.valid() ? next_binary.get() : compile(c.params, "");
+    if (i + 1 < ordered.size())
+      next_binary = std::async(std::launch::async, compile, ordered[i + 1].params, std::string());
+    const Attempt a = run_candidate(c.params, "space", bin, std::max(c.predicted_us, 0.0));
     if (a.verdict == Verdict::passed) ++passed;
     else ++rejected[a.reason.substr(0, a.reason.find(':'))];
     gate.record(a, ctx);
@@ -239,7 +249,7 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
     std::string header;
     try {
       header = request_kernel_rewrite(*endpoint, req, 300);
-      a = run_candidate(best_params, "model", header, 0.0);
+      a = run_candidate(best_params, "model", compile(best_params, header), 0.0);
     } catch (const IoError& e) {
       a.verdict = Verdict::compile_error;
       a.reason = std::string("no candidate: ") + e.what();
