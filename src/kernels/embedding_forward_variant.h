@@ -44,9 +44,9 @@ struct ForwardLaunchLayout {
 inline bool forward_power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 
-// Registers per lane bound the row width: at most this many vectors per lane (as
-// kernels/embedding_lanes.h's kMaxUnitsPerLane).
-inline constexpr int kMaxForwardUnitsPerLane = 8;
+// Registers per lane bound the row width: at most this many vectors per lane, in every
+// embedding kernel (kernels/embedding_lanes.h uses it too).
+inline constexpr int kMaxEmbeddingUnitsPerLane = 8;
 
 inline int pow2_at_least(int v) {
   int p = 1;
@@ -80,8 +80,8 @@ inline std::string forward_variant_problem(const EmbeddingForwardShape& s, const
   const int vectors = s.dim / vec;
   const int lanes = v.lanes ? v.lanes : std::min(pow2_at_least(vectors), warp_size);
   const int units = pow2_at_least((vectors + lanes - 1) / lanes);
-  if (units > kMaxForwardUnitsPerLane) return std::to_string(units) + " vectors per lane exceed the limit of " +
-                                       std::to_string(kMaxForwardUnitsPerLane);
+  if (units > kMaxEmbeddingUnitsPerLane) return std::to_string(units) + " vectors per lane exceed the limit of " +
+                                       std::to_string(kMaxEmbeddingUnitsPerLane);
   if (v.block_threads % lanes != 0) return "threads per block not a multiple of threads per bag";
   return "";
 }
