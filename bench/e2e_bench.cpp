@@ -93,7 +93,9 @@ std::string today(const char* format) {
 
 int run(int argc, char** argv) {
   CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
-  std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag;
+  std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag,
+              tuned_kernels;
+  std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
   bool no_graph = false, profile = false;
@@ -103,18 +105,20 @@ int run(int argc, char** argv) {
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--precision", precision, "GEMM precision: fp32 | tf32");
   app.add_option("--rows", rows, "embedding row dtype: fp32 | fp16 | bf16 (default: the config's)");
+  app.add_option("--set", overrides, "override a config key, e.g. --set 'model.arch=\"dlrm\"' (repeatable; recorded)");
   app.add_flag("--no-graph", no_graph, "run every step eagerly");
   app.add_flag("--profile", profile, "per-phase device times (steps run eagerly)");
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
   app.add_option("--commit", commit, "commit the binary was built from");
   app.add_option("--tag", tag, "suffix of the default results file name");
+  app.add_option("--tuned-kernels", tuned_kernels, "winners file of `hetrec tune` (default: built-in kernel variants)");
   CLI11_PARSE(app, argc, argv);
 
   if (gpu::device_count() == 0) {
     std::fprintf(stderr, "e2e_bench: no GPU device\n");
     return 2;
   }
-  const RunConfig cfg = load_run_config(config);
+  const RunConfig cfg = load_run_config(config, overrides);
   ModelConfig m = cfg.model;
   if (!rows.empty()) m.row_dtype = parse_dtype(rows, "--rows");
   const OptimConfig& o = cfg.optim;
@@ -123,6 +127,7 @@ int run(int argc, char** argv) {
   else if (precision != "fp32") throw ConfigError("--precision: expected fp32 or tf32, got \"" + precision + "\"");
   opts.cuda_graph = !no_graph;
   opts.profile_phases = profile;
+  opts.tuned_kernels_file = tuned_kernels;
 
   const auto t0 = std::chrono::steady_clock::now();
   auto model = make_gpu_model(m, o, opts);
@@ -180,10 +185,13 @@ int run(int argc, char** argv) {
   out["gpu"] = gpu::device_properties(0).name;
   out["commit"] = commit;
   out["command"] = command;
+  out["model"] = model->describe();
+  out["tuned_kernels"] = tuned_kernels;
   out["metrics"] = {{"config", config},
                     {"batch", batch},
                     {"precision", precision},
                     {"row_dtype", rows},
+                    {"overrides", overrides},
                     {"cuda_graph", !no_graph && !profile},
                     {"hetrec_samples_per_s", samples_per_s},
                     {"torch_eager_samples_per_s", nullptr},

@@ -14,5 +14,6 @@ void add_data_command(CLI::App& app, Action& action);
 void add_hw_command(CLI::App& app, Action& action);
 void add_gemm_command(CLI::App& app, Action& action);
 void add_plan_command(CLI::App& app, Action& action);
+void add_tune_command(CLI::App& app, Action& action);
 
 }  // namespace hetrec::cli

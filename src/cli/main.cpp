@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   hetrec::cli::add_hw_command(app, action);
   hetrec::cli::add_gemm_command(app, action);
   hetrec::cli::add_plan_command(app, action);
+  hetrec::cli::add_tune_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

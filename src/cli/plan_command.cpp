@@ -79,9 +79,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 // The config a record names (a file, or an e2e preset name), found as given or under the
 // source tree.
-std::optional<RunConfig> record_config(const std::string& config) {
+std::optional<RunConfig> record_config(const std::string& config, std::vector<std::string> extra_overrides = {}) {
   std::string file;
-  std::vector<std::string> overrides;
+  std::vector<std::string> overrides = std::move(extra_overrides);
   if (ends_with(config, ".toml")) {
     file = config;
   } else {
@@ -157,7 +157,7 @@ std::map<std::string, StepModelParams> calibrate_from_records(const PlanOptions&
       const E2eRecord r = read_e2e_record(f);
       const std::optional<Hardware> hw = record_hardware(r.gpu, all);
       if (!hw) throw ConfigError("no single hardware file for GPU '" + r.gpu + "'");
-      const std::optional<RunConfig> cfg = record_config(r.config);
+      const std::optional<RunConfig> cfg = record_config(r.config, r.overrides);
       if (!cfg) throw ConfigError("config '" + r.config + "' not found");
       by_arch[hw->arch].push_back(e2e_measurement(r, cfg->model, cfg->optim, selector_for(*hw)));
       arch_hardware.emplace(hw->arch, *hw);

@@ -27,6 +27,7 @@
 #define cudaDeviceGetAttribute hipDeviceGetAttribute
 #define cudaDeviceProp hipDeviceProp_t
 #define cudaDeviceSynchronize hipDeviceSynchronize
+#define cudaDriverGetVersion hipDriverGetVersion
 #define cudaError_t hipError_t
 #define cudaErrorInsufficientDriver hipErrorInsufficientDriver
 #define cudaErrorMemoryAllocation hipErrorOutOfMemory
@@ -88,6 +89,11 @@
 #define cudaStream_t hipStream_t
 #define cudaSuccess hipSuccess
 
+#elif defined(__CUDACC_RTC__)
+// Compiled at run time by NVRTC (gpu/rtc.h): device code only, no runtime headers. The
+// fixed-width integer types come from the small headers gpu/rtc.cpp supplies.
+#define HETREC_GPU_CUDA 1
+#define HETREC_GPU_RTC 1
 #else
 #define HETREC_GPU_CUDA 1
 #include <cuda_bf16.h>
@@ -105,8 +111,10 @@
 
 namespace hetrec::gpu {
 
+#if !defined(HETREC_GPU_RTC)
 using stream_t = cudaStream_t;
 using event_t = cudaEvent_t;
+#endif
 
 // Threads of one warp (NVIDIA) or wavefront (AMD). Every warp-level kernel sizes its
 // shuffles, ballots and sub-warp groups from this constant; none may assume 32.
@@ -137,6 +145,8 @@ static_assert(sizeof(lane_mask_t) * 8 >= kWarpSize, "lane mask narrower than a w
 #if defined(HETREC_GPU_HIP)
 using half_t = __half;
 using bfloat16_t = HETREC_HIP_BF16_TYPE;
+#elif defined(HETREC_GPU_RTC)
+// Run-time compiled kernels store 16-bit values as raw bits (gpu/half.h).
 #else
 using half_t = __half;
 using bfloat16_t = __nv_bfloat16;

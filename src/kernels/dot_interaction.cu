@@ -5,64 +5,22 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/kernel_attributes.h"
+#include "kernels/dot_interaction_kernel.cuh"
+#include "kernels/dot_interaction_tuned.h"
 #include "kernels/launch.h"
 
 namespace hetrec::kernels {
 
 namespace {
 
-constexpr int kThreads = 256;
-// Shared-memory rows are padded by one float so that threads reading the same element
-// of different features fall into different banks.
-constexpr int kRowPad = 1;
+// The built-in forward variant (kDefaultDotForwardVariant): 256 threads, one sample per
+// block, rows padded by one float so that threads reading the same element of different
+// features fall into different banks. The backward uses the same padding.
+constexpr int kThreads = kDefaultDotForwardVariant.block_threads;
+constexpr int kSamplesPerBlock = kDefaultDotForwardVariant.samples_per_block;
+constexpr int kRowPad = kDefaultDotForwardVariant.row_pad;
 // Above the default 48 KB of dynamic shared memory a kernel must opt in.
 constexpr std::size_t kDefaultSharedLimit = 48 * 1024;
-
-// Pair p of the lower triangle (i ascending, j ascending within i).
-__device__ inline void pair_of(int p, bool self, int& i, int& j) {
-  // Row i starts at i(i-1)/2 (without the diagonal) or i(i+1)/2 (with it); invert with a
-  // float square root, then fix the rounding by at most one step either way.
-  const float pf = static_cast<float>(p);
-  int r = self ? static_cast<int>((sqrtf(8.0f * pf + 1.0f) - 1.0f) * 0.5f)
-               : static_cast<int>((sqrtf(8.0f * pf + 1.0f) + 1.0f) * 0.5f);
-  auto start = [self](int row) { return self ? row * (row + 1) / 2 : row * (row - 1) / 2; };
-  while (start(r) > p) --r;
-  while (start(r + 1) <= p) ++r;
-  i = r;
-  j = p - start(r);
-}
-
-__device__ inline void load_features(float* smem, const float* src, int num_features, int dim) {
-  const int padded = dim + kRowPad;
-  for (int e = threadIdx.x; e < num_features * dim; e += blockDim.x) {
-    const int f = e / dim;
-    smem[f * padded + (e - f * dim)] = src[e];
-  }
-}
-
-__global__ void __launch_bounds__(kThreads)
-    dot_forward_kernel(const float* __restrict__ features, int64_t feature_stride, float* __restrict__ out,
-                       int64_t out_stride, int num_features, int dim, bool self) {
-  extern __shared__ float dynamic_shared[];
-  float* x = dynamic_shared;
-  const int64_t b = blockIdx.x;
-  const float* src = features + b * feature_stride;
-  load_features(x, src, num_features, dim);
-  __syncthreads();
-  float* o = out + b * out_stride;
-  for (int k = threadIdx.x; k < dim; k += blockDim.x) o[k] = x[k];
-  const int pairs = self ? num_features * (num_features + 1) / 2 : num_features * (num_features - 1) / 2;
-  const int padded = dim + kRowPad;
-  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
-    int i = 0, j = 0;
-    pair_of(p, self, i, j);
-    const float* xi = x + i * padded;
-    const float* xj = x + j * padded;
-    float acc = 0.0f;
-    for (int k = 0; k < dim; ++k) acc = fmaf(xi[k], xj[k], acc);
-    o[dim + p] = acc;
-  }
-}
 
 // Shared memory: the features (F rows, padded) then the symmetric pair-gradient matrix G
 // (F x F): G[i][j] = G[j][i] = dout of pair (i, j), G[i][i] = 2 dout of (i, i) or 0.
@@ -75,14 +33,14 @@ __global__ void __launch_bounds__(kThreads)
   float* x = dynamic_shared;
   float* g = dynamic_shared + num_features * padded;
   const int64_t b = blockIdx.x;
-  load_features(x, features + b * feature_stride, num_features, dim);
+  dot_load_features(x, features + b * feature_stride, num_features, dim, padded);
   const float* go = dout + b * dout_stride;
   for (int e = threadIdx.x; e < num_features * num_features; e += blockDim.x) g[e] = 0.0f;
   __syncthreads();
   const int pairs = self ? num_features * (num_features + 1) / 2 : num_features * (num_features - 1) / 2;
   for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
     int i = 0, j = 0;
-    pair_of(p, self, i, j);
+    dot_pair_of(p, self, i, j);
     const float v = go[dim + p];
     if (i == j) {
       g[i * num_features + i] = 2.0f * v;
@@ -116,13 +74,15 @@ void check_shape(const DotInteractionShape& s) {
 }  // namespace
 
 void dot_interaction_forward(const DotInteractionShape& shape, const float* features, int64_t feature_stride,
-                             float* out, int64_t out_stride, gpu::stream_t stream) {
+                             float* out, int64_t out_stride, gpu::stream_t stream, const TunedDotForward* tuned) {
+  if (tuned) return tuned->launch(shape, features, feature_stride, out, out_stride, stream);
   check_shape(shape);
   if (shape.batch == 0) return;
-  const std::size_t smem = static_cast<std::size_t>(shape.num_features) * (shape.dim + kRowPad) * sizeof(float);
-  allow_shared(dot_forward_kernel, smem);
-  dot_forward_kernel<<<grid_for(shape.batch, 1), kThreads, smem, stream>>>(features, feature_stride, out, out_stride,
-                                                                          shape.num_features, shape.dim, shape.self);
+  const std::size_t smem = dot_forward_shared_bytes(shape.num_features, shape.dim, kDefaultDotForwardVariant);
+  allow_shared(dot_forward_kernel<kThreads, kSamplesPerBlock, kRowPad>, smem);
+  const unsigned grid = grid_for(shape.batch, kSamplesPerBlock);
+  dot_forward_kernel<kThreads, kSamplesPerBlock, kRowPad><<<grid, kThreads, smem, stream>>>(
+      features, feature_stride, out, out_stride, shape.batch, shape.num_features, shape.dim, shape.self);
   HETREC_GPU_CHECK_LAUNCH("dot_forward_kernel");
 }
 

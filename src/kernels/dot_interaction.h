@@ -20,9 +20,11 @@ struct DotInteractionShape {
 
 // out(b, :) = [x_0 (D values), x_i . x_j for i ascending, j < i (j <= i with self) ascending],
 // the pair order of nn/dot_interaction.h. features(b, f, d) at features[b * feature_stride +
-// f * D + d]; out(b, c) at out[b * out_stride + c].
+// f * D + d]; out(b, c) at out[b * out_stride + c]. With `tuned`, that variant
+// (kernels/dot_interaction_tuned.h) runs instead of the built-in one.
+class TunedDotForward;
 void dot_interaction_forward(const DotInteractionShape& shape, const float* features, int64_t feature_stride,
-                             float* out, int64_t out_stride, gpu::stream_t stream);
+                             float* out, int64_t out_stride, gpu::stream_t stream, const TunedDotForward* tuned = nullptr);
 
 // Given dout (b, c) at dout[b * dout_stride + c], writes (overwrites) dfeatures(b, f, d) at
 // dfeatures[b * dfeature_stride + f * D + d]: x_0 gets the pass-through gradient plus its

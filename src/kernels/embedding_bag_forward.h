@@ -12,7 +12,10 @@ namespace hetrec::kernels {
 // order. An id outside [0, rows_t) contributes nothing and increments *bad_ids (when
 // bad_ids is not null), so a bad id never reads out of bounds; a model points bad_ids at
 // its step's skip flag (StepScalars::skip_update), so no update follows such a batch.
+// With `tuned`, that variant (kernels/embedding_forward_tuned.h) runs instead of the
+// built-in one.
+class TunedEmbeddingForward;
 void embedding_bag_forward(const EmbeddingTables& tables, const DeviceBags& bags, const PooledView& out,
-                           int32_t* bad_ids, gpu::stream_t stream);
+                           int32_t* bad_ids, gpu::stream_t stream, const TunedEmbeddingForward* tuned = nullptr);
 
 }  // namespace hetrec::kernels

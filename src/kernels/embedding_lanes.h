@@ -7,13 +7,13 @@
 
 #include "core/error.h"
 #include "gpu/platform.h"
+#include "kernels/embedding_forward_variant.h"
 #include "kernels/embedding_types.h"
 #include "kernels/launch.h"
 
 namespace hetrec::kernels {
 
-// Registers per lane bound the row width: at most this many vectors per lane.
-inline constexpr int kMaxUnitsPerLane = 8;
+inline constexpr int kMaxUnitsPerLane = kMaxEmbeddingUnitsPerLane;
 
 struct LaneLayout {
   int lanes = 1;

@@ -55,6 +55,14 @@ E2eRecord read_e2e_record(const std::string& path) {
   r.config = text(m, "config", where);
   r.precision = text(m, "precision", where);
   r.row_dtype = m.contains("row_dtype") ? text(m, "row_dtype", where) : "";
+  if (m.contains("overrides")) {
+    const json& o = m.at("overrides");
+    if (!o.is_array()) throw ConfigError(where + ".overrides: expected an array of \"key=value\" strings");
+    for (const json& e : o) {
+      if (!e.is_string()) throw ConfigError(where + ".overrides: expected strings, got " + e.dump());
+      r.overrides.push_back(e.get<std::string>());
+    }
+  }
   const double batch = number(m, "batch", where);
   if (!(batch >= 1.0) || batch != std::floor(batch)) throw ConfigError(where + ".batch: expected a positive integer");
   r.batch = static_cast<int64_t>(batch);

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "model/model_config.h"
 #include "perf/gemm_selector.h"
@@ -24,6 +25,7 @@ struct E2eRecord {
   std::string config;     // config file (or the benchmark's preset name in older records)
   std::string precision;  // GEMM precision: "fp32" or "tf32"
   std::string row_dtype;  // "" = the config's
+  std::vector<std::string> overrides;  // "key=value" config overrides the run was made with
   int64_t batch = 0;
   double step_ms = 0.0;   // median step
   bool cuda_graph = true;

@@ -2,6 +2,8 @@
 
 #include <omp.h>
 
+#include <cstdlib>
+
 #include "core/error.h"
 #include "model/dlrm.h"
 #if defined(HETREC_WITH_GPU)
@@ -19,6 +21,8 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
   if (cfg.train.device != DeviceChoice::cpu && gpu_present) {
     GpuModelOptions options;
     options.precision = cfg.model.allow_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
+    // Tuned kernel variants (`hetrec tune` writes the file; docs/tuning.md).
+    if (const char* tuned = std::getenv("HETREC_TUNED_KERNELS")) options.tuned_kernels_file = tuned;
     auto model = make_gpu_model(cfg.model, cfg.optim, options);
     if (device_out) *device_out = "gpu: " + gpu::device_properties(options.device).name +
                                   (cfg.model.dense_dtype == DType::bf16  ? " (bf16 GEMMs)"

@@ -25,6 +25,7 @@
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/loss_scale.h"
+#include "model/gpu/tuned_kernels.h"
 #include "kernels/step_scalars.h"
 #include "model/describe.h"
 #include "model/dlrm.h"
@@ -128,6 +129,10 @@ class GpuDlrm final : public GpuModel {
       dot_shape_.self = model.interaction_self;
       HETREC_CHECK(dot_shape_.output_width() == model.interaction_width(), "dot interaction width");
     }
+    const kernels::DotForwardShape dot_tuning_shape{dot_shape_.num_features, dot_shape_.dim, dot_shape_.self};
+    tuned_ = gpu_model::load_tuned_kernels(options.tuned_kernels_file, props_,
+                                           kernels::EmbeddingForwardShape{model.row_dtype, DType::f32, dim},
+                                           model.arch == Arch::dlrm ? &dot_tuning_shape : nullptr);
     scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
     output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
     *output_host_.as<StepOutput>() = StepOutput{};  // the overflow flag is only copied with fp16
@@ -348,6 +353,7 @@ class GpuDlrm final : public GpuModel {
     } else {
       s += "; every table in device memory";
     }
+    if (!tuned_.note.empty()) s += "; " + tuned_.note;
     return s;
   }
 
@@ -457,11 +463,13 @@ class GpuDlrm final : public GpuModel {
     pooled.data = x + dim;
     pooled.row_stride = fd;
     pooled.dtype = DType::f32;
-    kernels::embedding_bag_forward(embeddings_->tables(), db.bags, pooled, &device_scalars()->skip_update, s);
+    kernels::embedding_bag_forward(embeddings_->tables(), db.bags, pooled, &device_scalars()->skip_update, s,
+                                   tuned_.embedding_forward.get());
     mark(kEmbeddingForward);
     if (config_.arch == Arch::dlrm) {
       dot_shape_.batch = batch;
-      kernels::dot_interaction_forward(dot_shape_, x, fd, interaction_.data<float>(), width, s);
+      kernels::dot_interaction_forward(dot_shape_, x, fd, interaction_.data<float>(), width, s,
+                                       tuned_.dot_forward.get());
       top_in_ = interaction_.data<float>();
     } else {
       top_in_ = cross_ ? cross_->forward(gemm_, x, batch, s) : x;
@@ -552,6 +560,7 @@ class GpuDlrm final : public GpuModel {
   std::unique_ptr<gpu_model::GpuCrossNet> cross_;
   std::unique_ptr<gpu_model::GpuMlp> top_;
   std::unique_ptr<gpu_model::GpuEmbeddings> embeddings_;
+  gpu_model::TunedKernels tuned_;
   kernels::DotInteractionShape dot_shape_;
   Tensor step_;  // i64 [1], host: updates applied so far
   gpu::PinnedBuffer scalars_host_;

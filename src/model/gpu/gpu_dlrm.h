@@ -36,6 +36,8 @@ struct GpuModelOptions {
   // Records device events between the phases of every step (the step then runs eagerly,
   // never as a graph) so phase_ms() can report where the time goes.
   bool profile_phases = false;
+  // Winners file of `hetrec tune` (tune/winners.h); empty: built-in kernel variants only.
+  std::string tuned_kernels_file;
 };
 
 class GpuModel : public Model {

@@ -1,0 +1,106 @@
+// `hetrec tune`: search kernel variants on this GPU and keep the measured winners.
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/hw_dir.h"
+#include "core/error.h"
+#include "hw/hardware.h"
+#include "train/config.h"
+#if defined(HETREC_WITH_GPU)
+#include "tune/gpu/tune_session.h"
+#endif
+
+namespace hetrec::cli {
+
+namespace {
+struct TuneArgs {
+  std::string kernel = "all";
+  double budget_minutes = 3.0;
+  std::string out_dir = "bench/results";
+  std::string winners = "tune/winners.json";
+  std::string hw = "h200_sxm";
+  std::string hw_dir = default_hw_dir();
+  std::string config = "configs/dlrm_dcnv2_capped.toml";
+  std::vector<std::string> rows = {"fp32", "bf16"};
+  int64_t batch = 65536;
+  double stop_fraction = 0.10;
+  double min_occupancy = 0.25;
+};
+}  // namespace
+
+void add_tune_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "search kernel variants on this GPU (compile, verify against a reference, time) and keep the winners");
+  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | all")->capture_default_str();
+  cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--out-dir", a->out_dir, "folder for the attempt log (JSON lines) and the results JSON")
+      ->capture_default_str();
+  cmd->add_option("--winners", a->winners,
+                  "winners file the engine loads (HETREC_TUNED_KERNELS=<file> for train, --tuned-kernels for e2e_bench)")
+      ->capture_default_str();
+  cmd->add_option("--hw", a->hw, "hardware description of this GPU (hw/<name>.toml)")->capture_default_str();
+  cmd->add_option("--hw-dir", a->hw_dir, "folder of hardware description files")->capture_default_str();
+  cmd->add_option("--config,-c", a->config, "config whose [model] tables and row width make the workload")
+      ->capture_default_str();
+  cmd->add_option("--rows", a->rows, "row dtypes to tune (one shape each): fp32 fp16 bf16")->capture_default_str();
+  cmd->add_option("--batch", a->batch, "samples per workload batch")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--stop-within", a->stop_fraction, "stop a shape once the best is within this fraction of the floor")
+      ->check(CLI::Range(0.0, 10.0))
+      ->capture_default_str();
+  cmd->add_option("--min-occupancy", a->min_occupancy, "reject compiled variants below this occupancy")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->callback([a, &action] {
+    action = [a] {
+#if defined(HETREC_WITH_GPU)
+      tune::TuneOptions o;
+      o.kernels = {a->kernel};
+      o.budget_minutes = a->budget_minutes;
+      o.out_dir = a->out_dir;
+      o.winners_path = a->winners;
+      o.hw = load_hardware_by_name(a->hw, a->hw_dir);
+      const ModelConfig model = load_run_config(a->config).model;
+      o.tables = model.tables;
+      o.dim = model.embedding_dim;
+      o.interaction_self = model.interaction_self;
+      for (const std::string& r : a->rows) o.row_dtypes.push_back(parse_dtype(r, "--rows"));
+      o.batch = a->batch;
+      o.stop_fraction = a->stop_fraction;
+      o.min_occupancy = a->min_occupancy;
+      std::ostringstream cmdline;
+      cmdline << "hetrec tune --kernel " << a->kernel << " --budget " << a->budget_minutes << " --out-dir "
+              << a->out_dir << " --winners " << a->winners << " --hw " << a->hw << " --config " << a->config
+              << " --batch " << a->batch << " --rows";
+      for (const std::string& r : a->rows) cmdline << " " << r;
+      o.command_line = cmdline.str();
+      const nlohmann::json results = tune::run_tuning(o, std::cerr);
+      std::printf("results        %s\n", results["results_file"].get<std::string>().c_str());
+      std::printf("attempt log    %s\n", results["attempt_log"].get<std::string>().c_str());
+      std::printf("winners        %s (use: HETREC_TUNED_KERNELS=%s hetrec train ...)\n", a->winners.c_str(),
+                  a->winners.c_str());
+      for (const auto& s : results["shapes"]) {
+        std::printf("%s [%s]: built-in %.1f us, winner %s us, floor %.1f us; %d compiled, %d passed, %d pruned\n",
+                    s["kernel"].get<std::string>().c_str(), s["shape"].get<std::string>().c_str(),
+                    s["default_us"].get<double>(),
+                    s.contains("winner_us") ? std::to_string(s["winner_us"].get<double>()).c_str() : "none",
+                    s["floor_us"].get<double>(), s["candidates_compiled"].get<int>(),
+                    s["candidates_passed"].get<int>(), s["pruned_before_compile"].get<int>());
+      }
+#else
+      (void)a;
+      throw ConfigError("hetrec tune: this build has no GPU backend (configure with the 'cuda' preset); tuning "
+                        "compiles and times kernels on the device");
+#endif
+    };
+  });
+}
+
+}  // namespace hetrec::cli

@@ -1,0 +1,71 @@
+#include "model/gpu/tuned_kernels.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "kernels/rtc_sources.h"
+#include "tune/dot_interaction_model.h"
+#include "tune/embedding_forward_model.h"
+#include "tune/winners.h"
+
+namespace hetrec::gpu_model {
+
+namespace {
+
+// The winner for `kernel` and `shape` on this device and sources, or why there is none.
+std::optional<tune::Winner> find_winner(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
+                                        const std::string& kernel, const std::string& shape, std::string& why_not) {
+  tune::WinnerKey key;
+  key.kernel = kernel;
+  key.shape = shape;
+  key.gpu = device.name;
+  key.compute_capability = std::to_string(device.compute_major) + "." + std::to_string(device.compute_minor);
+  key.driver_version = gpu::driver_version();
+  key.source_hash = kernels::rtc_sources_hash();
+  std::optional<tune::Winner> w = store.find(key);
+  if (!w) {
+    const auto stale = store.stale(key);
+    why_not = stale.empty() ? "no tuned winner for " + shape + " on " + key.gpu
+                            : std::to_string(stale.size()) + " stale winner(s) for " + shape +
+                                  " ignored: measured on another GPU, driver or kernel source";
+  }
+  return w;
+}
+
+std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : a + "; " + b; }
+
+}  // namespace
+
+TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
+                                const kernels::EmbeddingForwardShape& forward_shape,
+                                const kernels::DotForwardShape* dot_shape) {
+  TunedKernels out;
+  if (winners_file.empty()) return out;
+  if (!std::filesystem::exists(winners_file))
+    throw ConfigError("tuned kernels file '" + winners_file + "' does not exist (run `hetrec tune` to write it)");
+  const tune::WinnersStore store = tune::WinnersStore::load(winners_file);
+  std::string why_not;
+  if (const auto w = find_winner(store, device, tune::kEmbeddingForwardKernel, forward_shape.key(), why_not)) {
+    out.embedding_forward = std::make_unique<kernels::TunedEmbeddingForward>(
+        forward_shape, tune::to_forward_variant(w->params), device.compute_major, device.compute_minor,
+        w->kernel_header);
+    out.note = "embedding forward: tuned variant " + tune::describe(w->params) +
+               (w->kernel_header.empty() ? "" : " (model-rewritten source)") + " from " + winners_file;
+  } else {
+    out.note = "embedding forward: built-in variant (" + why_not + ")";
+  }
+  if (dot_shape) {
+    if (const auto w = find_winner(store, device, tune::kDotForwardKernel, dot_shape->key(), why_not)) {
+      out.dot_forward = std::make_unique<kernels::TunedDotForward>(*dot_shape, tune::to_dot_variant(w->params),
+                                                                   device.compute_major, device.compute_minor,
+                                                                   w->kernel_header);
+      out.note = joined(out.note, "dot interaction: tuned variant " + tune::describe(w->params) +
+                                      (w->kernel_header.empty() ? "" : " (model-rewritten source)"));
+    } else {
+      out.note = joined(out.note, "dot interaction: built-in variant (" + why_not + ")");
+    }
+  }
+  return out;
+}
+
+}  // namespace hetrec::gpu_model

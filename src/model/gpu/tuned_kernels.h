@@ -1,0 +1,28 @@
+#pragma once
+// The tuned kernel variants the GPU model uses in place of the built-in ones, loaded at
+// start from the winners file `hetrec tune` writes (tune/winners.h). A winner applies
+// only to the GPU, compute capability, driver and kernel sources it was measured with;
+// otherwise the built-in variant runs and the note says why.
+#include <memory>
+#include <string>
+
+#include "gpu/device.h"
+#include "kernels/dot_interaction_tuned.h"
+#include "kernels/embedding_forward_tuned.h"
+
+namespace hetrec::gpu_model {
+
+struct TunedKernels {
+  std::unique_ptr<kernels::TunedEmbeddingForward> embedding_forward;  // null: the built-in variant
+  std::unique_ptr<kernels::TunedDotForward> dot_forward;               // null: the built-in variant
+  std::string note;  // for the model's description
+};
+
+// An empty `winners_file` loads nothing. Throws ConfigError for a malformed file and
+// DeviceError when a matching winner fails to compile.
+// `dot_shape` is null for a model without the dot interaction (DCNv2).
+TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
+                                const kernels::EmbeddingForwardShape& forward_shape,
+                                const kernels::DotForwardShape* dot_shape);
+
+}  // namespace hetrec::gpu_model

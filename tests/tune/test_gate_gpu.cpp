@@ -1,0 +1,277 @@
+// The gate on the device: correct variants pass verification against the double-precision
+// reference, deliberately wrong kernel sources (one drops the last id of every bag, one
+// the last term of every dot product) are rejected, and never stored, a short tuning run writes its attempt log, winners and
+// results, and the GPU model runs a stored winner in place of the built-in kernel with
+// the same results.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <unistd.h>
+
+#include "../gpu/device_test_support.h"
+#include "core/rng.h"
+#include "gpu/device.h"
+#include "kernels/dot_interaction_tuned.h"
+#include "kernels/embedding_bag_forward.h"
+#include "kernels/embedding_forward_tuned.h"
+#include "kernels/rtc_sources.h"
+#include "model/gpu/gpu_dlrm.h"
+#include "tune/gate.h"
+#include "tune/gpu/dot_interaction_bench.h"
+#include "tune/gpu/embedding_forward_bench.h"
+#include "tune/gpu/tune_session.h"
+
+namespace hetrec::tune {
+namespace {
+
+std::vector<TableConfig> small_tables() {
+  std::vector<TableConfig> t(4);
+  const int64_t rows[] = {5000, 300, 7, 20000};
+  const int hot[] = {3, 1, 20, 8};
+  for (int i = 0; i < 4; ++i) {
+    t[i].name = "T" + std::to_string(i);
+    t[i].rows = rows[i];
+    t[i].hotness = hot[i];
+    t[i].variable_bags = i == 3;
+    t[i].pooling = i == 1 ? Pooling::mean : Pooling::sum;
+  }
+  return t;
+}
+
+ForwardLaunch tuned_launch(const kernels::TunedEmbeddingForward& k) {
+  return [&k](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b, const kernels::PooledView& p,
+              int32_t* bad, gpu::stream_t s) { k.launch(t, b, p, bad, s); };
+}
+
+std::filesystem::path temp_dir(const std::string& name) {
+  auto d = std::filesystem::temp_directory_path() / ("hetrec_tune_gpu_" + std::to_string(::getpid()) + "_" + name);
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
+TEST(TuneGateGpu, CorrectVariantsPassAndAWrongKernelIsRejectedAndNeverStored) {
+  HETREC_REQUIRE_GPU();
+  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
+  for (DType rows : {DType::f32, DType::bf16}) {
+    EmbeddingForwardBench bench(small_tables(), 64, rows, 700, Rng(7).next_u64() ^ static_cast<uint64_t>(rows), 2);
+    const kernels::EmbeddingForwardShape shape = bench.workload().shape;
+    const ForwardCheck builtin = bench.verify([](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b,
+                                                 const kernels::PooledView& p, int32_t* bad, gpu::stream_t s) {
+      kernels::embedding_bag_forward(t, b, p, bad, s);
+    });
+    ASSERT_TRUE(builtin.ok) << builtin.reason;
+    for (const kernels::EmbeddingForwardVariant v :
+         {kernels::kDefaultForwardVariant, kernels::EmbeddingForwardVariant{4, 16, 1, 64},
+          kernels::EmbeddingForwardVariant{8, 8, 8, 512}, kernels::EmbeddingForwardVariant{16, 4, 2, 128}}) {
+      if (!kernels::forward_variant_problem(shape, v, 32).empty()) continue;
+      const kernels::TunedEmbeddingForward k(shape, v, dev.compute_major, dev.compute_minor);
+      const ForwardCheck c = bench.verify(tuned_launch(k));
+      EXPECT_TRUE(c.ok) << shape.key() << " vec_bytes=" << v.vec_bytes << " lanes=" << v.lanes << ": " << c.reason;
+      EXPECT_GT(bench.median_us(tuned_launch(k), 3), 0.0);
+    }
+
+    // The wrong candidate: the kernel source with the last id of every bag dropped.
+    std::string header;
+    for (const gpu::RtcHeader& h : kernels::rtc_source_files())
+      if (h.name == "kernels/embedding_bag_forward_kernel.cuh") header = h.text;
+    const std::string right = "if (p + k < end) {";
+    ASSERT_NE(header.find(right), std::string::npos);
+    header.replace(header.find(right), right.size(), "if (p + k < end - 1) {");
+    const kernels::TunedEmbeddingForward wrong(shape, kernels::kDefaultForwardVariant, dev.compute_major,
+                                               dev.compute_minor, header);
+    const ForwardCheck c = bench.verify(tuned_launch(wrong));
+    EXPECT_FALSE(c.ok);
+    EXPECT_FALSE(c.reason.empty());
+
+    const auto dir = temp_dir("gate");
+    AttemptLog log((dir / "attempts.jsonl").string());
+    WinnersStore store;
+    Gate gate(log, store);
+    GateContext ctx;
+    ctx.key = {kEmbeddingForwardKernel, shape.key(), dev.name, "9.0", 1, kernels::rtc_sources_hash()};
+    ctx.kernel_header = header;
+    Attempt a;
+    a.kernel = kEmbeddingForwardKernel;
+    a.shape = shape.key();
+    a.origin = "model";
+    a.params = forward_parameters(kernels::kDefaultForwardVariant, shape, 32);
+    a.compiled = true;
+    a.source_hash = ctx.key.source_hash;
+    a.verdict = c.ok ? Verdict::passed : Verdict::wrong;
+    a.reason = c.reason;
+    a.time_us = bench.median_us(tuned_launch(wrong), 3);  // it runs, and may even be fast
+    EXPECT_FALSE(gate.record(a, ctx));
+    EXPECT_TRUE(store.winners().empty());
+    store.save((dir / "winners.json").string());
+    EXPECT_TRUE(WinnersStore::load((dir / "winners.json").string()).winners().empty());
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(TuneGateGpu, DotInteractionVariantsPassAndAWrongKernelIsRejected) {
+  HETREC_REQUIRE_GPU();
+  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
+  for (const bool self : {false, true}) {
+    const kernels::DotForwardShape shape{9, 48, self};
+    DotForwardBench bench(shape, 1001, Rng(3).next_u64() + (self ? 1 : 0), 2);  // a partial last block
+    const ForwardCheck builtin = bench.verify([](const kernels::DotInteractionShape& s, const float* f, int64_t fs,
+                                                 float* out, int64_t os, gpu::stream_t st) {
+      kernels::dot_interaction_forward(s, f, fs, out, os, st);
+    });
+    ASSERT_TRUE(builtin.ok) << builtin.reason;
+    for (const kernels::DotForwardVariant v : {kernels::kDefaultDotForwardVariant, kernels::DotForwardVariant{64, 8, 0},
+                                               kernels::DotForwardVariant{512, 4, 1}}) {
+      const kernels::TunedDotForward k(shape, v, dev.compute_major, dev.compute_minor);
+      const ForwardCheck c = bench.verify([&k](const kernels::DotInteractionShape& s, const float* f, int64_t fs,
+                                               float* out, int64_t os, gpu::stream_t st) {
+        k.launch(s, f, fs, out, os, st);
+      });
+      EXPECT_TRUE(c.ok) << shape.key() << " block " << v.block_threads << " samples " << v.samples_per_block << ": "
+                        << c.reason;
+    }
+    // The wrong candidate: each dot product misses its last term.
+    std::string header;
+    for (const gpu::RtcHeader& h : kernels::rtc_source_files())
+      if (h.name == "kernels/dot_interaction_kernel.cuh") header = h.text;
+    const std::string right = "for (int k = 0; k < dim; ++k) acc = fmaf(xi[k], xj[k], acc);";
+    ASSERT_NE(header.find(right), std::string::npos);
+    header.replace(header.find(right), right.size(), "for (int k = 0; k < dim - 1; ++k) acc = fmaf(xi[k], xj[k], acc);");
+    const kernels::TunedDotForward wrong(shape, kernels::kDefaultDotForwardVariant, dev.compute_major,
+                                         dev.compute_minor, header);
+    const ForwardCheck c = bench.verify([&wrong](const kernels::DotInteractionShape& s, const float* f, int64_t fs,
+                                                 float* out, int64_t os, gpu::stream_t st) {
+      wrong.launch(s, f, fs, out, os, st);
+    });
+    EXPECT_FALSE(c.ok);
+    EXPECT_NE(c.reason.find("differs from the reference"), std::string::npos) << c.reason;
+  }
+}
+
+TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
+  HETREC_REQUIRE_GPU();
+  TuneOptions o;
+  o.kernels = {"all"};
+  o.budget_minutes = 0.5;
+  // The description of this device (HETREC_HW_DIR where the tree moved to another machine).
+  const char* env_dir = std::getenv("HETREC_HW_DIR");
+  const std::string hw_dir = env_dir ? env_dir : std::string(HETREC_SOURCE_DIR) + "/hw";
+  const std::string device = gpu::device_properties(gpu::current_device()).name;
+  bool found = false;
+  for (const std::string& name : list_hardware(hw_dir)) {
+    const Hardware h = load_hardware_by_name(name, hw_dir);
+    if (h.display_name.rfind(device, 0) == 0) {
+      o.hw = h;
+      found = true;
+    }
+  }
+  if (!found) GTEST_SKIP() << "no hardware description for " << device;
+  const auto dir = temp_dir("run");
+  o.out_dir = (dir / "out").string();
+  o.winners_path = (dir / "tune" / "winners.json").string();
+  o.dim = 64;
+  o.tables = small_tables();
+  o.row_dtypes = {DType::f32};
+  o.batch = 2048;
+  o.reps = 5;
+  o.rotations = 2;
+  std::ostringstream progress;
+  const nlohmann::json r = run_tuning(o, progress);
+  ASSERT_EQ(r["shapes"].size(), 2u);  // the embedding forward (fp32 rows) and the dot interaction
+  EXPECT_EQ(r["shapes"][1]["kernel"], "dot_interaction_forward");
+  const nlohmann::json& s = r["shapes"][0];
+  EXPECT_GT(s["default_us"].get<double>(), 0.0);
+  EXPECT_GT(s["floor_us"].get<double>(), 0.0);
+  EXPECT_GE(s["candidates_compiled"].get<int>(), 1);
+  std::size_t with_winner = 0;
+  for (const auto& shape : r["shapes"]) {
+    EXPECT_GE(shape["candidates_passed"].get<int>(), 1) << progress.str();
+    if (!shape.contains("winner_us")) continue;  // nothing beat the built-in kernel
+    ++with_winner;
+    EXPECT_LT(shape["winner_us"].get<double>(), shape["default_us"].get<double>());
+  }
+  EXPECT_TRUE(std::filesystem::exists(r["results_file"].get<std::string>()));
+  std::ifstream log(r["attempt_log"].get<std::string>());
+  int lines = 0;
+  for (std::string line; std::getline(log, line);) ++lines;
+  int attempts = 0;
+  for (const auto& shape : r["shapes"])
+    attempts += shape["pruned_before_compile"].get<int>() + shape["candidates_tried"].get<int>();
+  EXPECT_EQ(lines, attempts);
+  const WinnersStore store = WinnersStore::load(o.winners_path);
+  ASSERT_EQ(store.winners().size(), with_winner);
+  for (const Winner& w : store.winners()) EXPECT_EQ(w.key.gpu, r["gpu"]);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
+  HETREC_REQUIRE_GPU();
+  ModelConfig m;
+  m.arch = Arch::dlrm;
+  m.num_dense = 13;
+  m.embedding_dim = 16;
+  m.tables = small_tables();
+  m.bottom_mlp = {32, 16};
+  m.top_mlp = {32, 1};
+  m.init_seed = 11;
+  OptimConfig optim;
+  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
+  const auto dir = temp_dir("model");
+  WinnersStore store;
+  Winner w;
+  w.key = {kEmbeddingForwardKernel, kernels::EmbeddingForwardShape{DType::f32, DType::f32, 16}.key(), dev.name,
+           std::to_string(dev.compute_major) + "." + std::to_string(dev.compute_minor), gpu::driver_version(),
+           kernels::rtc_sources_hash()};
+  w.params = {{"vec_bytes", 8}, {"lanes", 8}, {"ids_in_flight", 2}, {"block_threads", 128}};  // not the built-in
+  w.time_us = 1.0;
+  store.offer(w);
+  Winner dot = w;
+  dot.key.kernel = kDotForwardKernel;
+  dot.key.shape = kernels::DotForwardShape{m.num_tables() + 1, m.embedding_dim, false}.key();
+  dot.params = {{"block_threads", 128}, {"samples_per_block", 4}, {"row_pad", 1}};  // not the built-in
+  store.offer(dot);
+  const std::string file = (dir / "winners.json").string();
+  store.save(file);
+
+  GpuModelOptions plain, tuned;
+  tuned.tuned_kernels_file = file;
+  auto a = make_gpu_model(m, optim, plain);
+  auto b = make_gpu_model(m, optim, tuned);
+  EXPECT_NE(b->describe().find("embedding forward: tuned variant"), std::string::npos) << b->describe();
+  EXPECT_NE(b->describe().find("dot interaction: tuned variant"), std::string::npos) << b->describe();
+  EXPECT_EQ(a->describe().find("tuned variant"), std::string::npos);
+
+  Batch batch;
+  const int64_t size = 256;
+  batch.reset(size, m.num_dense, m.num_tables());
+  Rng rng(5);
+  for (float& x : batch.dense) x = static_cast<float>(rng.uniform());
+  for (float& y : batch.labels) y = rng.uniform() < 0.3 ? 1.0f : 0.0f;
+  for (int t = 0; t < m.num_tables(); ++t)
+    for (int64_t s = 0; s < size; ++s) {
+      for (int k = 0; k < m.tables[t].hotness; ++k)
+        batch.ids.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(m.tables[t].rows))));
+      batch.offsets[static_cast<std::size_t>(t * size + s + 1)] = static_cast<int32_t>(batch.ids.size());
+    }
+  const StepRates rates{0.01f, 0.01f};
+  for (int step = 0; step < 3; ++step) {
+    // Same accumulation order in every variant: the losses agree bit for bit.
+    EXPECT_EQ(a->train_step(batch, rates), b->train_step(batch, rates)) << "step " << step;
+  }
+
+  // A winner measured with another driver is stale: the built-in variant runs.
+  store = WinnersStore();
+  w.key.driver_version += 1;
+  store.offer(w);
+  store.save(file);
+  auto c = make_gpu_model(m, optim, tuned);
+  EXPECT_NE(c->describe().find("stale"), std::string::npos) << c->describe();
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetrec::tune

@@ -1,0 +1,76 @@
+// NVRTC compilation of the embedding forward's variants from the embedded sources. Needs
+// the CUDA build (libnvrtc) but no device: the binaries are built for sm_90.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gpu/rtc.h"
+#include "kernels/dot_interaction_tuned.h"
+#include "kernels/embedding_forward_tuned.h"
+#include "kernels/rtc_sources.h"
+
+namespace hetrec::kernels {
+namespace {
+
+constexpr int kMajor = 9, kMinor = 0;  // the H200's compute capability
+
+std::string read_source(const std::string& rel) {
+  std::ifstream f(std::string(HETREC_SOURCE_DIR) + "/src/" + rel);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(RtcCompile, EmbeddedSourcesAreTheFilesNvccCompiles) {
+  ASSERT_FALSE(rtc_source_files().empty());
+  for (const gpu::RtcHeader& h : rtc_source_files()) EXPECT_EQ(h.text, read_source(h.name)) << h.name;
+  EXPECT_EQ(rtc_sources_hash().size(), 16u);
+  EXPECT_NE(fnv1a_hex("a"), fnv1a_hex("b"));
+}
+
+TEST(RtcCompile, VariantsOfEveryRowTypeCompile) {
+  const EmbeddingForwardShape shapes[] = {{DType::f32, DType::f32, 128}, {DType::bf16, DType::f32, 128},
+                                          {DType::f16, DType::bf16, 64}};
+  const EmbeddingForwardVariant variants[] = {kDefaultForwardVariant, {4, 8, 1, 64}, {8, 16, 8, 512}, {16, 4, 2, 128}};
+  for (const auto& s : shapes)
+    for (const auto& v : variants) {
+      if (!forward_variant_problem(s, v, 32).empty()) continue;
+      const gpu::RtcProgram p = embedding_forward_program(s, v);
+      const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+      EXPECT_TRUE(b.ok) << s.key() << " " << p.name_expression << "\n" << b.log;
+      EXPECT_FALSE(b.image.empty());
+      EXPECT_NE(b.lowered_name.find("embedding_bag_forward_kernel"), std::string::npos) << b.lowered_name;
+    }
+}
+
+TEST(RtcCompile, DotInteractionVariantsCompile) {
+  for (const DotForwardVariant v : {kDefaultDotForwardVariant, DotForwardVariant{64, 8, 0}, DotForwardVariant{512, 2, 1}}) {
+    const gpu::RtcProgram p = dot_forward_program(v);
+    const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+    EXPECT_TRUE(b.ok) << p.name_expression << "\n" << b.log;
+    EXPECT_NE(b.lowered_name.find("dot_forward_kernel"), std::string::npos) << b.lowered_name;
+  }
+  EXPECT_EQ(dot_forward_program({128, 4, 1}).name_expression, "hetrec::kernels::dot_forward_kernel<128, 4, 1>");
+}
+
+TEST(RtcCompile, BrokenSourceIsReportedNotThrown) {
+  const gpu::RtcProgram p =
+      embedding_forward_program({DType::f32, DType::f32, 128}, kDefaultForwardVariant, "this is not C++ ;\n");
+  const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+  EXPECT_FALSE(b.ok);
+  EXPECT_TRUE(b.image.empty());
+  EXPECT_NE(b.log.find("error"), std::string::npos) << b.log;
+}
+
+TEST(RtcCompile, ProgramNamesTheInstantiation) {
+  const gpu::RtcProgram p = embedding_forward_program({DType::bf16, DType::f32, 128}, {16, 8, 2, 128});
+  // 8 bf16 per 16-byte vector, 16 vectors over 8 lanes: 2 per lane.
+  EXPECT_EQ(p.name_expression,
+            "hetrec::kernels::embedding_bag_forward_kernel<hetrec::kernels::Bf16Bits, float, 8, 2, 2, 128>");
+  EXPECT_THROW(embedding_forward_program({DType::f32, DType::f32, 130}, kDefaultForwardVariant), ConfigError);
+}
+
+}  // namespace
+}  // namespace hetrec::kernels
