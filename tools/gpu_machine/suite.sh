@@ -23,7 +23,7 @@ for stage in "$@"; do
   echo "=== stage $stage ($(date +%T))"
   case $stage in
     tests)
-      for t in "$bin"/gpu_test_* "$bin"/gemm_test_* "$bin"/dist_test_nccl* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
+      for t in "$bin"/gpu_test_* "$bin"/gemm_test_* "$bin"/dist_test_nccl* "$bin"/tune_test_gate* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
         timeout 200 "$t" --gtest_brief=1 > "$out/$(basename "$t").log" 2>&1
         echo "$(basename "$t") rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
       done
