@@ -291,11 +291,16 @@ TEST_P(GpuModelBf16, TracksTheCpuFp32ModelWithinBf16Tolerance) {
     ASSERT_EQ(0, std::memcmp(s_gpu0[i].tensor.raw(), s_cpu0[i].tensor.raw(), s_cpu0[i].tensor.nbytes()))
         << "initial " << s_cpu0[i].name;
 
+  // Adam moves every weight by about lr whatever the gradient's size, so a gradient element
+  // near zero whose sign bf16 rounding flips costs 2 lr at once; SGD and Adagrad scale the
+  // step with the gradient. The Adam case therefore runs at an Adam-sized rate (0.002)
+  // so that the stated tolerance bounds rounding, not sign flips of vanishing gradients.
+  const double lr = c.dense == OptimizerKind::adam ? 0.002 : 0.05;
   for (int step = 0; step < 6; ++step) {
     const Batch b = make_batch(m, 96 + 32 * (step % 2), 700 + static_cast<uint64_t>(step));
-    const double l_cpu = cpu->train_step(b, rates(0.05));
-    const double l_16 = gpu16->train_step(b, rates(0.05));
-    const double l_32 = gpu32->train_step(b, rates(0.05));
+    const double l_cpu = cpu->train_step(b, rates(lr));
+    const double l_16 = gpu16->train_step(b, rates(lr));
+    const double l_32 = gpu32->train_step(b, rates(lr));
     EXPECT_NEAR(l_16, l_cpu, 2e-2 * std::fabs(l_cpu)) << c.name << " step " << step;
     if (step == 0) {
       EXPECT_NE(l_16, l_32) << "bf16 GEMMs gave the fp32 model's loss bit for bit";
@@ -393,7 +398,8 @@ TEST(GpuModelFp16, TracksTheCpuFp32ModelAndGrowsTheScale) {
   o.loss_scale_growth_interval = 4;
   auto cpu = make_cpu_model(m, o);
   auto gpu = make_gpu_model(m16, o);
-  EXPECT_NE(gpu->describe().find("fp16 GEMMs with fp32 master weights, dynamic loss scaling"), std::string::npos)
+  EXPECT_NE(gpu->describe().find("fp16 GEMMs with fp32 master weights"), std::string::npos) << gpu->describe();
+  EXPECT_NE(gpu->describe().find("dynamic loss scaling"), std::string::npos)
       << gpu->describe();
   EXPECT_EQ(gpu->loss_scale(), 1024.0);
   for (int step = 0; step < 6; ++step) {
