@@ -1,6 +1,9 @@
 // `hetrec hw list | show`, `hetrec gemm select` and `hetrec gemm bench`: hardware
 // descriptions, the analytical GEMM selector and the cuBLASLt oracle.
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
 #include <string>
 
 #include "cli/commands.h"
@@ -8,7 +11,9 @@
 #include "core/error.h"
 #include "gemm/gemm_bench.h"
 #include "hw/hardware.h"
+#include "perf/gemm_calibration_run.h"
 #include "perf/gemm_model_params.h"
+#include "perf/gemm_oracle.h"
 #include "perf/gemm_problem.h"
 #include "perf/gemm_report.h"
 
@@ -106,6 +111,65 @@ void add_gemm_command(CLI::App& app, Action& action) {
                  std::to_string(b->warmup) + " --max-candidates-per-shape " +
                  std::to_string(b->max_candidates_per_shape) + " --time-budget " + std::to_string(b->time_budget_s);
     action = [b] { run_gemm_bench(*b); };
+  });
+
+  struct CalibrateOptions {
+    std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report;
+    double fraction = 0.05;
+  };
+  auto cal = std::make_shared<CalibrateOptions>();
+  CLI::App* calibrate = gemm->add_subcommand(
+      "calibrate", "fit the GEMM model's parameters to `gemm bench` results and judge its selection on held-out shapes");
+  calibrate->add_option("--oracle", cal->oracle, "results of hetrec gemm bench (.json or .json.xz)")->required();
+  calibrate->add_option("--hw", cal->hw, "hardware description of the GPU the oracle ran on")->capture_default_str();
+  calibrate->add_option("--hw-dir", cal->hw_dir, "folder of hardware description files")->capture_default_str();
+  calibrate->add_option("--fraction", cal->fraction, "largest share of the shapes used for the fit")
+      ->check(CLI::Range(0.001, 0.5))
+      ->capture_default_str();
+  calibrate->add_option("--params-out", cal->params_out, "write the fitted parameters here (hw/params/<arch>.toml)");
+  calibrate->add_option("--report", cal->report, "write the results record (JSON) here");
+  calibrate->callback([cal, &action] {
+    action = [cal] {
+      const Hardware hw = load_hardware_by_name(cal->hw, cal->hw_dir);
+      const GemmModelParams start = load_gemm_params_for(hw, cal->hw_dir + "/params");
+      const GemmOracle oracle = load_gemm_oracle(cal->oracle);
+      const GemmCalibrationRun r = run_gemm_calibration(hw, oracle, start, cal->fraction);
+      const auto line = [](const char* name, const SelectionSummary& s) {
+        std::printf("%-28s %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  min %.4f  | heuristic geomean %.4f  p5 %.4f"
+                    "  | Spearman mean %.3f  | |log err| %.3f\n",
+                    name, s.shapes, s.geomean_ratio, s.p5_ratio, s.min_ratio, s.heuristic_geomean_ratio,
+                    s.heuristic_p5_ratio, s.mean_spearman, s.mean_abs_log_error);
+      };
+      std::printf("oracle %s: %zu shapes (%zu skipped by the oracle, %zu without a describable kernel), %zu used; "
+                  "%zu of %zu timed kernels not describable; fastest kernel not describable on %zu shapes\n",
+                  cal->oracle.c_str(), oracle.shapes.size(), r.conversion.skipped_shapes,
+                  r.conversion.undescribed_shapes, r.conversion.shapes.size(), r.conversion.undescribed,
+                  r.conversion.candidates, r.conversion.oracle_undescribed);
+      std::printf("fit on %zu shapes (%.1f s, %d evaluations): loss %.4f -> %.4f\n", r.calibration_ids.size(),
+                  r.fit_seconds, r.fit.evaluations, r.fit.loss_before, r.fit.loss_after);
+      line("held out, starting params", r.held_out_before);
+      line("held out, fitted params", r.held_out_after);
+      line("calibration shapes, fitted", r.calibration_after);
+      std::printf("selection cost per new shape: %.2f us\n", r.selection_us_per_shape);
+      if (!cal->params_out.empty()) {
+        save_gemm_params(r.fitted, cal->params_out);
+        std::printf("parameters -> %s\n", cal->params_out.c_str());
+      }
+      if (!cal->report.empty()) {
+        const char* commit = std::getenv("HETREC_COMMIT");
+        char date[32];
+        const std::time_t now = std::time(nullptr);
+        std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+        const std::string command = "hetrec gemm calibrate --oracle " + cal->oracle + " --hw " + cal->hw +
+                                    " --fraction " + std::to_string(cal->fraction) +
+                                    (cal->params_out.empty() ? "" : " --params-out " + cal->params_out) +
+                                    " --report " + cal->report;
+        std::ofstream out(cal->report);
+        out << gemm_calibration_json(r, oracle, cal->oracle, command, commit ? commit : "unknown", date);
+        if (!out) throw IoError("cannot write " + cal->report);
+        std::printf("report -> %s\n", cal->report.c_str());
+      }
+    };
   });
 }
 

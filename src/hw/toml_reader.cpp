@@ -176,6 +176,12 @@ std::vector<std::string> TomlTableReader::string_array(std::string_view key) {
   return out;
 }
 
+std::vector<std::string> TomlTableReader::keys() const {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : *table_) out.emplace_back(k.str());
+  return out;
+}
+
 void TomlTableReader::finish() const {
   for (const auto& [key, node] : *table_) {
     if (read_.count(key.str()) == 0)

@@ -49,6 +49,8 @@ class TomlTableReader {
   std::vector<TomlTableReader> array_of_tables(std::string_view key);
   std::vector<std::string> string_array(std::string_view key);
 
+  // The keys of this table in file order (does not mark them read).
+  std::vector<std::string> keys() const;
   // Throws ConfigError for the first key of this table that was never read.
   void finish() const;
 

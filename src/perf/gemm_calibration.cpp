@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 #include <numeric>
+#include <set>
 
 #include "core/error.h"
 #include "perf/gemm_model.h"
@@ -74,7 +75,7 @@ std::vector<double> predict_candidates(const Hardware& hw, const GemmModelParams
 
 ShapeSelection select_from_predictions(const MeasuredShape& shape, const std::vector<double>& predicted) {
   ShapeSelection s;
-  s.oracle_us = std::numeric_limits<double>::infinity();
+  s.oracle_us = shape.best_measured_us > 0.0 ? shape.best_measured_us : std::numeric_limits<double>::infinity();
   std::vector<double> p, m;
   double best = std::numeric_limits<double>::infinity();
   for (std::size_t i = 0; i < shape.candidates.size(); ++i) {
@@ -136,7 +137,15 @@ std::vector<FitParameter> fit_parameters(const Hardware& hw, std::span<const Mea
                  0.01, 2.0});
   // A kernel launch in a stream: 0.5 us (graph replay) to 20 us.
   out.push_back({"launch_overhead_us", [](GemmModelParams& q) -> double& { return q.launch_overhead_us; }, 0.5, 20.0});
-  (void)hw;
+  // Library kernel families seen in the calibration shapes: a factor each.
+  std::set<std::string> families;
+  for (std::size_t i : calibration)
+    for (const MeasuredCandidate& c : shapes[i].candidates)
+      if (c.config.family >= 0) families.insert(family_key(gemm_precision(shapes[i].problem, hw), c.config.family));
+  for (const std::string& key : families)
+    out.push_back({"family_efficiency." + key,
+                   [key](GemmModelParams& q) -> double& { return q.family_efficiency.try_emplace(key, 1.0).first->second; },
+                   0.02, 2.0});
   return out;
 }
 

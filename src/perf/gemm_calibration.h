@@ -40,6 +40,9 @@ struct MeasuredShape {
   GemmProblem problem;
   std::vector<MeasuredCandidate> candidates;  // valid, verified kernels only
   double heuristic_us = 0.0;                  // the library heuristic's top-1; 0 = not timed
+  // The least time measured on the shape by any kernel, including ones the model cannot
+  // describe (0 = only `candidates` were timed). The oracle of the selection statistics.
+  double best_measured_us = 0.0;
 };
 
 // Indices of the calibration shapes: floor(max_fraction * n) of them (at least one), spread
@@ -77,7 +80,7 @@ SelectionSummary evaluate_selection(const Hardware& hw, const GemmModelParams& p
                                     std::span<const MeasuredShape> shapes, std::span<const std::size_t> indices);
 
 struct GemmFitOptions {
-  int max_rounds = 40;        // pattern-search rounds (each tries every parameter both ways)
+  int max_rounds = 80;        // pattern-search rounds (each tries every parameter both ways)
   double initial_step = 0.5;  // in log space: x1.65 / x0.61
   double min_step = 0.01;
 };

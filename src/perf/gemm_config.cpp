@@ -61,7 +61,8 @@ std::string to_string(const GemmConfig& c) {
          " cluster=" + dims(c.cluster_m, c.cluster_n) +
          " decomposition=" + std::string(decomposition_name(c.decomposition)) +
          " split=" + std::to_string(c.split_k) + " raster=" + std::string(raster_name(c.raster)) +
-         " swizzle=" + std::to_string(c.swizzle) + " xcd_remap=" + (c.xcd_remap ? "1" : "0");
+         " swizzle=" + std::to_string(c.swizzle) + " xcd_remap=" + (c.xcd_remap ? "1" : "0") +
+         (c.family >= 0 ? " family=" + std::to_string(c.family) : std::string());
 }
 
 GemmConfig parse_gemm_config(std::string_view text, std::string_view where) {
@@ -113,6 +114,7 @@ GemmConfig parse_gemm_config(std::string_view text, std::string_view where) {
   const std::string remap = take("xcd_remap");
   if (remap != "0" && remap != "1") bad(where, "xcd_remap", "expected 0 or 1, found '" + remap + "'");
   c.xcd_remap = remap == "1";
+  if (fields.count("family")) c.family = parse_int(take("family"), where, "family");
   if (!fields.empty()) bad(where, fields.begin()->first, "unknown field");
   return c;
 }

@@ -40,6 +40,10 @@ struct GemmConfig {
   GemmRaster raster = GemmRaster::along_n;
   int swizzle = 1;         // tile rows (along_n) or columns (along_m) per raster group
   bool xcd_remap = false;  // AMD: give each XCD a contiguous run of tiles instead of round robin
+  // The vendor library's kernel family (cuBLASLt algorithm id) when the configuration is
+  // one of its kernels; -1 for the model's idealised kernel. Families differ in how close
+  // their main loop gets to the pipe's rate (GemmModelParams::family_efficiency).
+  int family = -1;
 
   bool operator==(const GemmConfig&) const = default;
 };

@@ -192,6 +192,12 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
       c.tile_k * (c.tile_m * t.a_bytes / c.cluster_n + c.tile_n * t.b_bytes / c.cluster_m);
   t.iter_l2_us = l2_bytes / (params.l2_bytes_per_clock_per_unit * clock_hz) * kUsPerS;
   t.iter_latency_us = params.loaded_latency_ns * kUsPerNs / (double(c.stages - 1) * t.ctas_per_unit);
+  // A library kernel family's main loop runs at its fitted share of the modelled speed.
+  const double family = params.family_factor(precision, c.family);
+  t.iter_math_us /= family;
+  t.iter_feed_us /= family;
+  t.iter_l2_us /= family;
+  t.iter_latency_us /= family;
   t.iter_us = std::max({t.iter_math_us, t.iter_feed_us, t.iter_l2_us, t.iter_latency_us});
   t.fill_us = params.loaded_latency_ns * kUsPerNs;
   t.feasible = true;

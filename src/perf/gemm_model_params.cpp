@@ -57,6 +57,11 @@ std::string serialize(const GemmModelParams& p) {
   s += "\n[matrix_efficiency]\n";
   for (MatrixPrecision prec : kAllMatrixPrecisions)
     s += std::string(precision_name(prec)) + " = " + number_text(p.matrix_efficiency.of(prec)) + "\n";
+  if (!p.family_efficiency.empty()) {
+    s += "\n# Share of the modelled main-loop speed per library kernel family (<precision>.<id>).\n";
+    s += "[family_efficiency]\n";
+    for (const auto& [key, value] : p.family_efficiency) s += toml_string(key) + " = " + number_text(value) + "\n";
+  }
   return s;
 }
 
@@ -90,6 +95,16 @@ double PrecisionEfficiency::of(MatrixPrecision p) const {
   return 0.0;
 }
 
+std::string family_key(MatrixPrecision p, int family) {
+  return std::string(precision_name(p)) + "." + std::to_string(family);
+}
+
+double GemmModelParams::family_factor(MatrixPrecision p, int family) const {
+  if (family < 0) return 1.0;
+  const auto it = family_efficiency.find(family_key(p, family));
+  return it == family_efficiency.end() ? 1.0 : it->second;
+}
+
 GemmModelParams load_gemm_params(const std::string& path) {
   const toml::table doc = parse_toml_file(path);
   TomlTableReader r(doc, path, "");
@@ -119,6 +134,14 @@ GemmModelParams load_gemm_params(const std::string& path) {
   p.matrix_efficiency.bf16 = fraction(eff, "bf16");
   p.matrix_efficiency.fp8 = fraction(eff, "fp8");
   eff.finish();
+  if (std::optional<TomlTableReader> fam = r.optional_table("family_efficiency")) {
+    for (const std::string& key : fam->keys()) {
+      const double v = fam->number(key);
+      if (!(v > 0.0 && v <= 4.0)) fam->fail(key, "expected a factor in (0, 4], found " + number_text(v));
+      p.family_efficiency[key] = v;
+    }
+    fam->finish();
+  }
   r.finish();
   return p;
 }

@@ -3,6 +3,7 @@
 // datasheet facts and that a calibration step fits to measurements. They live in
 // hw/params/<arch>.toml; the defaults below are generic starting values for an
 // architecture without a file.
+#include <map>
 #include <string>
 
 #include "hw/hardware.h"
@@ -59,7 +60,16 @@ struct GemmModelParams {
   double loaded_latency_ns = kDefaultLoadedLatencyNs;
   double tile_overhead_exposure = kDefaultTileOverheadExposure;
   double launch_overhead_us = kDefaultLaunchOverheadUs;
+  // Per vendor-library kernel family ("<precision>.<family id>", e.g. "bf16.66"): the share
+  // of the modelled main-loop speed that family's kernels reach (fitted; 1 when absent).
+  // Library kernels of one tile shape differ by generation (e.g. Ampere-style mma.sync
+  // kernels next to Hopper warpgroup kernels), which the tile alone does not reveal.
+  std::map<std::string, double> family_efficiency;
+
+  double family_factor(MatrixPrecision p, int family) const;
 };
+
+std::string family_key(MatrixPrecision p, int family);
 
 // Reads a params file; unknown, missing, mistyped or out-of-range keys are ConfigErrors
 // naming the file and key.

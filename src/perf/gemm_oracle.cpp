@@ -1,5 +1,7 @@
 #include "perf/gemm_oracle.h"
 
+#include "core/text_file.h"
+
 #include <fstream>
 #include <iterator>
 #include <nlohmann/json.hpp>
@@ -173,12 +175,7 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
 }
 
 GemmOracle load_gemm_oracle(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError("cannot open GEMM oracle results " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw IoError("cannot read GEMM oracle results " + path);
-  return parse_gemm_oracle(text.str(), path);
+  return parse_gemm_oracle(read_text_file(path), path);  // ".xz" files are decompressed
 }
 
 }  // namespace hetrec

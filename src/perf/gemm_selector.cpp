@@ -14,13 +14,13 @@ namespace hetrec {
 namespace {
 
 // Everything but the launch order: candidates equal in this share one schedule.
-using KernelKey = std::array<int, 13>;
+using KernelKey = std::array<int, 14>;
 KernelKey kernel_key(const GemmConfig& c, bool with_stages) {
   return {c.tile_m,    c.tile_n,    c.tile_k,
           c.inst_m,    c.inst_n,    c.inst_k,
           c.warps_m,   c.warps_n,   with_stages ? c.stages : 0,
           c.cluster_m, c.cluster_n, int(c.decomposition),
-          c.split_k};
+          c.split_k,   c.family};
 }
 
 bool same_launch_order(const GemmConfig& a, const GemmConfig& b) {

@@ -1,0 +1,126 @@
+#include "perf/gemm_calibration_run.h"
+
+#include <algorithm>
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "perf/gemm_selector.h"
+
+namespace hetrec {
+namespace {
+
+nlohmann::json summary_json(const SelectionSummary& s) {
+  return {{"shapes", s.shapes},
+          {"unpredicted", s.unpredicted},
+          {"geomean_oracle_over_selected", s.geomean_ratio},
+          {"p5_oracle_over_selected", s.p5_ratio},
+          {"min_oracle_over_selected", s.min_ratio},
+          {"heuristic_shapes", s.heuristic_shapes},
+          {"heuristic_geomean_oracle_over_selected", s.heuristic_geomean_ratio},
+          {"heuristic_p5_oracle_over_selected", s.heuristic_p5_ratio},
+          {"mean_spearman", s.mean_spearman},
+          {"median_spearman", s.median_spearman},
+          {"mean_abs_log_error", s.mean_abs_log_error},
+          {"median_abs_rel_error", s.median_abs_rel_error}};
+}
+
+nlohmann::json params_json(const GemmModelParams& p) {
+  return {{"matrix_efficiency",
+           {{"fp32", p.matrix_efficiency.fp32},
+            {"tf32", p.matrix_efficiency.tf32},
+            {"fp16", p.matrix_efficiency.fp16},
+            {"bf16", p.matrix_efficiency.bf16},
+            {"fp8", p.matrix_efficiency.fp8}}},
+          {"shared_memory_efficiency", p.shared_memory_efficiency},
+          {"l2_bytes_per_clock_per_unit", p.l2_bytes_per_clock_per_unit},
+          {"l2_usable_fraction", p.l2_usable_fraction},
+          {"hbm_efficiency", p.hbm_efficiency},
+          {"loaded_latency_ns", p.loaded_latency_ns},
+          {"tile_overhead_exposure", p.tile_overhead_exposure},
+          {"launch_overhead_us", p.launch_overhead_us}};
+}
+
+}  // namespace
+
+GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
+                                        double max_fraction) {
+  GemmCalibrationRun r;
+  r.start = start;
+  r.conversion = oracle_measurements(hw, oracle);
+  const std::vector<MeasuredShape>& shapes = r.conversion.shapes;
+  const std::vector<std::size_t> calib = calibration_shape_indices(shapes.size(), max_fraction);
+  const std::vector<std::size_t> held = held_out_shape_indices(shapes.size(), calib);
+  for (std::size_t i : calib) r.calibration_ids.push_back(shapes[i].id);
+  r.held_out_shapes = held.size();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  r.fit = fit_gemm_params(hw, shapes, calib, start);
+  r.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.fitted = r.fit.params;
+  r.fitted.arch = hw.arch;
+  r.fitted.note = "fitted by hetrec gemm calibrate to " + std::to_string(calib.size()) + " of " +
+                  std::to_string(shapes.size()) + " oracle shapes measured on " + oracle.gpu + " (" + oracle.date + ")";
+  r.held_out_before = evaluate_selection(hw, start, shapes, held);
+  r.held_out_after = evaluate_selection(hw, r.fitted, shapes, held);
+  r.calibration_after = evaluate_selection(hw, r.fitted, shapes, calib);
+
+  // Selection cost for a new shape: the selector over every described configuration.
+  std::vector<GemmConfig> pool;
+  for (const MeasuredShape& s : shapes)
+    for (const MeasuredCandidate& c : s.candidates)
+      if (std::find(pool.begin(), pool.end(), c.config) == pool.end()) pool.push_back(c.config);
+  const GemmSelector selector(hw, r.fitted, pool);
+  std::size_t selected = 0;
+  const auto t1 = std::chrono::steady_clock::now();
+  for (std::size_t i : held) {
+    try {
+      (void)selector.select(shapes[i].problem);
+      ++selected;
+    } catch (const ConfigError&) {
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
+  r.selection_us_per_shape = held.empty() ? 0.0 : seconds * 1e6 / double(held.size());
+  (void)selected;
+  return r;
+}
+
+std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle& oracle, const std::string& oracle_path,
+                                  const std::string& command, const std::string& commit, const std::string& date) {
+  nlohmann::json j;
+  j["benchmark"] = "gemm_calibration";
+  j["date"] = date;
+  j["gpu"] = oracle.gpu;
+  j["driver"] = oracle.driver;
+  j["cublaslt_version"] = oracle.cublaslt_version;
+  j["commit"] = commit;
+  j["command"] = command;
+  j["oracle"] = {{"file", oracle_path}, {"date", oracle.date}, {"commit", oracle.commit}, {"command", oracle.command}};
+  const OracleConversion& c = r.conversion;
+  j["shapes"] = {{"in_oracle", oracle.shapes.size()},
+                 {"skipped_by_oracle", c.skipped_shapes},
+                 {"without_describable_candidate", c.undescribed_shapes},
+                 {"used", c.shapes.size()},
+                 {"calibration", r.calibration_ids.size()},
+                 {"held_out", r.held_out_shapes},
+                 {"fastest_kernel_not_describable", c.oracle_undescribed}};
+  j["candidates"] = {{"timed", c.candidates}, {"not_describable", c.undescribed}};
+  j["calibration_shape_ids"] = r.calibration_ids;
+  j["fit"] = {{"loss_before", r.fit.loss_before},
+              {"loss_after", r.fit.loss_after},
+              {"evaluations", r.fit.evaluations},
+              {"seconds", r.fit_seconds}};
+  j["params_start"] = params_json(r.start);
+  j["params_fitted"] = params_json(r.fitted);
+  j["held_out_start_params"] = summary_json(r.held_out_before);
+  j["held_out_fitted_params"] = summary_json(r.held_out_after);
+  j["calibration_fitted_params"] = summary_json(r.calibration_after);
+  j["selection_us_per_new_shape"] = r.selection_us_per_shape;
+  j["targets"] = {{"geomean_oracle_over_selected", 0.98},
+                  {"p5_oracle_over_selected", 0.90},
+                  {"selection_us_per_new_shape", 20.0}};
+  return j.dump(2) + "\n";
+}
+
+}  // namespace hetrec

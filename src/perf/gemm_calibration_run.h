@@ -1,0 +1,36 @@
+#pragma once
+// `hetrec gemm calibrate`: fit the GEMM model's parameters to an oracle file on at most a
+// small share of its shapes and judge the fitted model's selection on all the others.
+#include <string>
+#include <vector>
+
+#include "hw/hardware.h"
+#include "perf/gemm_calibration.h"
+#include "perf/gemm_model_params.h"
+#include "perf/gemm_oracle.h"
+#include "perf/gemm_oracle_measurements.h"
+
+namespace hetrec {
+
+struct GemmCalibrationRun {
+  OracleConversion conversion;
+  std::vector<std::string> calibration_ids;  // shapes the fit saw
+  std::size_t held_out_shapes = 0;
+  GemmModelParams start, fitted;
+  GemmFitResult fit;
+  SelectionSummary held_out_before;  // the starting parameters on the held-out shapes
+  SelectionSummary held_out_after;   // the fitted parameters on the same shapes
+  SelectionSummary calibration_after;
+  double selection_us_per_shape = 0.0;  // GemmSelector over the union of described configs
+  double fit_seconds = 0.0;
+};
+
+// `max_fraction` of the described shapes (at most) are used for the fit.
+GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
+                                        double max_fraction);
+
+// The results record (DESIGN.md's results-file fields plus the statistics above).
+std::string gemm_calibration_json(const GemmCalibrationRun& run, const GemmOracle& oracle, const std::string& oracle_path,
+                                  const std::string& command, const std::string& commit, const std::string& date);
+
+}  // namespace hetrec

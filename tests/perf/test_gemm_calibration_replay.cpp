@@ -1,0 +1,63 @@
+// Replays the recorded H200 oracle (bench/results/gemm-oracle-20261129-h200.json.xz)
+// through the calibration and the held-out selection statistics, and fails if they get
+// worse than the recorded figures (bench/results/gemm-calibration-20261129-h200.json).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/text_file.h"
+#include "perf/gemm_calibration_run.h"
+#include "perf/gemm_config.h"
+#include "perf_test_support.h"
+
+namespace hetrec {
+namespace {
+
+const std::string kResults = std::string(HETREC_SOURCE_DIR) + "/bench/results/";
+
+TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
+  const Hardware hw = test::shipped_hardware("h200_sxm");
+  const GemmOracle oracle = load_gemm_oracle(kResults + "gemm-oracle-20261129-h200.json.xz");
+  const nlohmann::json recorded = nlohmann::json::parse(read_text_file(kResults + "gemm-calibration-20261129-h200.json"));
+  const GemmCalibrationRun run = run_gemm_calibration(hw, oracle, test::shipped_params(hw), 0.05);
+
+  // At most 5% of the shapes are seen by the fit; the others are held out.
+  EXPECT_LE(double(run.calibration_ids.size()), 0.05 * double(run.conversion.shapes.size()));
+  EXPECT_EQ(run.calibration_ids.size() + run.held_out_shapes, run.conversion.shapes.size());
+  EXPECT_EQ(run.conversion.shapes.size(), recorded["shapes"]["used"].get<std::size_t>());
+
+  const nlohmann::json& rec = recorded["held_out_fitted_params"];
+  const double slack = 1e-6;  // the fit is deterministic; only printing rounds
+  EXPECT_GE(run.held_out_after.geomean_ratio, rec["geomean_oracle_over_selected"].get<double>() - slack);
+  EXPECT_GE(run.held_out_after.p5_ratio, rec["p5_oracle_over_selected"].get<double>() - slack);
+  EXPECT_GE(run.held_out_after.mean_spearman, rec["mean_spearman"].get<double>() - slack);
+  EXPECT_LE(run.held_out_after.mean_abs_log_error, rec["mean_abs_log_error"].get<double>() + slack);
+  // The heuristic figures come from the measurements alone.
+  EXPECT_NEAR(run.held_out_after.heuristic_geomean_ratio, rec["heuristic_geomean_oracle_over_selected"].get<double>(),
+              1e-9);
+  // The fit improves on the starting parameters on shapes it never saw.
+  EXPECT_GT(run.held_out_after.geomean_ratio, run.held_out_before.geomean_ratio);
+  EXPECT_LT(run.held_out_after.mean_abs_log_error, run.held_out_before.mean_abs_log_error);
+}
+
+TEST(GemmCalibrationReplay, KernelFamilyRoundTripsThroughText) {
+  GemmConfig c;
+  c.family = 66;
+  const GemmConfig back = parse_gemm_config(to_string(c), "test");
+  EXPECT_EQ(back, c);
+  EXPECT_EQ(parse_gemm_config(to_string(GemmConfig{}), "test").family, -1);
+}
+
+TEST(GemmCalibrationReplay, FittedParametersRoundTripThroughTheParamsFile) {
+  const GemmModelParams p = load_gemm_params(kResults + "gemm-calibration-20261129-h200-params.toml");
+  EXPECT_TRUE(p.calibrated);
+  EXPECT_FALSE(p.family_efficiency.empty());
+  const std::string path = ::testing::TempDir() + "/params_roundtrip.toml";
+  save_gemm_params(p, path);
+  const GemmModelParams q = load_gemm_params(path);
+  EXPECT_EQ(q.family_efficiency, p.family_efficiency);
+  EXPECT_EQ(gemm_params_fingerprint(q), gemm_params_fingerprint(p));
+}
+
+}  // namespace
+}  // namespace hetrec
