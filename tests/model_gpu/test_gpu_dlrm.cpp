@@ -307,10 +307,18 @@ TEST_P(GpuModelBf16, TracksTheCpuFp32ModelWithinBf16Tolerance) {
     }
   }
   const auto s_cpu = by_name(cpu->state());
+  // For Adam, a tensor grown from zero by its steps alone (the cross net's biases) has no
+  // scale of its own: each element may differ by up to 2 lr per step where bf16 flipped
+  // the sign of a vanishing gradient, so that is its bound.
+  const double adam_bound = c.dense == OptimizerKind::adam ? 2.0 * lr * 6 : 0.0;
   for (const NamedTensor& nt : gpu16->state()) {
     const Tensor& ref = s_cpu.at(nt.name);
     if (nt.name == "step") continue;
-    EXPECT_LE(relative_difference(nt.tensor, ref), 5e-2) << c.name << ": " << nt.name;
+    double scale = 0.0;
+    for (int64_t i = 0; i < ref.numel(); ++i)
+      scale = std::max(scale, std::fabs(double(load_as_f32(ref.raw(), static_cast<std::size_t>(i), ref.dtype()))));
+    const double diff = relative_difference(nt.tensor, ref) * std::max(scale, 1e-30);
+    EXPECT_LE(diff, std::max(5e-2 * scale, adam_bound)) << c.name << ": " << nt.name << " (largest |value| " << scale << ")";
   }
 }
 
