@@ -29,16 +29,6 @@ constexpr int kMaxCustomOption = 16;
 // Ids asked of cublasLtMatmulAlgoGetIds (cuBLAS 13 lists a few dozen per type combination).
 constexpr int kMaxAlgoIds = 1024;
 
-cudaDataType cuda_type(DType t) {
-  switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::bf16: return CUDA_R_16BF;
-    case DType::f16: return CUDA_R_16F;
-    case DType::f8e4m3: return CUDA_R_8F_E4M3;
-    default: throw InternalError("cublaslt: unsupported matrix dtype " + std::string(dtype_name(t)));
-  }
-}
-
 template <class T>
 void set_config(cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr, T value) {
   HETREC_BLAS_CHECK(cublasLtMatmulAlgoConfigSetAttribute(&algo, attr, &value, sizeof(value)));
@@ -132,7 +122,7 @@ std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos,
 AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& p, const MatmulDescriptors& desc,
                                 std::size_t workspace_limit) {
   AlgoEnumeration out;
-  const cudaDataType ab = cuda_type(operand_dtype(p.precision)), d = cuda_type(p.d_type);
+  const cudaDataType ab = data_type(operand_dtype(p.precision)), d = data_type(p.d_type);
   const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   std::vector<int> ids(kMaxAlgoIds);
   int found = 0;

@@ -14,16 +14,6 @@ namespace {
 constexpr int64_t kAuxLdMultiple = 128;
 constexpr int kMaxAlignment = 256;
 
-cudaDataType data_type(DType t) {
-  switch (t) {
-    case DType::f32: return CUDA_R_32F;
-    case DType::bf16: return CUDA_R_16BF;
-    case DType::f16: return CUDA_R_16F;
-    case DType::f8e4m3: return CUDA_R_8F_E4M3;
-    default: throw InternalError("cublaslt: unsupported matrix dtype " + std::string(dtype_name(t)));
-  }
-}
-
 cublasLtEpilogue_t epilogue_of(Epilogue e) {
   switch (e) {
     case Epilogue::none: return CUBLASLT_EPILOGUE_DEFAULT;
@@ -54,6 +44,17 @@ void set_desc(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr, co
 }
 
 }  // namespace
+
+cudaDataType data_type(DType t) {
+  switch (t) {
+    case DType::f32: return CUDA_R_32F;
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::f16: return CUDA_R_16F;
+    case DType::f8e4m3: return CUDA_R_8F_E4M3;
+    default: throw InternalError("cublaslt: unsupported matrix dtype " + std::string(dtype_name(t)));
+  }
+}
+
 
 std::string shape_text(const Problem& p) {
   return "m=" + std::to_string(p.m) + " n=" + std::to_string(p.n) + " k=" + std::to_string(p.k) +

@@ -41,6 +41,9 @@ enum class Precision : uint8_t {
   fp8_e4m3,
 };
 
+// The library's type code of a matrix element type (InternalError for others).
+cudaDataType data_type(DType t);
+
 // The storage type of A and B under a precision.
 DType operand_dtype(Precision p);
 const char* precision_name(Precision p);

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "plan/json_fields.h"
 #include "plan/step_model.h"
 
 namespace hetrec {
@@ -13,22 +14,9 @@ namespace {
 
 using nlohmann::json;
 
-const json& member(const json& object, const std::string& key, const std::string& where) {
-  if (!object.is_object() || !object.contains(key)) throw ConfigError(where + ": missing key '" + key + "'");
-  return object.at(key);
-}
-
-std::string text(const json& object, const std::string& key, const std::string& where) {
-  const json& v = member(object, key, where);
-  if (!v.is_string()) throw ConfigError(where + ": key '" + key + "' must be a string");
-  return v.get<std::string>();
-}
-
-double number(const json& object, const std::string& key, const std::string& where) {
-  const json& v = member(object, key, where);
-  if (!v.is_number()) throw ConfigError(where + ": key '" + key + "' must be a number");
-  return v.get<double>();
-}
+using json_fields::member;
+using json_fields::number;
+using json_fields::text;
 
 }  // namespace
 

@@ -1,0 +1,28 @@
+#pragma once
+// Checked reads of fields of a results file's JSON (plan/e2e_record, plan/planner_record):
+// a missing or mistyped key is a ConfigError naming where it was looked for.
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+
+namespace hetrec::json_fields {
+
+inline const nlohmann::json& member(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  if (!object.is_object() || !object.contains(key)) throw ConfigError(where + ": missing key '" + key + "'");
+  return object.at(key);
+}
+
+inline std::string text(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  const nlohmann::json& v = member(object, key, where);
+  if (!v.is_string()) throw ConfigError(where + ": key '" + key + "' must be a string");
+  return v.get<std::string>();
+}
+
+inline double number(const nlohmann::json& object, const std::string& key, const std::string& where) {
+  const nlohmann::json& v = member(object, key, where);
+  if (!v.is_number()) throw ConfigError(where + ": key '" + key + "' must be a number");
+  return v.get<double>();
+}
+
+}  // namespace hetrec::json_fields
