@@ -61,14 +61,19 @@ PlannerRecord read_planner_record(const std::string& path) {
     }
     run.step_ms = number(member(e, "measured", where), "step_ms_median", where + ".measured");
     if (!(run.step_ms > 0.0)) throw ConfigError(where + ".measured.step_ms_median: expected a positive time");
+    const json& measured = member(e, "measured", where);
+    if (measured.contains("device_used_bytes")) {
+      run.device_used_bytes = number(measured, "device_used_bytes", where + ".measured");
+      if (!(run.device_used_bytes > 0.0))
+        throw ConfigError(where + ".measured.device_used_bytes: expected a positive byte count");
+    }
     r.runs.push_back(std::move(run));
   }
   return r;
 }
 
-StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& model, const OptimConfig& optim,
-                                    const IdDistribution& ids, const GemmSelector& gemm) {
-  Recipe recipe = recipe_of_model(model, run.batch, gemm.hardware().name);
+Recipe planner_recipe(const PlannerRun& run, const ModelConfig& model, const std::string& hardware) {
+  Recipe recipe = recipe_of_model(model, run.batch, hardware);
   recipe.dense = run.dense;
   recipe.row_dtype = run.row_dtype;
   for (const std::string& name : run.host_tables) {
@@ -80,6 +85,12 @@ StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& mo
       }
     if (!found) throw ConfigError(run.label + ": host table '" + name + "' is not a table of " + run.config);
   }
+  return recipe;
+}
+
+StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& model, const OptimConfig& optim,
+                                    const IdDistribution& ids, const GemmSelector& gemm) {
+  const Recipe recipe = planner_recipe(run, model, gemm.hardware().name);
   StepMeasurement m;
   m.label = run.label;
   m.work = step_work(model, optim, recipe, gemm, ids);

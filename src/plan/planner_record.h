@@ -23,6 +23,9 @@ struct PlannerRun {
   DType row_dtype = DType::f32;
   std::vector<std::string> host_tables;
   double step_ms = 0.0;  // measured median train_step
+  // cudaMemGetInfo's used bytes at the end of the run (measured.device_used_bytes); 0 when
+  // the record does not have it.
+  double device_used_bytes = 0.0;
 };
 
 struct PlannerRecord {
@@ -35,6 +38,11 @@ struct PlannerRecord {
 // Throws IoError when the file cannot be read, ConfigError naming the file and key when it
 // is not a planner record (benchmark != "planner", missing or mistyped fields).
 PlannerRecord read_planner_record(const std::string& path);
+
+// The recipe the run trained: `model`'s tables with the run's batch, precisions and host
+// tables, on `hardware`. Throws ConfigError naming the run for a host table the model does
+// not have.
+Recipe planner_recipe(const PlannerRun& run, const ModelConfig& model, const std::string& hardware);
 
 // The run as a measurement of `model` / `optim` (its config) on the selector's hardware,
 // with the config's id law `ids`. Throws ConfigError naming the run for a host table the

@@ -81,10 +81,17 @@ class WorkBuilder {
     add(phase, gemm_factor(gemm_precision(p, gemm_.hardware())), e.time_us - e.launch_us, gemm_label(layer, kind, p));
     launches(phase, 1);
   }
-  // The rounding pass that makes one 16-bit operand copy of `elements` fp32 values.
+  // The rounding pass that makes one 16-bit operand copy of `elements` fp32 values. bf16
+  // rounds with integer operations and streams at the HBM rate; fp16 rounds in double
+  // precision and is bound by that arithmetic, not by its 6 B per value.
   void operand_copy(StepPhase phase, double elements, const std::string& what) {
-    hbm(phase, StepFactor::elementwise, elements * kOperandCopyBytes, what + " 16-bit operand copy");
+    if (recipe_.dense == DensePrecision::fp16) fp16_rounding(phase, elements, what + " fp16 operand copy");
+    else hbm(phase, StepFactor::elementwise, elements * kOperandCopyBytes, what + " 16-bit operand copy");
     launches(phase, 1);
+  }
+  // Values rounded to fp16 on the device (gpu/half.h f16_encode), in millions.
+  void fp16_rounding(StepPhase phase, double values, const std::string& what) {
+    add(phase, StepFactor::fp16_rounding_us, values * 1e-6, what + " (fp16 rounding, double precision)");
   }
   bool sixteen_bit() const { return sixteen_bit_dense(recipe_.dense); }
   void hbm(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
@@ -215,13 +222,14 @@ void embeddings(WorkBuilder& w, const ModelConfig& model, const OptimConfig& opt
   const double row_bytes = static_cast<double>(g.dim) * static_cast<double>(dtype_size(recipe.row_dtype));
   const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.dim)) * kFloatBytes;
   const double grad_row_bytes = g.dim * kFloatBytes;
-  double occurrences = 0.0, hbm_gather = 0.0, hbm_rows = 0.0, host_read = 0.0, host_update = 0.0;
+  double occurrences = 0.0, hbm_gather = 0.0, hbm_rows = 0.0, host_read = 0.0, host_update = 0.0, distinct_rows = 0.0;
   int64_t total_rows = 0;
   for (std::size_t t = 0; t < model.tables.size(); ++t) {
     const TableConfig& c = model.tables[t];
     const double occ = b * c.hotness;
     const double unique = expected_unique_rows(ids, c.rows, occ);
     occurrences += occ;
+    distinct_rows += unique;
     total_rows += c.rows;
     // The lookup issues one row read per id; duplicates served from L2 take the same
     // issue slots (measured: the H200 lookup runs at the rate of all row reads).
@@ -252,6 +260,8 @@ void embeddings(WorkBuilder& w, const ModelConfig& model, const OptimConfig& opt
         "pooled-gradient row of every occurrence");
   w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, "distinct rows and optimizer state, read and written");
   w.host(bwd, StepFactor::host_tables, host_update, "distinct rows of host tables, read and written over the link");
+  // fp16 rows: the fused update rounds each distinct row's new values to fp16.
+  if (recipe.row_dtype == DType::f16) w.fp16_rounding(bwd, distinct_rows * g.dim, "updated fp16 rows");
   w.launches(bwd, plan_kernels::embedding_backward_launches(static_cast<int64_t>(capacity), total_rows));
 }
 
@@ -324,6 +334,8 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   w.hbm(StepPhase::dense_optimizer, StepFactor::elementwise,
         flat * (dense_optimizer_bytes_per_element(optim.dense) + (w.sixteen_bit() ? kHalfBytes : 0.0)),
         std::string("fused dense optimizer over the flat buffers") + (w.sixteen_bit() ? " (and their 16-bit copy)" : ""));
+  if (recipe.dense == DensePrecision::fp16)
+    w.fp16_rounding(StepPhase::dense_optimizer, flat, "dense parameters' fp16 copy");
   w.launches(StepPhase::dense_optimizer, 1);
   w.launches(StepPhase::overhead, kStepCopies);
   return w.finish();

@@ -25,16 +25,21 @@ enum class StepFactor {
   host_tables,         // table rows crossing the host link: bytes / (host link rate x host_tables)
   kernel_overhead_us,  // time added per kernel launch (graph node)
   step_overhead_us,    // host time per step outside the kernels (checks, sync)
+  // Microseconds per million values the device rounds to fp16 (gpu/half.h f16_encode:
+  // the rounding runs in double precision so that host and device agree bit for bit, which
+  // makes the pass compute-bound on the FP64 pipe rather than bandwidth-bound).
+  fp16_rounding_us,
 };
-inline constexpr std::size_t kStepFactorCount = 11;
+inline constexpr std::size_t kStepFactorCount = 12;
 inline constexpr StepFactor kAllStepFactors[kStepFactorCount] = {
     StepFactor::gemm_fp32,          StepFactor::gemm_tf32,         StepFactor::gemm_16bit,
     StepFactor::elementwise,        StepFactor::interaction,       StepFactor::embedding_forward,
     StepFactor::embedding_backward, StepFactor::upload,            StepFactor::host_tables,
-    StepFactor::kernel_overhead_us, StepFactor::step_overhead_us};
+    StepFactor::kernel_overhead_us, StepFactor::step_overhead_us, StepFactor::fp16_rounding_us};
 
 std::string_view step_factor_name(StepFactor f);
-// Overheads multiply a count; every other factor divides a time at the full rate.
+// Overheads and the fp16 rounding multiply a count; every other factor divides a time at
+// the full rate.
 bool step_factor_is_overhead(StepFactor f);
 
 // ---- generic starting values (before calibration) ----
@@ -53,6 +58,11 @@ inline constexpr double kDefaultKernelOverheadUs = 2.0;
 // Host work per step besides the upload: batch checks, graph launch, the final sync.
 // Estimate.
 inline constexpr double kDefaultStepOverheadUs = 100.0;
+// fp16 rounding (gpu/half.h f16_encode): about 100 FP64 operations per value (frexp, three
+// ldexp, a division and rint are software sequences on the FP64 pipe) at the H100/H200
+// datasheet's 34 TFLOP/s FP64 (vector): about 3 us per million values. Estimate; the H200
+// fit is in docs/planner.md.
+inline constexpr double kDefaultFp16RoundingUs = 3.0;
 
 struct StepModelParams {
   std::string arch = "generic";
@@ -63,7 +73,8 @@ struct StepModelParams {
       kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // elementwise, interaction
       kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // embedding fwd, bwd
       kDefaultUploadEfficiency,    kDefaultHostTableEfficiency,                         // upload, host_tables
-      kDefaultKernelOverheadUs,    kDefaultStepOverheadUs};                             // overheads
+      kDefaultKernelOverheadUs,    kDefaultStepOverheadUs,                              // overheads
+      kDefaultFp16RoundingUs};                                                          // fp16_rounding_us
   // Whether the next batch's upload runs while the device computes the current step.
   // false: GpuDlrm::train_step packs and copies the batch, then runs the step, then waits
   // for it (bench/README.md: "the host upload ... is not yet overlapped").

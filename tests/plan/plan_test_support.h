@@ -60,6 +60,17 @@ inline ModelConfig mlperf_model(int64_t cap = 0, Arch arch = Arch::dcnv2) {
   return m;
 }
 
+// The recorded planner benchmark on the H200 (bench/plan_recipes.py, docs/planner.md).
+inline const std::string kPlannerRecordFile = "planner-20261129-h200.json";
+
+// The model of a config bench/plan_recipes.py trains (the plan layer reads no configs).
+inline ModelConfig planner_config_model(const std::string& config) {
+  if (config == "configs/dlrm_dcnv2_capped.toml") return mlperf_model(2000000);
+  if (config == "configs/dlrm_dcnv2_mlperf.toml") return mlperf_model(0);
+  ADD_FAILURE() << "no model for config " << config;
+  return mlperf_model(0);
+}
+
 inline OptimConfig mlperf_optim() {
   OptimConfig o;
   o.dense = OptimizerKind::adagrad;

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "plan/calibration.h"
 #include "plan/e2e_record.h"
+#include "plan/planner_record.h"
 #include "plan_test_support.h"
 
 namespace hetrec::test {
@@ -44,6 +45,11 @@ const Recorded kRecords[] = {
     {"e2e-20261129-dlrm-capped-tf32-profile.json", 2000000, Arch::dlrm},
 };
 
+// The configs' synthetic ids (data.synthetic.zipf_exponent of both configs).
+const IdDistribution kConfigIds{IdLaw::zipf, 1.05};
+
+// Every recorded H200 step: the e2e records, then the planner benchmark's measured
+// recipes (as `hetrec plan` calibrates on bench/results/).
 std::vector<StepMeasurement> recorded_measurements(const PlanTarget& t, const std::string& skip = "") {
   std::vector<StepMeasurement> out;
   for (const Recorded& r : kRecords) {
@@ -52,6 +58,10 @@ std::vector<StepMeasurement> recorded_measurements(const PlanTarget& t, const st
     EXPECT_EQ(rec.gpu, "NVIDIA H200") << r.file;
     out.push_back(e2e_measurement(rec, mlperf_model(r.cap, r.arch), mlperf_optim(), t.gemm));
   }
+  const PlannerRecord planner = read_planner_record(kResultsDir + kPlannerRecordFile);
+  EXPECT_EQ(planner.gpu, "NVIDIA H200");
+  for (const PlannerRun& run : planner.runs)
+    out.push_back(planner_measurement(run, planner_config_model(run.config), mlperf_optim(), kConfigIds, t.gemm));
   return out;
 }
 
@@ -97,9 +107,11 @@ TEST(Calibration, RecoversKnownFactorsFromSyntheticMeasurements) {
                        StepFactor::embedding_forward, StepFactor::embedding_backward, StepFactor::upload,
                        StepFactor::kernel_overhead_us, StepFactor::step_overhead_us, StepFactor::interaction})
     EXPECT_NEAR(fit.params.at(f) / truth.at(f), 1.0, 1e-4) << step_factor_name(f);
-  // Nothing measured exercises host tables or 16-bit GEMMs: they stay where they started.
+  // Nothing measured exercises host tables, 16-bit GEMMs or fp16 rounding: they stay where
+  // they started.
   EXPECT_NEAR(fit.params.at(StepFactor::host_tables), t.step.at(StepFactor::host_tables), 1e-6);
   EXPECT_NEAR(fit.params.at(StepFactor::gemm_16bit), t.step.at(StepFactor::gemm_16bit), 1e-6);
+  EXPECT_NEAR(fit.params.at(StepFactor::fp16_rounding_us), t.step.at(StepFactor::fp16_rounding_us), 1e-6);
   EXPECT_LT(fit.rms_log_error, 1e-6);
   EXPECT_TRUE(fit.params.calibrated);
   EXPECT_EQ(fit.residuals.size(), ms.size() * kStepPhaseCount);  // 11 phases + the step each
@@ -119,6 +131,48 @@ TEST(Calibration, RecordedH200StepsReplayWithinTheirBound) {
   // The uncalibrated model is off by more: the fit did the work.
   const auto before = step_model_residuals(ms, t.step);
   EXPECT_GT(std::abs(step_error(before, "e2e-20261129-dcnv2-capped-b64k.json")), kReplayStepBound);
+}
+
+// The planner benchmark's recipes after the fit on every recorded H200 step: |predicted /
+// measured - 1| in % as recorded when the fit was made (docs/planner.md, "Measured on the
+// H200"). A recipe's error may not grow past its recorded figure (+0.5 points for
+// rounding); none may pass 10%.
+struct RecordedRecipeError {
+  const char* name;
+  double error_pct;
+};
+const RecordedRecipeError kPlannerRecipeErrors[] = {
+    {"dlrm_dcnv2_capped-plan-h200_sxm", +2.3},
+    {"dlrm_dcnv2_mlperf-plan-h200_sxm", -1.3},
+    {"dlrm_dcnv2_mlperf-plan-h100_sxm", -2.9},
+    {"capped-b128k-bf16-fp16rows", +3.2},
+    {"capped-b128k-tf32-fp32rows", +3.9},
+    {"capped-b16k-tf32-fp32rows", +4.4},
+    {"capped-b32k-bf16-bf16rows", -0.5},
+    {"capped-b64k-bf16-bf16rows-host6", -1.9},
+    {"capped-b64k-fp16-fp32rows", -1.7},
+    {"capped-b64k-fp32-fp32rows", +0.3},
+    {"capped-b64k-tf32-fp16rows", -2.3},
+    {"capped-b64k-tf32-fp32rows-host2", +3.6},
+    {"capped-b8k-fp32-fp32rows", -2.0},
+};
+constexpr double kRecipeErrorSlackPct = 0.5;
+
+TEST(Calibration, PlannerRecipesReplayWithinTheirRecordedErrors) {
+  const PlanTarget t = shipped_target("h200_sxm");
+  const CalibrationFit fit = calibrate_step_model(recorded_measurements(t), t.step);
+  std::string factors;
+  for (StepFactor f : kAllStepFactors) factors += " " + std::string(step_factor_name(f)) + "=" + std::to_string(fit.params.at(f));
+  std::printf("factors:%s\n", factors.c_str());
+  const PlannerRecord planner = read_planner_record(kResultsDir + kPlannerRecordFile);
+  ASSERT_EQ(planner.runs.size(), std::size(kPlannerRecipeErrors));
+  for (const RecordedRecipeError& r : kPlannerRecipeErrors) {
+    const std::string label = kPlannerRecordFile + ": " + r.name;
+    const double error_pct = 100.0 * step_error(fit.residuals, label);
+    std::printf("%-60s %+6.1f%% (recorded %+.1f%%)\n", label.c_str(), error_pct, r.error_pct);
+    EXPECT_LE(std::abs(error_pct), std::abs(r.error_pct) + kRecipeErrorSlackPct) << label;
+    EXPECT_LE(std::abs(error_pct), 100.0 * kReplayStepBound) << label;
+  }
 }
 
 TEST(Calibration, PredictsAStepLeftOutOfTheFit) {

@@ -38,7 +38,7 @@ const char* kRecord = R"({
    "recipe": {"batch_size": 8192, "dense": "fp32", "row_dtype": "fp32", "host_tables": []}},
   {"name": "d-tf32", "role": "given", "config": "configs/dlrm_dcnv2_mlperf.toml",
    "recipe": {"batch_size": 16384, "dense": "tf32", "row_dtype": "fp32", "host_tables": []},
-   "measured": {"step_ms_median": 20.25}}
+   "measured": {"step_ms_median": 20.25, "device_used_bytes": 10485760000}}
  ]}
 })";
 
@@ -54,6 +54,8 @@ TEST(PlannerRecord, ReadsMeasuredRecipesOnce) {
   EXPECT_DOUBLE_EQ(r.runs[0].step_ms, 61.5);
   EXPECT_EQ(r.runs[1].dense, DensePrecision::tf32);
   EXPECT_DOUBLE_EQ(r.runs[1].step_ms, 20.25);
+  EXPECT_DOUBLE_EQ(r.runs[0].device_used_bytes, 0.0);  // not recorded
+  EXPECT_DOUBLE_EQ(r.runs[1].device_used_bytes, 10485760000.0);
 
   // As measurements: host tables put link terms in the embedding phases, bf16 GEMMs on
   // the 16-bit pipe; the tf32 run has neither.
@@ -70,6 +72,9 @@ TEST(PlannerRecord, ReadsMeasuredRecipesOnce) {
   EXPECT_GT(count(a.work, StepFactor::gemm_16bit), 0);
   EXPECT_EQ(count(d.work, StepFactor::host_tables), 0);
   EXPECT_EQ(count(d.work, StepFactor::gemm_16bit), 0);
+  // fp16 rows: the update's rounding of the distinct rows (one term); fp32 rows: none.
+  EXPECT_EQ(count(a.work, StepFactor::fp16_rounding_us), 1);
+  EXPECT_EQ(count(d.work, StepFactor::fp16_rounding_us), 0);
   EXPECT_EQ(a.work.batch, 65536);
   EXPECT_DOUBLE_EQ(a.step_ms, 61.5);
 

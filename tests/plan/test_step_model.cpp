@@ -169,12 +169,21 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   EXPECT_LT(b.phase(StepPhase::interaction_bwd), a.phase(StepPhase::interaction_bwd) / 2);
   EXPECT_DOUBLE_EQ(b.phase(StepPhase::embedding_fwd), a.phase(StepPhase::embedding_fwd));
 
+  // 16-bit rows halve the row traffic; fp16 rows also pay the update's double-precision
+  // rounding of every distinct row (one term), bf16 rows do not.
   Recipe half = tf32;
-  half.row_dtype = DType::f16;
+  half.row_dtype = DType::bf16;
   const StepPrediction c = predict(half, h200);
   EXPECT_LT(c.phase(StepPhase::embedding_fwd), b.phase(StepPhase::embedding_fwd));
   EXPECT_LT(c.phase(StepPhase::embedding_bwd_update), b.phase(StepPhase::embedding_bwd_update));
   EXPECT_DOUBLE_EQ(c.phase(StepPhase::top_mlp_bwd), b.phase(StepPhase::top_mlp_bwd));
+  Recipe fp16_rows = half;
+  fp16_rows.row_dtype = DType::f16;
+  const StepWork rw = step_work(m, o, fp16_rows, h200.gemm, IdDistribution{});
+  EXPECT_EQ(count_terms(rw, StepPhase::embedding_bwd_update, StepFactor::fp16_rounding_us), 1);
+  EXPECT_DOUBLE_EQ(predict_step(rw, h200.step).phase(StepPhase::embedding_fwd), c.phase(StepPhase::embedding_fwd));
+  EXPECT_GT(predict_step(rw, h200.step).phase(StepPhase::embedding_bwd_update),
+            c.phase(StepPhase::embedding_bwd_update));
 
   Recipe host = tf32;
   host.placement[0] = TablePlacement::host;
@@ -201,6 +210,12 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   const StepWork fw = step_work(m, o, fp16, h200.gemm, IdDistribution{});
   EXPECT_GT(predict_step(fw, h200.step).phase(StepPhase::dense_optimizer),
             predict_step(bw, h200.step).phase(StepPhase::dense_optimizer));
+  // fp16 operand copies round in double precision: the fp16 rounding term replaces their
+  // element-wise traffic (4 input copies of the top MLP); bf16 has no such term.
+  EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_fwd, StepFactor::fp16_rounding_us), 4);
+  EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_fwd, StepFactor::elementwise), 0);
+  EXPECT_EQ(count_terms(fw, StepPhase::dense_optimizer, StepFactor::fp16_rounding_us), 1);  // parameters' copy
+  for (StepPhase ph : kAllStepPhases) EXPECT_EQ(count_terms(bw, ph, StepFactor::fp16_rounding_us), 0);
 
   // Without a TF32 pipe the tf32 recipe's GEMMs are the fp32 ones.
   const PlanTarget mi350 = shipped_target("mi350x");
