@@ -21,7 +21,7 @@ strip --strip-debug "$stage"/bin/* 2>/dev/null || true
 # Libraries that come from Debian packages (not in the CUDA toolkit or the base system).
 for lib in $(ldd "$stage"/bin/* 2>/dev/null | awk '/=> \//{print $3}' | sort -u); do
   case $lib in
-    */libopenblas*|*/libgomp*|*/libtomlplusplus*|*/libfmt*|*/libgfortran*|*/libquadmath*|*/libmpi*|*/libopen-*|*/libhwloc*|*/libevent*|*/libpmix*|*/libltdl*|*/libudev*)
+    */libopenblas*|*/libgomp*|*/libtomlplusplus*|*/libfmt*|*/libgfortran*|*/libquadmath*|*/libmpi*|*/libopen-*|*/libhwloc*|*/libevent*|*/libpmix*|*/libltdl*|*/libudev*|*/liblzma*)
       cp -L "$lib" "$stage/lib/" ;;
   esac
 done
