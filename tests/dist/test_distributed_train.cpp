@@ -29,11 +29,15 @@ namespace fs = std::filesystem;
 constexpr double kAbsTol = 2e-6;
 constexpr double kRelTol = 1e-4;
 
+// Under the sanitizer build, leak checking is off for the ranks of these jobs (AddressSanitizer's
+// memory-error checks stay on; the single-process runs of hetrec elsewhere keep it):
+// LeakSanitizer's stop-the-world tracer is not reliable in OpenMPI processes killed, stopped
+// or aborted around it (seen on 2 cores: the tracer crashing with SIGSEGV at a rank's exit,
+// and a rank spinning at exit after a collective timeout).
 const std::vector<std::string> kMpiEnv = {
     "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1", "OMP_NUM_THREADS=1",
     "OMPI_MCA_mca_base_component_disable_dlclose=1",
-    "ASAN_OPTIONS=detect_leaks=1:check_initialization_order=1:strict_init_order=1:fast_unwind_on_malloc=0",
-    std::string("LSAN_OPTIONS=suppressions=") + HETREC_LSAN_SUPPRESSIONS + ":print_suppressions=0"};
+    "ASAN_OPTIONS=detect_leaks=0:check_initialization_order=1:strict_init_order=1:fast_unwind_on_malloc=0"};
 
 fs::path scratch(const std::string& name) {
   auto d = fs::temp_directory_path() / ("hetrec_dist_" + name + "_" + std::to_string(::getpid()));
