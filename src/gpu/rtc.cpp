@@ -24,9 +24,9 @@ RtcKernel::RtcKernel(const RtcBinary&) {
 }
 RtcKernel::~RtcKernel() = default;
 RtcKernel::RtcKernel(RtcKernel&& o) noexcept
-    : library_(std::exchange(o.library_, nullptr)), kernel_(std::exchange(o.kernel_, nullptr)), name_(std::move(o.name_)) {}
+    : loaded_code_(std::exchange(o.loaded_code_, nullptr)), kernel_(std::exchange(o.kernel_, nullptr)), name_(std::move(o.name_)) {}
 RtcKernel& RtcKernel::operator=(RtcKernel&& o) noexcept {
-  library_ = std::exchange(o.library_, nullptr);
+  loaded_code_ = std::exchange(o.loaded_code_, nullptr);
   kernel_ = std::exchange(o.kernel_, nullptr);
   name_ = std::move(o.name_);
   return *this;
@@ -118,7 +118,7 @@ RtcKernel::RtcKernel(const RtcBinary& binary) : name_(binary.lowered_name) {
   if (!binary.ok) throw InternalError("RtcKernel: the program did not compile: " + binary.log);
   cudaLibrary_t library = nullptr;
   HETREC_GPU_CHECK(cudaLibraryLoadData(&library, binary.image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
-  library_ = library;
+  loaded_code_ = library;
   cudaKernel_t kernel = nullptr;
   try {
     HETREC_GPU_CHECK(cudaLibraryGetKernel(&kernel, library, binary.lowered_name.c_str()));
@@ -132,19 +132,19 @@ RtcKernel::RtcKernel(const RtcBinary& binary) : name_(binary.lowered_name) {
 RtcKernel::~RtcKernel() { release(); }
 
 void RtcKernel::release() noexcept {
-  if (library_ && cudaLibraryUnload(static_cast<cudaLibrary_t>(library_)) != cudaSuccess)
+  if (loaded_code_ && cudaLibraryUnload(static_cast<cudaLibrary_t>(loaded_code_)) != cudaSuccess)
     std::fprintf(stderr, "hetrec: cudaLibraryUnload failed\n");
-  library_ = nullptr;
+  loaded_code_ = nullptr;
   kernel_ = nullptr;
 }
 
 RtcKernel::RtcKernel(RtcKernel&& o) noexcept
-    : library_(std::exchange(o.library_, nullptr)), kernel_(std::exchange(o.kernel_, nullptr)), name_(std::move(o.name_)) {}
+    : loaded_code_(std::exchange(o.loaded_code_, nullptr)), kernel_(std::exchange(o.kernel_, nullptr)), name_(std::move(o.name_)) {}
 
 RtcKernel& RtcKernel::operator=(RtcKernel&& o) noexcept {
   if (this != &o) {
     release();
-    library_ = std::exchange(o.library_, nullptr);
+    loaded_code_ = std::exchange(o.loaded_code_, nullptr);
     kernel_ = std::exchange(o.kernel_, nullptr);
     name_ = std::move(o.name_);
   }

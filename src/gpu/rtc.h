@@ -63,7 +63,7 @@ class RtcKernel {
 
  private:
   void release() noexcept;
-  void* library_ = nullptr;  // the loaded image
+  void* loaded_code_ = nullptr;  // the loaded image
   void* kernel_ = nullptr;   // the kernel within it
   std::string name_;
 };

@@ -22,18 +22,7 @@ using json_fields::text;
 }  // namespace
 
 E2eRecord read_e2e_record(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError("e2e results file '" + path + "': cannot open for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json root;
-  try {
-    root = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw ConfigError("e2e results file '" + path + "': invalid JSON: " + e.what());
-  }
-  if (text(root, "benchmark", path) != "e2e")
-    throw ConfigError(path + ": key 'benchmark' is '" + root.at("benchmark").get<std::string>() + "', expected 'e2e'");
+  const json root = json_fields::read_results_file(path, "e2e");
   E2eRecord r;
   r.path = path;
   r.gpu = text(root, "gpu", path);

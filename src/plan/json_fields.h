@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/text_file.h"
+
 #include "core/error.h"
 
 namespace hetrec::json_fields {
@@ -23,6 +25,21 @@ inline double number(const nlohmann::json& object, const std::string& key, const
   const nlohmann::json& v = member(object, key, where);
   if (!v.is_number()) throw ConfigError(where + ": key '" + key + "' must be a number");
   return v.get<double>();
+}
+
+// A results file's JSON, whose "benchmark" key must be `benchmark` ("e2e", "planner").
+// IoError when it cannot be read; ConfigError naming the file otherwise.
+inline nlohmann::json read_results_file(const std::string& path, const std::string& benchmark) {
+  nlohmann::json root;
+  try {
+    root = nlohmann::json::parse(read_text_file(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw ConfigError(benchmark + " results file '" + path + "': invalid JSON: " + e.what());
+  }
+  const std::string kind = text(root, "benchmark", path);
+  if (kind != benchmark)
+    throw ConfigError(path + ": key 'benchmark' is '" + kind + "', expected '" + benchmark + "'");
+  return root;
 }
 
 }  // namespace hetrec::json_fields

@@ -21,18 +21,7 @@ using json_fields::text;
 }  // namespace
 
 PlannerRecord read_planner_record(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw IoError("planner results file '" + path + "': cannot open for reading");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json root;
-  try {
-    root = json::parse(ss.str());
-  } catch (const json::parse_error& e) {
-    throw ConfigError("planner results file '" + path + "': invalid JSON: " + e.what());
-  }
-  if (text(root, "benchmark", path) != "planner")
-    throw ConfigError(path + ": key 'benchmark' is '" + root.at("benchmark").get<std::string>() + "', expected 'planner'");
+  const json root = json_fields::read_results_file(path, "planner");
   PlannerRecord r;
   r.path = path;
   r.gpu = text(root, "gpu", path);
