@@ -4,6 +4,10 @@
 // files", benchmark "e2e"); bench/e2e_compare.py adds the PyTorch baseline.
 //
 //   e2e_bench --config configs/dlrm_dcnv2_capped.toml --batch 65536 --steps 20 --precision tf32
+//
+// Under `mpirun -np N` it benchmarks the data-parallel engine instead: one GPU per rank,
+// --batch the global batch, the tables sharded as the recipe's [recipe.sharding] (or
+// --sharding) says; the step time is the slowest rank's median, rank 0 writes the file.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -18,6 +22,9 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "dist/nccl_process_group.h"
+#include "dist/process_group.h"
+#include "dist/sharding.h"
 #include "gpu/device.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "train/config.h"
@@ -94,7 +101,7 @@ std::string today(const char* format) {
 int run(int argc, char** argv) {
   CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
   std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag,
-              tuned_kernels;
+              tuned_kernels, recipe, sharding;
   std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
@@ -112,13 +119,18 @@ int run(int argc, char** argv) {
   app.add_option("--commit", commit, "commit the binary was built from");
   app.add_option("--tag", tag, "suffix of the default results file name");
   app.add_option("--tuned-kernels", tuned_kernels, "winners file of `hetrec tune` (default: built-in kernel variants)");
+  app.add_option("--recipe", recipe, "recipe file applied to the config (its [recipe.sharding] places the tables)");
+  app.add_option("--sharding", sharding,
+                 "under mpirun: every table's sharding type (table_wise | row_wise | column_wise | replicated), "
+                 "overriding the recipe's default");
   CLI11_PARSE(app, argc, argv);
 
   if (gpu::device_count() == 0) {
     std::fprintf(stderr, "e2e_bench: no GPU device\n");
     return 2;
   }
-  const RunConfig cfg = load_run_config(config, overrides);
+  RunConfig cfg = load_run_config(config, overrides, recipe);
+  if (!sharding.empty()) cfg.sharding.default_type = dist::parse_sharding_type(sharding, "--sharding");
   ModelConfig m = cfg.model;
   if (!rows.empty()) m.row_dtype = parse_dtype(rows, "--rows");
   const OptimConfig& o = cfg.optim;
@@ -129,10 +141,30 @@ int run(int argc, char** argv) {
   opts.profile_phases = profile;
   opts.tuned_kernels_file = tuned_kernels;
 
+  // Data parallel under mpirun: the ranks on the host (MPI) and on the GPUs (NCCL).
+  constexpr double kCollectiveTimeoutS = 300.0;
+  std::unique_ptr<dist::ProcessGroup> host;
+  std::unique_ptr<dist::NcclProcessGroup> devices;
+  std::unique_ptr<GpuModel> single;
+  std::unique_ptr<DistributedGpuModel> distributed;
+  std::string placement;
   const auto t0 = std::chrono::steady_clock::now();
-  auto model = make_gpu_model(m, o, opts);
+  if (dist::launched_by_mpi()) {
+    host = dist::make_process_group(kCollectiveTimeoutS);
+    devices = std::make_unique<dist::NcclProcessGroup>(*host, kCollectiveTimeoutS);
+    const dist::ShardingPlan plan = dist::plan_sharding(cfg.sharding, m.tables, m.embedding_dim, host->size());
+    for (std::size_t t = 0; t < plan.tables.size(); ++t)
+      placement += (t ? ", " : "") + m.tables[t].name + ":" + dist::sharding_type_name(plan.tables[t].type) +
+                   (plan.tables[t].type == dist::ShardingType::table_wise ? "@" + std::to_string(plan.tables[t].owner) : "");
+    distributed = make_distributed_gpu_model(m, o, opts, plan, *host, *devices);
+  } else {
+    single = make_gpu_model(m, o, opts);
+  }
+  Model* model = single ? static_cast<Model*>(single.get()) : distributed.get();
+  const int ranks = host ? host->size() : 1;
+  const bool rank0 = !host || host->rank() == 0;
   const double init_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s\ninit %.2f s\n", model->describe().c_str(), init_s);
+  if (rank0) std::printf("%s\ninit %.2f s\n", model->describe().c_str(), init_s);
 
   constexpr int kBatchSets = 3;  // rotate inputs so repeated steps do not replay one batch
   std::vector<Batch> batches;
@@ -150,7 +182,7 @@ int run(int argc, char** argv) {
     if (i < warmup) continue;
     step_ms.push_back(ms);
     if (profile) {
-      const auto p = model->phase_ms();
+      const auto p = single ? single->phase_ms() : distributed->phase_ms();
       if (phases.empty()) {
         phases.resize(p.size());
         for (const auto& [name, v] : p) phase_names.push_back(name);
@@ -162,8 +194,16 @@ int run(int argc, char** argv) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
-  const double step = median(step_ms);
-  const Floor fl = step_floor(m, batch, opts.precision == cublaslt::Precision::tf32);
+  double step = median(step_ms);
+  // Data parallel: the slowest rank's median (the collectives keep the ranks in step).
+  std::vector<double> rank_step_ms(static_cast<std::size_t>(ranks), step);
+  if (host) {
+    host->all_gather(&step, sizeof step, rank_step_ms.data(), "all_gather(median step time)");
+    step = *std::max_element(rank_step_ms.begin(), rank_step_ms.end());
+  }
+  if (!rank0) return 0;
+  // Floor: one GPU's share of the batch (the exchanges come on top).
+  const Floor fl = step_floor(m, batch / ranks, opts.precision == cublaslt::Precision::tf32);
   const double samples_per_s = static_cast<double>(batch) / (step / 1e3);
   std::printf("batch %lld: median step %.3f ms (min %.3f, max %.3f), %.0f samples/s, last loss %.5f\n",
               static_cast<long long>(batch), step, *std::min_element(step_ms.begin(), step_ms.end()),
@@ -186,6 +226,7 @@ int run(int argc, char** argv) {
   out["commit"] = commit;
   out["command"] = command;
   out["model"] = model->describe();
+  out["world_size"] = ranks;
   out["tuned_kernels"] = tuned_kernels;
   out["metrics"] = {{"config", config},
                     {"batch", batch},
@@ -200,6 +241,10 @@ int run(int argc, char** argv) {
                     {"step_ms", step},
                     {"step_ms_all", step_ms},
                     {"init_s", init_s},
+                    {"world_size", ranks},
+                    {"sharding", placement},
+                    {"samples_per_s_per_gpu", samples_per_s / ranks},
+                    {"rank_step_ms", rank_step_ms},
                     {"phase_ms", phase_json}};
   if (json_out.empty())
     json_out = "bench/results/e2e-" + today("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";

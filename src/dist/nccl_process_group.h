@@ -40,6 +40,11 @@ class NcclProcessGroup final : public ProcessGroup {
 
   void wait(std::string_view op);
 
+  // For a model that enqueues collectives on its own stream (inside a captured step
+  // graph): the communicator, and the bound its waits use (Communicator::wait).
+  gpu::Communicator& communicator() { return *comm_; }
+  double timeout_s() const { return timeout_s_; }
+
  private:
   int rank_ = 0;
   int size_ = 1;

@@ -101,6 +101,20 @@ void Communicator::all_gather(const void* send, std::size_t bytes, void* recv, s
   HETREC_NCCL_CHECK(ncclAllGather(send, recv, bytes, ncclUint8, as_comm(comm_), stream));
 }
 
+void Communicator::all_gather_v(const void* send, int64_t send_bytes, void* recv, std::span<const int64_t> recv_bytes,
+                                stream_t stream) {
+  auto* d = static_cast<char*>(recv);
+  HETREC_NCCL_CHECK(ncclGroupStart());
+  for (int r = 0; r < ranks_; ++r) {
+    const auto rb = static_cast<std::size_t>(recv_bytes[static_cast<std::size_t>(r)]);
+    if (send_bytes > 0)
+      HETREC_NCCL_CHECK(ncclSend(send, static_cast<std::size_t>(send_bytes), ncclUint8, r, as_comm(comm_), stream));
+    if (rb > 0) HETREC_NCCL_CHECK(ncclRecv(d, rb, ncclUint8, r, as_comm(comm_), stream));
+    d += rb;
+  }
+  HETREC_NCCL_CHECK(ncclGroupEnd());
+}
+
 void Communicator::broadcast(void* data, std::size_t bytes, int root, stream_t stream) {
   HETREC_NCCL_CHECK(ncclBroadcast(data, data, bytes, ncclUint8, root, as_comm(comm_), stream));
 }
@@ -153,6 +167,7 @@ void Communicator::all_to_all_v(const void*, std::span<const int64_t>, void*, st
   unavailable();
 }
 void Communicator::all_gather(const void*, std::size_t, void*, stream_t) { unavailable(); }
+void Communicator::all_gather_v(const void*, int64_t, void*, std::span<const int64_t>, stream_t) { unavailable(); }
 void Communicator::broadcast(void*, std::size_t, int, stream_t) { unavailable(); }
 void Communicator::wait(stream_t, const std::string&, double) { unavailable(); }
 

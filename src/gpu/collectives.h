@@ -43,6 +43,10 @@ class Communicator {
   void all_to_all_v(const void* send, std::span<const int64_t> send_bytes, void* recv,
                     std::span<const int64_t> recv_bytes, stream_t stream);
   void all_gather(const void* send, std::size_t bytes, void* recv, stream_t stream);
+  // Every rank sends the same `send_bytes` from `send` to every rank; recv_bytes[r] from
+  // rank r arrive in `recv` (rank-ordered, contiguous): an all-gather of unequal blocks.
+  void all_gather_v(const void* send, int64_t send_bytes, void* recv, std::span<const int64_t> recv_bytes,
+                    stream_t stream);
   void broadcast(void* data, std::size_t bytes, int root, stream_t stream);
 
   // Blocks until the work enqueued on `stream` has finished. Throws DeviceError naming

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/seed_streams.h"
+#include "data/batch_slice.h"
 #include "model/describe.h"
 #include "nn/bce_loss.h"
 #include "nn/cross_net.h"
@@ -46,27 +47,6 @@ void reserve_poisoned(std::vector<float>& v, int64_t n) {
 // DDP's default bucket_cap_mb is 25 MB; the CPU networks here are far smaller, so most
 // models have one bucket per network).
 constexpr int64_t kGradientBucketBytes = int64_t{25} << 20;
-
-// Samples [begin, begin + count) of `batch`.
-Batch slice_batch(const Batch& batch, int64_t begin, int64_t count) {
-  Batch out;
-  out.size = count;
-  out.num_dense = batch.num_dense;
-  out.num_tables = batch.num_tables;
-  out.first_sample = batch.first_sample + begin;
-  out.dense.assign(batch.dense.begin() + begin * batch.num_dense, batch.dense.begin() + (begin + count) * batch.num_dense);
-  if (!batch.labels.empty()) out.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + begin + count);
-  out.offsets.push_back(0);
-  for (int t = 0; t < batch.num_tables; ++t) {
-    const int64_t lo = batch.bag_begin(t, begin);
-    const int64_t hi = batch.bag_begin(t, begin + count);
-    const int32_t base = static_cast<int32_t>(out.ids.size());
-    for (int64_t b = begin + 1; b <= begin + count; ++b)
-      out.offsets.push_back(static_cast<int32_t>(base + batch.bag_begin(t, b) - lo));
-    out.ids.insert(out.ids.end(), batch.ids.begin() + lo, batch.ids.begin() + hi);
-  }
-  return out;
-}
 
 class CpuDlrm final : public DistributedModel {
  public:

@@ -365,18 +365,21 @@ std::vector<ShardTensor> ShardedEmbeddingCollection::state() {
 }
 
 std::vector<NamedTensor> ShardedEmbeddingCollection::gather_full_state() {
+  return gather_full_tables(state(), spec_, optim_.sparse, group_);
+}
+
+std::vector<NamedTensor> gather_full_tables(const std::vector<ShardTensor>& mine, const EmbeddingSpec& spec,
+                                            OptimizerKind sparse, dist::ProcessGroup& group) {
   // Every rank sends its primary blocks: per block a header (name index, row_begin,
   // rows, col_begin, cols) and the fp32/16-bit bytes.
-  const std::vector<ShardTensor> mine = state();
   std::vector<NamedTensor> full;
-  const OptimizerKind kind = optim_.sparse;
-  const int64_t state_per_row = sparse_state_per_row(kind, spec_.dim);
-  for (std::size_t t = 0; t < spec_.tables.size(); ++t) {
-    const TableConfig& tc = spec_.tables[t];
-    full.push_back({"embedding." + tc.name + ".weight", Tensor::zeros({tc.rows, spec_.dim}, spec_.row_dtype)});
+  const int64_t state_per_row = sparse_state_per_row(sparse, spec.dim);
+  for (std::size_t t = 0; t < spec.tables.size(); ++t) {
+    const TableConfig& tc = spec.tables[t];
+    full.push_back({"embedding." + tc.name + ".weight", Tensor::zeros({tc.rows, spec.dim}, spec.row_dtype)});
     if (state_per_row == 1) full.push_back({"embedding." + tc.name + ".accumulator", Tensor::zeros({tc.rows}, DType::f32)});
     else if (state_per_row > 1)
-      full.push_back({"embedding." + tc.name + ".accumulator", Tensor::zeros({tc.rows, spec_.dim}, DType::f32)});
+      full.push_back({"embedding." + tc.name + ".accumulator", Tensor::zeros({tc.rows, spec.dim}, DType::f32)});
   }
   std::vector<uint8_t> bytes;
   auto put = [&bytes](const void* p, std::size_t n) {
@@ -395,7 +398,7 @@ std::vector<NamedTensor> ShardedEmbeddingCollection::gather_full_state() {
     put(header, sizeof header);
     put(s.tensor.tensor.raw(), s.tensor.tensor.nbytes());
   }
-  const auto all = dist::all_gather_v(group_, bytes, "all_gather(embedding shards)");
+  const auto all = dist::all_gather_v(group, bytes, "all_gather(embedding shards)");
   for (const auto& blob : all) {
     std::size_t pos = 0;
     while (pos < blob.size()) {

@@ -85,4 +85,10 @@ class ShardedEmbeddingCollection {
   Batch local_copy_;                                      // the last forward's local batch
 };
 
+// Collective over `group`: every table's full tensors, assembled from the primary blocks
+// each rank passes in `mine`, named and ordered as EmbeddingCollection::state() (copies,
+// on every rank). Shared by the CPU collection and the GPU backend's shards.
+std::vector<NamedTensor> gather_full_tables(const std::vector<ShardTensor>& mine, const EmbeddingSpec& spec,
+                                            OptimizerKind sparse, dist::ProcessGroup& group);
+
 }  // namespace hetrec

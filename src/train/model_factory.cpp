@@ -7,28 +7,50 @@
 #include "core/error.h"
 #include "model/dlrm.h"
 #if defined(HETREC_WITH_GPU)
+#include "dist/nccl_process_group.h"
 #include "gpu/device.h"
 #include "model/gpu/gpu_dlrm.h"
 #endif
 
 namespace hetrec {
 
-std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::string* device_out) {
 #if defined(HETREC_WITH_GPU)
+namespace {
+
+// True when the configured device asks for the GPU backend and one is visible; throws
+// ConfigError when train.device = "gpu" and none is.
+bool use_gpu(const RunConfig& cfg) {
   const bool gpu_present = gpu::has_device();
   if (cfg.train.device == DeviceChoice::gpu && !gpu_present)
     throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": no GPU is visible to this process");
-  if (cfg.train.device != DeviceChoice::cpu && gpu_present) {
-    GpuModelOptions options;
-    options.precision = cfg.model.allow_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
-    // Tuned kernel variants (`hetrec tune` writes the file; docs/tuning.md).
-    if (const char* tuned = std::getenv("HETREC_TUNED_KERNELS")) options.tuned_kernels_file = tuned;
+  return cfg.train.device != DeviceChoice::cpu && gpu_present;
+}
+
+GpuModelOptions gpu_options(const RunConfig& cfg) {
+  GpuModelOptions options;
+  options.precision = cfg.model.allow_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
+  // Tuned kernel variants (`hetrec tune` writes the file; docs/tuning.md).
+  if (const char* tuned = std::getenv("HETREC_TUNED_KERNELS")) options.tuned_kernels_file = tuned;
+  return options;
+}
+
+std::string gpu_description(const RunConfig& cfg, int device) {
+  return "gpu: " + gpu::device_properties(device).name +
+         (cfg.model.dense_dtype == DType::bf16  ? " (bf16 GEMMs)"
+          : cfg.model.dense_dtype == DType::f16 ? " (fp16 GEMMs, loss scaling)"
+          : cfg.model.allow_tf32                ? " (tf32 GEMMs)"
+                                                : " (fp32)");
+}
+
+}  // namespace
+#endif
+
+std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::string* device_out) {
+#if defined(HETREC_WITH_GPU)
+  if (use_gpu(cfg)) {
+    const GpuModelOptions options = gpu_options(cfg);
     auto model = make_gpu_model(cfg.model, cfg.optim, options);
-    if (device_out) *device_out = "gpu: " + gpu::device_properties(options.device).name +
-                                  (cfg.model.dense_dtype == DType::bf16  ? " (bf16 GEMMs)"
-                                   : cfg.model.dense_dtype == DType::f16 ? " (fp16 GEMMs, loss scaling)"
-                                   : cfg.model.allow_tf32                ? " (tf32 GEMMs)"
-                                                                         : " (fp32)");
+    if (device_out) *device_out = gpu_description(cfg, options.device);
     return model;
   }
   if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
@@ -41,6 +63,33 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
     log.info("model.host_tables: the CPU backend keeps every table in host memory; the placement applies to the GPU");
   if (device_out) *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads)";
   return make_cpu_model(cfg.model, cfg.optim);
+}
+
+std::unique_ptr<DistributedModel> make_distributed_model(const RunConfig& cfg, const dist::ShardingPlan& plan,
+                                                         dist::ProcessGroup& host,
+                                                         std::unique_ptr<dist::ProcessGroup>& device_group,
+                                                         const Logger& log, std::string* device_out) {
+  const std::string ranks = std::to_string(host.size()) + " ranks";
+#if defined(HETREC_WITH_GPU)
+  if (use_gpu(cfg)) {
+    auto nccl = std::make_unique<dist::NcclProcessGroup>(host, cfg.train.collective_timeout_s);
+    auto model = make_distributed_gpu_model(cfg.model, cfg.optim, gpu_options(cfg), plan, host, *nccl);
+    if (device_out) *device_out = gpu_description(cfg, nccl->device()) + " x " + ranks + " (" + nccl->describe() + ")";
+    device_group = std::move(nccl);
+    return model;
+  }
+  if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
+#else
+  if (cfg.train.device == DeviceChoice::gpu)
+    throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": this build has no GPU backend "
+                      "(configure with the 'cuda' preset)");
+#endif
+  (void)log;
+  device_group.reset();  // the CPU model exchanges over `host`
+  if (device_out)
+    *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads per rank) x " + ranks + " (" +
+                  host.describe() + ")";
+  return make_distributed_cpu_model(cfg.model, cfg.optim, plan, host);
 }
 
 }  // namespace hetrec

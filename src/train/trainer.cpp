@@ -122,24 +122,20 @@ TrainSummary Trainer::run() {
   // Distributed: the ranks of the mpirun job; rank 0 logs, the others only warn.
   std::unique_ptr<dist::ProcessGroup> group;
   if (dist::launched_by_mpi()) group = dist::make_process_group(tc.collective_timeout_s);
+  std::unique_ptr<dist::ProcessGroup> device_group;  // GPUs: the NCCL group the model exchanges over
   const bool rank0 = !group || group->rank() == 0;
   const Logger rank_log(std::max(log_.level(), LogLevel::warn));
   const Logger& log = rank0 ? log_ : rank_log;
   std::unique_ptr<Model> model;
   DistributedModel* dmodel = nullptr;
   if (group) {
-    if (tc.device == DeviceChoice::gpu)
-      throw ConfigError(cfg_.source + ": config key 'train.device' = \"gpu\": distributed training runs on the CPU "
-                        "backend (the NCCL process group is not yet wired into the GPU engine)");
     const dist::ShardingPlan plan =
         dist::plan_sharding(cfg_.sharding, cfg_.model.tables, cfg_.model.embedding_dim, group->size());
-    auto built = make_distributed_cpu_model(cfg_.model, cfg_.optim, plan, *group);
+    auto built = make_distributed_model(cfg_, plan, *group, device_group, log, &summary.device);
     dmodel = built.get();
     model = std::move(built);
     summary.rank = group->rank();
     summary.world_size = group->size();
-    summary.device = "cpu (" + std::to_string(omp_get_max_threads()) + " threads per rank) x " +
-                     std::to_string(group->size()) + " ranks (" + group->describe() + ")";
     std::string placement;
     for (std::size_t t = 0; t < plan.tables.size(); ++t)
       placement += (t ? ", " : "") + cfg_.model.tables[t].name + ":" + dist::sharding_type_name(plan.tables[t].type) +

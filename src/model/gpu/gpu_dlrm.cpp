@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/seed_streams.h"
+#include "data/batch_checks.h"
+#include "data/batch_slice.h"
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
@@ -34,6 +36,7 @@
 #include "model/gpu/gpu_cross_net.h"
 #include "model/gpu/gpu_embeddings.h"
 #include "model/gpu/gpu_mlp.h"
+#include "model/gpu/sharded_embeddings.h"
 #include "nn/cross_net.h"
 #include "nn/mlp.h"
 #include "optim/dense_optimizer.h"
@@ -61,24 +64,38 @@ enum Phase : int {
   kStart,
   kBottomForward,
   kEmbeddingForward,
+  kEmbeddingExchange,  // data parallel: pooled vectors to their samples' ranks
   kInteractionForward,
   kTopForward,
   kLoss,
   kTopBackward,
   kInteractionBackward,
   kBottomBackward,
+  kDenseAllReduce,     // data parallel: dense gradients summed over ranks
+  kGradientExchange,   // data parallel: pooled gradients to the shards, skip flags agreed
   kEmbeddingBackward,
   kDenseOptimizer,
   kPhaseCount
 };
-constexpr const char* kPhaseNames[kPhaseCount] = {"",           "bottom_mlp_fwd",     "embedding_fwd",
-                                                  "interaction_fwd", "top_mlp_fwd",   "loss",
-                                                  "top_mlp_bwd", "interaction_bwd",   "bottom_mlp_bwd",
-                                                  "embedding_bwd_update", "dense_optimizer"};
+constexpr const char* kPhaseNames[kPhaseCount] = {
+    "",          "bottom_mlp_fwd",  "embedding_fwd",  "embedding_exchange", "interaction_fwd",        "top_mlp_fwd",
+    "loss",      "top_mlp_bwd",     "interaction_bwd", "bottom_mlp_bwd",    "dense_all_reduce",
+    "embedding_grad_exchange", "embedding_bwd_update", "dense_optimizer"};
+// Phases that exist only in data-parallel steps (not reported on one device).
+bool data_parallel_phase(int p) { return p == kEmbeddingExchange || p == kDenseAllReduce || p == kGradientExchange; }
+
+// Data parallelism over GPUs: the job's ranks on the host (checkpoints, control) and on
+// the devices (NCCL, every exchange of the step), and where the tables live.
+struct DataParallel {
+  dist::ProcessGroup* host = nullptr;
+  dist::NcclProcessGroup* devices = nullptr;
+  dist::ShardingPlan plan;
+};
 
 class GpuDlrm final : public GpuModel {
  public:
-  GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuModelOptions& options)
+  GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuModelOptions& options,
+          const DataParallel* data_parallel = nullptr)
       : config_(model),
         optim_(optim),
         options_(options),
@@ -86,7 +103,9 @@ class GpuDlrm final : public GpuModel {
         memory_at_start_(gpu::memory_info()),
         alloc_(options.device),
         gemm_(alloc_),
-        staging_(model.num_dense, model.num_tables(), alloc_),
+        // Data parallel: dense features and labels of the rank's samples only (the shards'
+        // bags are staged by ShardedGpuEmbeddings).
+        staging_(model.num_dense, data_parallel ? 0 : model.num_tables(), alloc_),
         step_(Tensor::zeros({1}, DType::i64)),
         scalars_host_(sizeof(kernels::StepScalars)),
         output_host_(sizeof(StepOutput)) {
@@ -122,7 +141,14 @@ class GpuDlrm final : public GpuModel {
                                                         *dense_, cross_first, options.precision);
     top_ = std::make_unique<gpu_model::GpuMlp>(model.interaction_width(), model.top_mlp, false, *dense_, top_first,
                                                options.precision);
-    embeddings_ = std::make_unique<gpu_model::GpuEmbeddings>(model, optim, alloc_, s);
+    if (data_parallel) {
+      data_parallel_ = *data_parallel;
+      sharded_ = std::make_unique<gpu_model::ShardedGpuEmbeddings>(model, optim, data_parallel->plan,
+                                                                   data_parallel->devices->rank(),
+                                                                   data_parallel->devices->communicator(), alloc_, s);
+    } else {
+      embeddings_ = std::make_unique<gpu_model::GpuEmbeddings>(model, optim, alloc_, s);
+    }
     if (model.arch == Arch::dlrm) {
       dot_shape_.num_features = model.num_tables() + 1;
       dot_shape_.dim = dim;
@@ -161,15 +187,14 @@ class GpuDlrm final : public GpuModel {
     take_back_state();
     // Ids are range-checked on the device (a bad one raises the skip flag); the offsets
     // must be sound before any kernel reads through them.
-    embeddings_->check_offsets(batch);
+    check_bag_offsets(batch, config_.num_tables());
     const auto upload_start = std::chrono::steady_clock::now();
-    const bool grew = staging_.upload(batch, /*with_labels=*/true, copy_, batch_ready_);
+    // Data parallel: `batch` is the global batch; this rank computes its share.
+    const int64_t b = stage(batch, /*training=*/true);
     if (options_.profile_phases) {
       batch_ready_.synchronize();
       upload_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - upload_start).count();
     }
-    const bool reallocated = reserve(batch.size, staging_.device().bags.max_ids) || grew;
-    if (reallocated) invalidate_graph();
 
     int64_t& step = step_.data<int64_t>()[0];
     *scalars_host_.as<kernels::StepScalars>() =
@@ -177,12 +202,13 @@ class GpuDlrm final : public GpuModel {
     const gpu::stream_t s = compute_.get();
     compute_.wait(batch_ready_);
 
-    const int64_t b = batch.size;
+    // A graph serves one global batch size (the exchanges' sizes depend on every rank's share).
+    const int64_t key = batch.size;
     if (!options_.cuda_graph || options_.profile_phases) {
       enqueue_step(b);
-    } else if (graph_.ready() && graph_batch_ == b) {
+    } else if (graph_.ready() && graph_batch_ == key) {
       graph_.launch(s);
-    } else if (eager_batch_ == b) {
+    } else if (eager_batch_ == key) {
       // The second step of this size: everything it touches exists, capture and replay.
       graph_.begin_capture(s);
       try {
@@ -196,17 +222,17 @@ class GpuDlrm final : public GpuModel {
         throw;
       }
       graph_.end_capture(s);
-      graph_batch_ = b;
+      graph_batch_ = key;
       graph_.launch(s);
     } else {
       enqueue_step(b);  // first step of this size: eager (plans GEMMs, warms every path)
-      eager_batch_ = b;
+      eager_batch_ = key;
     }
-    compute_.synchronize();
+    finish("train step " + std::to_string(step_.data<int64_t>()[0]));
 
     const StepOutput out = *output_host_.as<StepOutput>();
     if (out.skipped) {
-      embeddings_->validate(batch);  // throws DataError naming the table, sample and id
+      validate_ids(batch);  // throws DataError naming the table, sample and id
       if (out.overflow && std::isfinite(out.loss)) {
         // fp16: the scaled gradients overflowed; nothing was updated and the scale was
         // halved on the device. Like torch's GradScaler, the optimizer step does not count.
@@ -230,37 +256,72 @@ class GpuDlrm final : public GpuModel {
     if (static_cast<int64_t>(logits.size()) != batch.size)
       throw InternalError("predict: " + std::to_string(logits.size()) + " logits for a batch of " +
                           std::to_string(batch.size));
+    if (sharded_ && batch.size < ranks()) {
+      // Fewer samples than ranks (the end of an evaluation set): every rank needs one, so
+      // the last sample is repeated and its extra logits dropped.
+      check_bag_offsets(batch, config_.num_tables());
+      std::vector<int64_t> samples(static_cast<std::size_t>(ranks()));
+      for (std::size_t i = 0; i < samples.size(); ++i) samples[i] = std::min<int64_t>(static_cast<int64_t>(i), batch.size - 1);
+      std::vector<float> all(samples.size());
+      predict(select_samples(batch, samples), all);
+      std::copy(all.begin(), all.begin() + batch.size, logits.begin());
+      return;
+    }
     take_back_state();
-    embeddings_->check_offsets(batch);
-    const bool grew = staging_.upload(batch, /*with_labels=*/false, copy_, batch_ready_);
-    if (reserve(batch.size, staging_.device().bags.max_ids) || grew) invalidate_graph();
+    check_bag_offsets(batch, config_.num_tables());
+    const int64_t b = stage(batch, /*training=*/false);
     compute_.wait(batch_ready_);
     const gpu::stream_t s = compute_.get();
     gpu::memset_async(scalars_.raw(), 0, sizeof(kernels::StepScalars), s);
-    const float* out = forward(batch.size);
+    const float* out = forward(b);
+    if (sharded_) {
+      // Every rank receives every sample's logit, and skips (throws) together.
+      if (all_logits_.numel() < batch.size) all_logits_ = Tensor::empty({batch.size}, DType::f32, alloc_);
+      std::vector<int64_t> bytes(static_cast<std::size_t>(ranks()));
+      for (int h = 0; h < ranks(); ++h)
+        bytes[static_cast<std::size_t>(h)] =
+            (share_begin(batch.size, h + 1, ranks()) - share_begin(batch.size, h, ranks())) * int64_t{sizeof(float)};
+      gpu::Communicator& comm = data_parallel_.devices->communicator();
+      comm.all_gather_v(out, b * int64_t{sizeof(float)}, all_logits_.raw(), bytes, s);
+      comm.all_reduce_sum(&device_scalars()->skip_update, 1, gpu::ReduceType::i32, s);
+      out = all_logits_.data<float>();
+    }
     gpu::memcpy_async(logits.data(), out, logits.size() * sizeof(float), gpu::CopyKind::device_to_host, s);
     copy_skip_flag(s);
-    compute_.synchronize();
+    finish("predict (batch from sample " + std::to_string(batch.first_sample) + ")");
     if (output_host_.as<StepOutput>()->skipped) {
-      embeddings_->validate(batch);
+      validate_ids(batch);
       throw DataError("predict (batch from sample " + std::to_string(batch.first_sample) +
                       "): ids outside their tables reached the device");
     }
   }
 
+  // Data parallel: the replicated tensors only (the tables are in embedding_shards()).
   std::vector<NamedTensor> state() override {
-    if (!state_exposed_) {
-      const gpu::stream_t s = compute_.get();
-      gpu_model::download(dense_->parameter_mirrors(), s);
-      gpu_model::download(dense_->slot_mirrors(), s);
-      gpu_model::download(embeddings_->mirrors(), s);
-      compute_.synchronize();
-      state_exposed_ = true;
-    }
+    expose_state();
     std::vector<NamedTensor> out;
-    for (const auto* list : {&dense_->parameter_mirrors(), &dense_->slot_mirrors(), &embeddings_->mirrors()})
+    for (const auto* list : {&dense_->parameter_mirrors(), &dense_->slot_mirrors()})
       for (const gpu_model::DeviceMirror& m : *list) out.push_back({m.name, m.host});
+    if (embeddings_)
+      for (const gpu_model::DeviceMirror& m : embeddings_->mirrors()) out.push_back({m.name, m.host});
     out.push_back({"step", step_});
+    return out;
+  }
+
+  // Data parallel: this rank's table blocks (host copies, taken back before the next step).
+  std::vector<ShardTensor> embedding_shards() {
+    expose_state();
+    return sharded_->shard_tensors();
+  }
+
+  // Data parallel, collective over the host group: the state one device would hold.
+  std::vector<NamedTensor> gather_full_state() {
+    std::vector<NamedTensor> out = state();
+    const NamedTensor step = out.back();
+    out.pop_back();
+    for (auto& t : gather_full_tables(embedding_shards(), config_.embedding_spec(), optim_.sparse, *data_parallel_.host))
+      out.push_back(std::move(t));
+    out.push_back(step);
     return out;
   }
 
@@ -271,7 +332,8 @@ class GpuDlrm final : public GpuModel {
     if (!options_.profile_phases) return out;
     out.emplace_back("upload", upload_ms_);
     for (int p = 1; p < kPhaseCount; ++p)
-      out.emplace_back(kPhaseNames[p], gpu::Event::elapsed_ms(phase_events_[static_cast<std::size_t>(p - 1)],
+      if (sharded_ || !data_parallel_phase(p))
+        out.emplace_back(kPhaseNames[p], gpu::Event::elapsed_ms(phase_events_[static_cast<std::size_t>(p - 1)],
                                                               phase_events_[static_cast<std::size_t>(p)]));
     return out;
   }
@@ -313,7 +375,7 @@ class GpuDlrm final : public GpuModel {
     r.device_used_bytes = static_cast<int64_t>(now.total_bytes - now.free_bytes);
     r.device_total_bytes = static_cast<int64_t>(now.total_bytes);
     r.outside_allocator_bytes = r.device_used_bytes - r.device_used_at_start_bytes - r.allocator_reserved_bytes;
-    r.host_table_bytes = static_cast<int64_t>(embeddings_->host_bytes());
+    r.host_table_bytes = sharded_ ? sharded_->host_bytes() : static_cast<int64_t>(embeddings_->host_bytes());
     return r;
   }
 
@@ -342,8 +404,14 @@ class GpuDlrm final : public GpuModel {
         s += ", dynamic loss scaling (initial scale " + std::to_string(static_cast<int64_t>(optim_.loss_scale)) +
              ", doubled after " + std::to_string(optim_.loss_scale_growth_interval) + " steps without overflow)";
     }
-    const int host = embeddings_->host_table_count();
-    if (host > 0) {
+    const int host = sharded_ ? sharded_->host_table_count() : embeddings_->host_table_count();
+    if (sharded_) {
+      s += "; data parallel over " + std::to_string(ranks()) + " GPUs (" + data_parallel_.devices->describe() +
+           "), tables " + sharded_->describe();
+      if (host > 0)
+        s += "; " + std::to_string(host) + " shards on this rank in mapped host memory (" +
+             std::to_string(sharded_->host_bytes() / (1024 * 1024)) + " MiB with their optimizer state)";
+    } else if (host > 0) {
       std::string names;
       for (int t = 0; t < m.num_tables(); ++t)
         if (embeddings_->on_host(t)) names += (names.empty() ? "" : ", ") + m.tables[static_cast<std::size_t>(t)].name;
@@ -390,10 +458,70 @@ class GpuDlrm final : public GpuModel {
     const gpu::stream_t s = compute_.get();
     gpu_model::upload(dense_->parameter_mirrors(), s);
     gpu_model::upload(dense_->slot_mirrors(), s);
-    gpu_model::upload(embeddings_->mirrors(), s);
+    gpu_model::upload(sharded_ ? sharded_->mirrors() : embeddings_->mirrors(), s);
     dense_->refresh_16bit(s);
     compute_.synchronize();
     state_exposed_ = false;
+  }
+
+  int ranks() const { return data_parallel_.devices ? data_parallel_.devices->size() : 1; }
+
+  // Stages what the step reads and sizes the buffers; returns this rank's sample count.
+  // Data parallel: dense features and labels of the rank's share of the global batch,
+  // the shards' bags for every sample.
+  int64_t stage(const Batch& batch, bool training) {
+    bool moved = false;
+    int64_t b = batch.size;
+    if (sharded_) {
+      const int n = ranks(), r = data_parallel_.devices->rank();
+      if (batch.size < n)
+        throw DataError("batch from sample " + std::to_string(batch.first_sample) + ": " + std::to_string(batch.size) +
+                        " samples for " + std::to_string(n) + " GPUs; the data-parallel GPU backend needs at least "
+                        "one sample per rank");
+      const int64_t begin = share_begin(batch.size, r, n);
+      b = share_begin(batch.size, r + 1, n) - begin;
+      local_.size = b;
+      local_.num_dense = batch.num_dense;
+      local_.num_tables = 0;
+      local_.first_sample = batch.first_sample + begin;
+      local_.dense.assign(batch.dense.begin() + begin * batch.num_dense,
+                          batch.dense.begin() + (begin + b) * batch.num_dense);
+      if (training) local_.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + begin + b);
+      local_.offsets.assign(1, 0);
+      local_.ids.clear();
+      moved |= staging_.upload(local_, training, copy_, batch_ready_);
+      moved |= sharded_->stage(batch, begin, b, training, copy_, batch_ready_, compute_.get());
+      global_batch_ = batch.size;
+    } else {
+      moved |= staging_.upload(batch, training, copy_, batch_ready_);
+    }
+    moved |= reserve(b, sharded_ ? 0 : staging_.device().bags.max_ids);
+    if (moved) invalidate_graph();
+    return b;
+  }
+
+  // Waits for the step's device work; data parallel, bounded by the collective timeout
+  // (a rank that died or hangs ends the step with a DeviceError naming `op`).
+  void finish(const std::string& op) {
+    if (sharded_)
+      data_parallel_.devices->communicator().wait(compute_.get(), op, data_parallel_.devices->timeout_s());
+    else
+      compute_.synchronize();
+  }
+
+  void validate_ids(const Batch& batch) const {
+    if (sharded_) sharded_->validate(batch);
+    else embeddings_->validate(batch);
+  }
+
+  void expose_state() {
+    if (state_exposed_) return;
+    const gpu::stream_t s = compute_.get();
+    gpu_model::download(dense_->parameter_mirrors(), s);
+    gpu_model::download(dense_->slot_mirrors(), s);
+    gpu_model::download(sharded_ ? sharded_->mirrors() : embeddings_->mirrors(), s);
+    compute_.synchronize();
+    state_exposed_ = true;
   }
 
   void invalidate_graph() {
@@ -459,13 +587,21 @@ class GpuDlrm final : public GpuModel {
     // write into it directly.
     bottom_->forward(gemm_, db.dense, config_.num_dense, batch, x, fd, s);
     mark(kBottomForward);
-    kernels::PooledView pooled;
-    pooled.data = x + dim;
-    pooled.row_stride = fd;
-    pooled.dtype = DType::f32;
-    kernels::embedding_bag_forward(embeddings_->tables(), db.bags, pooled, &device_scalars()->skip_update, s,
-                                   tuned_.embedding_forward.get());
-    mark(kEmbeddingForward);
+    if (sharded_) {
+      sharded_->lookup(&device_scalars()->skip_update, s, tuned_.embedding_forward.get());
+      mark(kEmbeddingForward);
+      sharded_->exchange_pooled(x + dim, fd, s);
+      mark(kEmbeddingExchange);
+    } else {
+      kernels::PooledView pooled;
+      pooled.data = x + dim;
+      pooled.row_stride = fd;
+      pooled.dtype = DType::f32;
+      kernels::embedding_bag_forward(embeddings_->tables(), db.bags, pooled, &device_scalars()->skip_update, s,
+                                     tuned_.embedding_forward.get());
+      mark(kEmbeddingForward);
+      mark(kEmbeddingExchange);
+    }
     if (config_.arch == Arch::dlrm) {
       dot_shape_.batch = batch;
       kernels::dot_interaction_forward(dot_shape_, x, fd, interaction_.data<float>(), width, s,
@@ -498,7 +634,7 @@ class GpuDlrm final : public GpuModel {
     const float* logits = forward(batch);
     kernels::bce_with_logits(logits, 1, db.labels, batch, grad_logits_.data<float>(), 1, &device_output()->loss,
                              &scalars->skip_update, bce_workspace_.raw(), bce_workspace_.nbytes(), s,
-                             loss_scale ? &loss_scale->scale : nullptr);
+                             loss_scale ? &loss_scale->scale : nullptr, sharded_ ? global_batch_ : 0);
     mark(kLoss);
 
     const gpu_model::Scratch scratch{scratch_.raw(), scratch_.nbytes()};
@@ -523,9 +659,27 @@ class GpuDlrm final : public GpuModel {
       kernels::unscale_and_check(grad_x + dim, batch, fd - dim, fd, loss_scale, &scalars->skip_update, s);
     }
     mark(kBottomBackward);
-    kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
-                                           embeddings_->optimizer(scalars), embedding_workspace_.raw(),
-                                           embedding_workspace_.nbytes(), s);
+    gpu::Communicator* comm = sharded_ ? &data_parallel_.devices->communicator() : nullptr;
+    if (comm) {
+      // The dense gradients of the global-batch mean loss, summed over ranks.
+      comm->all_reduce_sum(dense_->flat_grads(), static_cast<std::size_t>(dense_->flat_elements()),
+                           gpu::ReduceType::f32, s);
+      mark(kDenseAllReduce);
+      sharded_->exchange_gradients(grad_x + dim, fd, s);
+      // Every rank skips the update when any rank found a bad id, a non-finite loss or an
+      // fp16 overflow, so the replicas stay identical; the loss is the global mean.
+      comm->all_reduce_sum(&scalars->skip_update, 1, gpu::ReduceType::i32, s);
+      if (loss_scale) comm->all_reduce_sum(&loss_scale->overflow, 1, gpu::ReduceType::i32, s);
+      comm->all_reduce_sum(&device_output()->loss, 1, gpu::ReduceType::f64, s);
+      mark(kGradientExchange);
+      sharded_->update(scalars, s);
+    } else {
+      mark(kDenseAllReduce);
+      mark(kGradientExchange);
+      kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
+                                             embeddings_->optimizer(scalars), embedding_workspace_.raw(),
+                                             embedding_workspace_.nbytes(), s);
+    }
     mark(kEmbeddingBackward);
     dense_->step(scalars, s);
     if (loss_scale) {
@@ -559,7 +713,12 @@ class GpuDlrm final : public GpuModel {
   std::unique_ptr<gpu_model::GpuMlp> bottom_;
   std::unique_ptr<gpu_model::GpuCrossNet> cross_;
   std::unique_ptr<gpu_model::GpuMlp> top_;
-  std::unique_ptr<gpu_model::GpuEmbeddings> embeddings_;
+  std::unique_ptr<gpu_model::GpuEmbeddings> embeddings_;       // one device: every table
+  std::unique_ptr<gpu_model::ShardedGpuEmbeddings> sharded_;   // data parallel: this rank's shards
+  DataParallel data_parallel_;
+  Batch local_;                 // data parallel: dense features and labels of this rank's share
+  int64_t global_batch_ = 0;    // data parallel: samples of the staged global batch
+  Tensor all_logits_;           // data parallel: every sample's logit (predict)
   gpu_model::TunedKernels tuned_;
   kernels::DotInteractionShape dot_shape_;
   Tensor step_;  // i64 [1], host: updates applied so far
@@ -591,10 +750,34 @@ class GpuDlrm final : public GpuModel {
   double upload_ms_ = 0.0;
 };
 
-}  // namespace
+// The data-parallel interface over the same engine (DistributedModel and GpuModel are
+// separate Model interfaces, so this one forwards to the engine it owns).
+class DistributedGpuDlrm final : public DistributedGpuModel {
+ public:
+  DistributedGpuDlrm(std::unique_ptr<GpuDlrm> engine, dist::ProcessGroup& host)
+      : engine_(std::move(engine)), host_(host) {}
+  double train_step(const Batch& batch, const StepRates& rates) override { return engine_->train_step(batch, rates); }
+  void predict(const Batch& batch, std::span<float> logits) override { engine_->predict(batch, logits); }
+  std::vector<NamedTensor> state() override { return engine_->state(); }
+  const ModelConfig& config() const override { return engine_->config(); }
+  std::string describe() const override { return engine_->describe(); }
+  int64_t overflow_skipped_steps() const override { return engine_->overflow_skipped_steps(); }
+  std::optional<DeviceMemoryReport> device_memory() const override { return engine_->device_memory(); }
+  std::optional<double> device_roc_auc(std::span<const float> scores, std::span<const float> labels) override {
+    return engine_->device_roc_auc(scores, labels);
+  }
+  dist::ProcessGroup& group() override { return host_; }
+  std::vector<ShardTensor> embedding_shards() override { return engine_->embedding_shards(); }
+  std::vector<NamedTensor> gather_full_state() override { return engine_->gather_full_state(); }
+  std::vector<std::pair<std::string, double>> phase_ms() const override { return engine_->phase_ms(); }
 
-std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
-                                         const GpuModelOptions& options) {
+ private:
+  std::unique_ptr<GpuDlrm> engine_;
+  dist::ProcessGroup& host_;
+};
+
+// model.dense_dtype picks the GEMM precision; the network is checked as the CPU model's.
+GpuModelOptions checked_options(const ModelConfig& model, const OptimConfig& optim, const GpuModelOptions& options) {
   GpuModelOptions opts = options;
   if (model.dense_dtype == DType::bf16) {
     opts.precision = cublaslt::Precision::bf16;
@@ -608,7 +791,26 @@ std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimCo
   ModelConfig checked = model;
   checked.dense_dtype = DType::f32;
   validate_cpu_model_config(checked, optim);
-  return std::make_unique<GpuDlrm>(model, optim, opts);
+  return opts;
+}
+
+}  // namespace
+
+std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
+                                         const GpuModelOptions& options) {
+  return std::make_unique<GpuDlrm>(model, optim, checked_options(model, optim, options));
+}
+
+std::unique_ptr<DistributedGpuModel> make_distributed_gpu_model(const ModelConfig& model, const OptimConfig& optim,
+                                                             const GpuModelOptions& options,
+                                                             const dist::ShardingPlan& plan,
+                                                             dist::ProcessGroup& host, dist::NcclProcessGroup& devices) {
+  if (host.size() != devices.size() || host.rank() != devices.rank() || plan.world_size != devices.size())
+    throw InternalError("data-parallel GPU model: host group, device group and sharding plan disagree on the ranks");
+  GpuModelOptions opts = checked_options(model, optim, options);
+  opts.device = devices.device();
+  DataParallel data_parallel{&host, &devices, plan};
+  return std::make_unique<DistributedGpuDlrm>(std::make_unique<GpuDlrm>(model, optim, opts, &data_parallel), host);
 }
 
 }  // namespace hetrec

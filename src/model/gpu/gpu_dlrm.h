@@ -19,7 +19,11 @@
 #include <utility>
 #include <vector>
 
+#include "dist/nccl_process_group.h"
+#include "dist/process_group.h"
+#include "dist/sharding.h"
 #include "gemm/cublaslt_gemm.h"
+#include "model/dlrm.h"
 #include "model/model.h"
 #include "model/model_config.h"
 
@@ -56,5 +60,25 @@ class GpuModel : public Model {
 // usable. model.dense_dtype = bf16 or fp16 overrides options.precision with it.
 std::unique_ptr<GpuModel> make_gpu_model(const ModelConfig& model, const OptimConfig& optim,
                                          const GpuModelOptions& options = {});
+
+// The same engine trained data-parallel over the ranks of an mpirun job, one GPU per rank
+// (`devices`' device): the DistributedModel contract of model/dlrm.h (every rank passes
+// the GLOBAL batch and computes samples [B r / N, B (r+1) / N)), with the tables sharded
+// as `plan` says (model/gpu/sharded_embeddings.h), pooled embeddings and their gradients
+// exchanged with NCCL all-to-alls, the dense gradients summed with one NCCL all-reduce of
+// the flat gradient buffer, and the whole step, collectives included, captured as one
+// CUDA graph. `host` (MPI) carries checkpoints and gather_full_state. Throws ConfigError
+// as make_gpu_model does and for placements the GPU shards do not support.
+class DistributedGpuModel : public DistributedModel {
+ public:
+  // As GpuModel::phase_ms, with the exchanges as phases of their own
+  // (embedding_exchange, dense_all_reduce, embedding_grad_exchange).
+  virtual std::vector<std::pair<std::string, double>> phase_ms() const = 0;
+};
+
+std::unique_ptr<DistributedGpuModel> make_distributed_gpu_model(const ModelConfig& model, const OptimConfig& optim,
+                                                             const GpuModelOptions& options,
+                                                             const dist::ShardingPlan& plan,
+                                                             dist::ProcessGroup& host, dist::NcclProcessGroup& devices);
 
 }  // namespace hetrec

@@ -1,0 +1,267 @@
+// The data-parallel GPU engine (NCCL between ranks, one GPU each) against the one-device
+// engine on the same global batches: every rank trains make_distributed_gpu_model on its
+// share and make_gpu_model on the whole batches. With one rank every exchange is a copy
+// and the arithmetic is the same kernel for kernel, so losses, predictions and the full
+// state must be bit-identical; with N ranks the dense gradients and row_wise partial
+// pools are summed in another order, so they must agree within fp32 reduction-order
+// tolerance. Every sharding type, a mixed plan, DCNv2 with bf16 GEMMs and fp16 rows,
+// graph capture and replay, a batch not divisible by the ranks, predictions of a batch
+// smaller than the job, unsupported placements and a bad id. Skips where fewer GPUs
+// than ranks are visible.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "dist/nccl_process_group.h"
+#include "dist/process_group.h"
+#include "dist/sharding.h"
+#include "gpu/device.h"
+#include "model/gpu/gpu_dlrm.h"
+
+namespace hetrec {
+namespace {
+
+constexpr double kTimeoutS = 120.0;
+constexpr double kAbsTol = 2e-6;
+constexpr double kRelTol = 1e-4;
+constexpr double kRelTol16 = 4e-3;  // one 16-bit ulp (bf16 rows: 2^-8) and a little
+
+ModelConfig small_model(Arch arch) {
+  ModelConfig m;
+  m.arch = arch;
+  m.num_dense = 13;
+  m.embedding_dim = 16;  // column_wise over 2 ranks: 8 columns each
+  const int64_t rows[] = {1000, 50, 3000, 7, 20000};
+  for (int t = 0; t < 5; ++t) {
+    TableConfig c;
+    c.name = "C" + std::to_string(t + 1);
+    c.rows = rows[t];
+    c.pooling = t == 3 ? Pooling::mean : Pooling::sum;
+    m.tables.push_back(c);
+  }
+  m.bottom_mlp = {32, 16};
+  m.top_mlp = {64, 32, 1};
+  m.cross_layers = 2;
+  m.init_seed = 2024;
+  return m;
+}
+
+// Random global batch: bags of 0 to 3 skewed ids (rows repeat within and across ranks'
+// shares), random dense features and labels.
+Batch random_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
+  Batch b;
+  b.reset(size, m.num_dense, m.num_tables());
+  b.first_sample = static_cast<int64_t>(seed) * 1000;
+  Rng rng(seed, 17);
+  for (float& x : b.dense) x = static_cast<float>(std::log1p(10.0 * rng.uniform()));
+  for (float& y : b.labels) y = rng.uniform() < 0.35 ? 1.0f : 0.0f;
+  for (int t = 0; t < m.num_tables(); ++t)
+    for (int64_t s = 0; s < size; ++s) {
+      const auto len = static_cast<int64_t>(rng.below(4));
+      for (int64_t k = 0; k < len; ++k) {
+        const double u = rng.uniform();
+        const auto rows = static_cast<double>(m.tables[static_cast<std::size_t>(t)].rows);
+        b.ids.push_back(static_cast<int32_t>(std::min(rows - 1, std::floor(rows * u * u * u))));
+      }
+      b.offsets[static_cast<std::size_t>(t * size + s + 1)] = static_cast<int32_t>(b.ids.size());
+    }
+  return b;
+}
+
+dist::ShardingSpec all_of(dist::ShardingType type) {
+  dist::ShardingSpec s;
+  s.default_type = type;
+  // The mean-pooled table cannot be split into row blocks on the GPU.
+  if (type == dist::ShardingType::row_wise) s.tables["C4"] = {dist::ShardingType::table_wise, -1};
+  return s;
+}
+
+struct Case {
+  std::string name;
+  dist::ShardingSpec sharding;
+  OptimizerKind sparse = OptimizerKind::adagrad;
+  Arch arch = Arch::dlrm;
+  DType row_dtype = DType::f32;
+  DType dense_dtype = DType::f32;
+};
+
+OptimConfig optim_for(OptimizerKind sparse) {
+  OptimConfig optim;
+  optim.dense = OptimizerKind::adagrad;
+  optim.sparse = sparse;
+  optim.lr = 0.05;
+  optim.sparse_lr = 0.3;
+  optim.adagrad_initial_accumulator = 0.01;
+  return optim;
+}
+
+double value(const Tensor& t, int64_t i) {
+  switch (t.dtype()) {
+    case DType::f16: return f16_to_f32(t.data<uint16_t>()[i]);
+    case DType::bf16: return bf16_to_f32(t.data<uint16_t>()[i]);
+    default: return t.data<float>()[i];
+  }
+}
+
+void train_and_compare(const Case& c) {
+  SCOPED_TRACE(c.name);
+  auto host = dist::make_process_group(kTimeoutS);
+  const int n = host->size();
+  dist::NcclProcessGroup devices(*host, kTimeoutS);
+  ModelConfig model = small_model(c.arch);
+  model.row_dtype = c.row_dtype;
+  model.dense_dtype = c.dense_dtype;
+  const OptimConfig optim = optim_for(c.sparse);
+  const auto plan = dist::plan_sharding(c.sharding, model.tables, model.embedding_dim, n);
+  auto distributed = make_distributed_gpu_model(model, optim, GpuModelOptions{}, plan, *host, devices);
+  GpuModelOptions one_device;
+  one_device.device = devices.device();
+  auto reference = make_gpu_model(model, optim, one_device);
+
+  // Sizes: eager, captured, replayed, a size not divisible by the ranks, back again.
+  const int64_t sizes[] = {64, 64, 64, 37, 64, 64};
+  for (uint64_t step = 0; step < 6; ++step) {
+    const Batch batch = random_batch(model, sizes[step], step + 1);
+    const StepRates rates = scheduled_rates(optim, static_cast<int64_t>(step));
+    const double loss = distributed->train_step(batch, rates);
+    const double ref_loss = reference->train_step(batch, rates);
+    if (n == 1) EXPECT_EQ(loss, ref_loss) << "step " << step;
+    else EXPECT_NEAR(loss, ref_loss, 1e-5 * (1 + std::abs(ref_loss))) << "step " << step;
+  }
+  for (int64_t size : {50, 1}) {
+    const Batch eval = random_batch(model, size, 99);
+    std::vector<float> scores(static_cast<std::size_t>(size), NAN), ref_scores(static_cast<std::size_t>(size), NAN);
+    distributed->predict(eval, scores);
+    reference->predict(eval, ref_scores);
+    for (std::size_t i = 0; i < scores.size(); ++i) {
+      if (n == 1) EXPECT_EQ(scores[i], ref_scores[i]) << i;
+      else EXPECT_NEAR(scores[i], ref_scores[i], 1e-4) << i;
+    }
+  }
+
+  const auto full = distributed->gather_full_state();
+  const auto ref = reference->state();
+  ASSERT_EQ(full.size(), ref.size());
+  for (std::size_t k = 0; k < ref.size(); ++k) {
+    ASSERT_EQ(full[k].name, ref[k].name);
+    ASSERT_EQ(full[k].tensor.shape(), ref[k].tensor.shape()) << ref[k].name;
+    ASSERT_EQ(full[k].tensor.dtype(), ref[k].tensor.dtype()) << ref[k].name;
+    if (n == 1) {
+      EXPECT_EQ(0, std::memcmp(full[k].tensor.raw(), ref[k].tensor.raw(), ref[k].tensor.nbytes())) << ref[k].name;
+      continue;
+    }
+    if (ref[k].tensor.dtype() == DType::i64) {
+      EXPECT_EQ(full[k].tensor.data<int64_t>()[0], ref[k].tensor.data<int64_t>()[0]);
+      continue;
+    }
+    const bool half = ref[k].tensor.dtype() != DType::f32;
+    const double rel = half || c.dense_dtype != DType::f32 ? kRelTol16 : kRelTol;
+    int bad = 0;
+    for (int64_t i = 0; i < ref[k].tensor.numel(); ++i) {
+      const double a = value(full[k].tensor, i), b = value(ref[k].tensor, i);
+      if (!(std::abs(a - b) <= kAbsTol + rel * std::abs(b)) && bad++ < 3)
+        ADD_FAILURE() << ref[k].name << "[" << i << "] = " << a << ", one device " << b << " (rank " << host->rank()
+                      << " of " << n << ")";
+    }
+  }
+}
+
+bool enough_devices() {
+  const bool ok = gpu::device_count() >= dist::make_process_group(kTimeoutS)->size();
+  return ok;
+}
+
+#define HETREC_REQUIRE_DEVICES()                                                           \
+  do {                                                                                     \
+    if (!gpu::has_device() || !enough_devices()) GTEST_SKIP() << "fewer GPUs than ranks"; \
+  } while (0)
+
+TEST(DistributedGpuDlrm, EveryShardingTypeMatchesOneDevice) {
+  HETREC_REQUIRE_DEVICES();
+  using dist::ShardingType;
+  for (ShardingType type :
+       {ShardingType::table_wise, ShardingType::row_wise, ShardingType::column_wise, ShardingType::replicated})
+    for (OptimizerKind sparse : {OptimizerKind::sgd, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad}) {
+      if (type == ShardingType::column_wise && sparse == OptimizerKind::rowwise_adagrad) continue;
+      train_and_compare({std::string(dist::sharding_type_name(type)) + "/sparse " + std::to_string(static_cast<int>(sparse)),
+                         all_of(type), sparse});
+    }
+}
+
+TEST(DistributedGpuDlrm, MixedPlanDcnV2WithBf16GemmsAndFp16RowsMatchesOneDevice) {
+  HETREC_REQUIRE_DEVICES();
+  dist::ShardingSpec spec = all_of(dist::ShardingType::row_wise);
+  spec.tables["C1"] = {dist::ShardingType::table_wise, 0};
+  spec.tables["C2"] = {dist::ShardingType::column_wise, -1};
+  spec.tables["C3"] = {dist::ShardingType::replicated, -1};
+  train_and_compare({"mixed fp32", spec, OptimizerKind::adagrad, Arch::dcnv2});
+  train_and_compare({"mixed bf16 GEMMs, fp16 rows", spec, OptimizerKind::adagrad, Arch::dcnv2, DType::f16, DType::bf16});
+}
+
+TEST(DistributedGpuDlrm, UnsupportedPlacementsNameTheKey) {
+  HETREC_REQUIRE_DEVICES();
+  auto host = dist::make_process_group(kTimeoutS);
+  dist::NcclProcessGroup devices(*host, kTimeoutS);
+  const ModelConfig model = small_model(Arch::dlrm);
+  dist::ShardingSpec rows;
+  rows.default_type = dist::ShardingType::row_wise;  // C4 is mean-pooled
+  const auto row_plan = dist::plan_sharding(rows, model.tables, model.embedding_dim, host->size());
+  try {
+    make_distributed_gpu_model(model, optim_for(OptimizerKind::adagrad), {}, row_plan, *host, devices);
+    ADD_FAILURE() << "expected a ConfigError for a mean-pooled row_wise table";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.tables[3].pooling"), std::string::npos) << e.what();
+  }
+  const auto column_plan =
+      dist::plan_sharding(all_of(dist::ShardingType::column_wise), model.tables, model.embedding_dim, host->size());
+  try {
+    make_distributed_gpu_model(model, optim_for(OptimizerKind::rowwise_adagrad), {}, column_plan, *host, devices);
+    ADD_FAILURE() << "expected a ConfigError for column_wise with rowwise_adagrad";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("optim.sparse"), std::string::npos) << e.what();
+  }
+}
+
+TEST(DistributedGpuDlrm, BadIdFailsOnEveryRankWithoutAnUpdate) {
+  HETREC_REQUIRE_DEVICES();
+  auto host = dist::make_process_group(kTimeoutS);
+  dist::NcclProcessGroup devices(*host, kTimeoutS);
+  const ModelConfig model = small_model(Arch::dlrm);
+  const OptimConfig optim = optim_for(OptimizerKind::adagrad);
+  dist::ShardingSpec spec = all_of(dist::ShardingType::table_wise);
+  spec.tables["C3"] = {dist::ShardingType::row_wise, -1};
+  const auto plan = dist::plan_sharding(spec, model.tables, model.embedding_dim, host->size());
+  auto distributed = make_distributed_gpu_model(model, optim, {}, plan, *host, devices);
+  distributed->train_step(random_batch(model, 32, 5), scheduled_rates(optim, 0));
+  const auto before = distributed->gather_full_state();
+  // An id past table C2 (table_wise: caught on its owner's device) and one past C3
+  // (row_wise: caught on the host by every rank).
+  for (int table : {1, 2}) {
+    Batch bad = random_batch(model, 32, 6);
+    const int64_t at = bad.bag_begin(table, 20);
+    bad.ids.insert(bad.ids.begin() + at, static_cast<int32_t>(model.tables[static_cast<std::size_t>(table)].rows));
+    for (std::size_t i = static_cast<std::size_t>(table * 32 + 21); i < bad.offsets.size(); ++i) ++bad.offsets[i];
+    try {
+      distributed->train_step(bad, scheduled_rates(optim, 1));
+      ADD_FAILURE() << "expected a DataError for table " << table;
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find(model.tables[static_cast<std::size_t>(table)].name), std::string::npos)
+          << e.what();
+    }
+  }
+  const auto after = distributed->gather_full_state();
+  ASSERT_EQ(before.size(), after.size());
+  for (std::size_t k = 0; k < before.size(); ++k)
+    EXPECT_EQ(0, std::memcmp(before[k].tensor.raw(), after[k].tensor.raw(), before[k].tensor.nbytes()))
+        << before[k].name << " changed by a step that failed";
+}
+
+}  // namespace
+}  // namespace hetrec
