@@ -144,6 +144,7 @@ TEST(NcclCommunicator, AllReduceSumOfInt32IsExact) {
     }
   }
   auto data = to_device(mine);
+  gpu::synchronize_device();  // the upload is complete before the collective's stream reads it
   comm.all_reduce_sum(data.get(), mine.size(), gpu::ReduceType::i32, stream.get());
   comm.wait(stream.get(), "all_reduce i32", kTimeoutS);
   EXPECT_EQ(to_host<int32_t>(data, mine.size()), want);

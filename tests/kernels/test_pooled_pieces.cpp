@@ -18,7 +18,6 @@
 
 #include "core/rng.h"
 #include "gpu/event.h"
-#include "gpu/stream.h"
 #include "kernels/pooled_pieces.h"
 #include "../gpu/device_test_support.h"
 
@@ -275,16 +274,17 @@ TEST(PooledPieces, GatherAndScatterAtProductionSize) {
     }
     gpu::DeviceBuffer x = testing::poisoned_floats(static_cast<std::size_t>(batch * x_stride));
     gpu::DeviceBuffer dpieces = testing::to_device(pieces), dslots = testing::to_device(slot_begin);
-    gpu::Stream stream;
+    // The legacy default stream: ordered with the synchronous copies of the inputs.
+    const gpu::stream_t stream = nullptr;
     gpu::Event start, stop;
     constexpr int kRepeats = 20;
     kernels::gather_pooled_pieces(dpieces.as<kernels::PooledPiece>(), dslots.as<int>(), num_slots, batch,
-                                  x.as<float>() + dim, x_stride, dim, stream.get());  // warm-up
-    start.record(stream.get());
+                                  x.as<float>() + dim, x_stride, dim, stream);  // warm-up
+    start.record(stream);
     for (int r = 0; r < kRepeats; ++r)
       kernels::gather_pooled_pieces(dpieces.as<kernels::PooledPiece>(), dslots.as<int>(), num_slots, batch,
-                                    x.as<float>() + dim, x_stride, dim, stream.get());
-    stop.record(stream.get());
+                                    x.as<float>() + dim, x_stride, dim, stream);
+    stop.record(stream);
     stop.synchronize();
     const double gather_ms = gpu::Event::elapsed_ms(start, stop) / kRepeats;
     const double gather_bytes = static_cast<double>(batch) * static_cast<double>(row) * sizeof(float) * (per_slot + 1);
@@ -315,12 +315,12 @@ TEST(PooledPieces, GatherAndScatterAtProductionSize) {
     gpu::DeviceBuffer dgrads = testing::to_device(grads);
     const int n = static_cast<int>(grads.size());
     kernels::scatter_pooled_grads(dgrads.as<kernels::PooledGradPiece>(), n, batch, x.as<float>() + dim, x_stride, dim,
-                                  stream.get());
-    start.record(stream.get());
+                                  stream);
+    start.record(stream);
     for (int r = 0; r < kRepeats; ++r)
       kernels::scatter_pooled_grads(dgrads.as<kernels::PooledGradPiece>(), n, batch, x.as<float>() + dim, x_stride,
-                                    dim, stream.get());
-    stop.record(stream.get());
+                                    dim, stream);
+    stop.record(stream);
     stop.synchronize();
     const double scatter_ms = gpu::Event::elapsed_ms(start, stop) / kRepeats;
     const double scatter_bytes = static_cast<double>(batch) * static_cast<double>(row) * sizeof(float) * 2 * per_slot;

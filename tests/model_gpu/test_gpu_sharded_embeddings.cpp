@@ -172,7 +172,8 @@ TEST_P(ShardedGpuEmbeddings, MatchTheCpuCollectionWithTheSameOrigins) {
   };
 
   gpu::CachingDeviceAllocator alloc(0);
-  gpu::Stream stream;
+  // The legacy default stream: ordered with the synchronous copies of the test's inputs.
+  const gpu::stream_t stream = nullptr;
   for (const ShardCase& sc : shard_cases(kind)) {
     SCOPED_TRACE(sc.name);
     ModelConfig m;
@@ -191,11 +192,11 @@ TEST_P(ShardedGpuEmbeddings, MatchTheCpuCollectionWithTheSameOrigins) {
     const int dim = sc.dim;
 
     EmbeddingCollection cpu(m.embedding_spec(), optim, kSeed, origins);
-    gpu_model::GpuEmbeddings dev(m, optim, alloc, stream.get(), origins);
+    gpu_model::GpuEmbeddings dev(m, optim, alloc, stream, origins);
     EXPECT_EQ(dev.host_table_count(), static_cast<int>(sc.host_tables.size()));
     const std::vector<gpu_model::DeviceMirror>& mirrors = dev.mirrors();
-    gpu_model::download(mirrors, stream.get());
-    stream.synchronize();
+    gpu_model::download(mirrors, stream);
+    gpu::synchronize(stream);
     Compared stats;
     compare_state(mirrors, cpu.state(), dtype, /*exact=*/true, "initial state", stats);
     // Each shard is its block of the full table.
@@ -231,8 +232,8 @@ TEST_P(ShardedGpuEmbeddings, MatchTheCpuCollectionWithTheSameOrigins) {
       gpu::DeviceBuffer pooled = testing::poisoned_floats(static_cast<std::size_t>(kBatch * width));
       gpu::DeviceBuffer bad = testing::to_device(std::vector<int32_t>{0});
       kernels::embedding_bag_forward(dev.tables(), bags, {pooled.get(), width, DType::f32}, bad.as<int32_t>(),
-                                     stream.get());
-      stream.synchronize();
+                                     stream);
+      gpu::synchronize(stream);
       const std::vector<float> got = testing::to_host<float>(pooled, static_cast<std::size_t>(kBatch * width));
       EXPECT_EQ(testing::to_host<int32_t>(bad, 1)[0], 0);
       std::vector<float> want(got.size());
@@ -271,10 +272,10 @@ TEST_P(ShardedGpuEmbeddings, MatchTheCpuCollectionWithTheSameOrigins) {
       gpu::DeviceBuffer ws(ws_bytes);
       kernels::embedding_bag_backward_update(dev.tables(), bags, dgrad.as<float>(), width,
                                              dev.optimizer(scalars.as<kernels::StepScalars>()), ws.get(), ws_bytes,
-                                             stream.get());
+                                             stream);
       cpu.backward_update(b, grad.data(), lr, global_step);
-      gpu_model::download(mirrors, stream.get());
-      stream.synchronize();
+      gpu_model::download(mirrors, stream);
+      gpu::synchronize(stream);
       compare_state(mirrors, cpu.state(), dtype, exact, "after step " + std::to_string(step), stats);
     }
     if (!exact && dtype != DType::f32) {
@@ -293,9 +294,9 @@ TEST(ShardedGpuEmbeddingsGuards, OriginsOutsideTheirTableAreRefused) {
   m.tables[0].rows = 100;
   OptimConfig optim;
   gpu::CachingDeviceAllocator alloc(0);
-  gpu::Stream stream;
+  const gpu::stream_t stream = nullptr;
   const auto build = [&](std::vector<TableOrigin> origins) {
-    gpu_model::GpuEmbeddings e(m, optim, alloc, stream.get(), std::move(origins));
+    gpu_model::GpuEmbeddings e(m, optim, alloc, stream, std::move(origins));
   };
   EXPECT_THROW(build({{0, 950, 1000, 0}}), ConfigError);  // rows past the full table
   EXPECT_THROW(build({{0, 0, 1000, 3}}), ConfigError);    // odd column offset
