@@ -41,8 +41,8 @@ class Rng {
   uint64_t below(uint64_t n) {
     return static_cast<uint64_t>((static_cast<uint128_t>(next_u64()) * n) >> 64);
   }
-  uint64_t counter() const { return counter_; }
-  void set_counter(uint64_t c) { counter_ = c; }
+  constexpr uint64_t counter() const { return counter_; }
+  constexpr void set_counter(uint64_t c) { counter_ = c; }
 
  private:
   uint64_t key_;

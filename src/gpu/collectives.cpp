@@ -77,8 +77,13 @@ Communicator::~Communicator() {
 }
 
 void Communicator::all_reduce_sum(void* data, std::size_t count, ReduceType type, stream_t stream) {
-  HETREC_NCCL_CHECK(ncclAllReduce(data, data, count, type == ReduceType::f32 ? ncclFloat32 : ncclFloat64, ncclSum,
-                                  as_comm(comm_), stream));
+  ncclDataType_t nccl_type = ncclFloat32;
+  switch (type) {
+    case ReduceType::f32: nccl_type = ncclFloat32; break;
+    case ReduceType::f64: nccl_type = ncclFloat64; break;
+    case ReduceType::i32: nccl_type = ncclInt32; break;
+  }
+  HETREC_NCCL_CHECK(ncclAllReduce(data, data, count, nccl_type, ncclSum, as_comm(comm_), stream));
 }
 
 void Communicator::all_to_all_v(const void* send, std::span<const int64_t> send_bytes, void* recv,

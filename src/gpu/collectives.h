@@ -26,7 +26,8 @@ std::string collectives_version();
 // Made by one rank and sent to the others (over MPI) before they build a Communicator.
 CollectivesId make_collectives_id();
 
-enum class ReduceType { f32, f64 };
+// Element types of all_reduce_sum: fp32, fp64, and 32-bit signed integers (counts).
+enum class ReduceType { f32, f64, i32 };
 
 class Communicator {
  public:

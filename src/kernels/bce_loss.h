@@ -19,8 +19,12 @@ std::size_t bce_loss_workspace_bytes(int64_t n);
 // kernels' skip flag, which other checks of the step may have raised already).
 // grad_scale (optional, device memory): the gradient is multiplied by *grad_scale (the
 // loss scale of fp16 dense compute; a power of two, so the product is exact).
+// mean_over (0: n): the loss and the gradient are divided by mean_over instead of n, so
+// that a rank holding n samples of a global batch of mean_over computes its share of the
+// global mean (the ranks' losses then add up to it).
 void bce_with_logits(const float* logits, int64_t logit_stride, const float* labels, int64_t n, float* grad,
                      int64_t grad_stride, double* loss, int32_t* nonfinite, void* workspace,
-                     std::size_t workspace_bytes, gpu::stream_t stream, const float* grad_scale = nullptr);
+                     std::size_t workspace_bytes, gpu::stream_t stream, const float* grad_scale = nullptr,
+                     int64_t mean_over = 0);
 
 }  // namespace hetrec::kernels

@@ -192,7 +192,8 @@ __global__ void __launch_bounds__(kBlockThreads)
                          const float* __restrict__ partial, const int32_t* __restrict__ offsets,
                          const int64_t* __restrict__ row_offsets, const uint8_t* __restrict__ mean_pooling,
                          const float* __restrict__ grad, int64_t grad_stride, int64_t batch, int dim, int lanes,
-                         int64_t total_rows, const StepScalars* __restrict__ scalars, float eps, uint64_t seed) {
+                         int64_t total_rows, const StepScalars* __restrict__ scalars, float eps, uint64_t seed,
+                         const ShardOrigin* __restrict__ shard_origins) {
   if (scalars->skip_update) return;  // uniform over the grid
   const float lr = scalars->sparse_lr;
   const int64_t step = scalars->step;
@@ -264,7 +265,17 @@ __global__ void __launch_bounds__(kBlockThreads)
     if (!active) continue;
 
     const int64_t local_row = static_cast<int64_t>(key) - row_offsets[table];
-    const uint64_t rounding_key = sizeof(Row) == sizeof(float) ? 0 : sparse_rounding_row_key(seed, step, table, local_row);
+    uint64_t rounding_key = 0;
+    if constexpr (sizeof(Row) != sizeof(float)) {
+      if (shard_origins) {
+        // A shard draws as its block of the full table does (nn/embedding_collection.cpp).
+        const ShardOrigin origin = shard_origins[table];
+        rounding_key = sparse_rounding_row_key(seed, step, origin.table, local_row + origin.row_offset) +
+                       static_cast<uint64_t>(origin.col_offset / 2);
+      } else {
+        rounding_key = sparse_rounding_row_key(seed, step, table, local_row);
+      }
+    }
     Row* w_row = table_weights ? static_cast<Row*>(table_weights[table]) + local_row * dim
                                : weights + static_cast<int64_t>(key) * dim;
 #pragma unroll
@@ -341,7 +352,8 @@ void launch_update(const UpdateArgs& a, int lanes) {
       static_cast<Row*>(a.tables->weights), a.opt->accumulators, a.tables->table_weights, a.opt->table_accumulators,
       a.sorted_keys, a.sorted_bags, a.segment_start,
       a.num_unique, a.chunks, a.chunk_start, a.partial, a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling,
-      a.grad, a.grad_stride, a.bags->batch, dim, lanes, a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed);
+      a.grad, a.grad_stride, a.bags->batch, dim, lanes, a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed,
+      a.opt->shard_origins);
   HETREC_GPU_CHECK_LAUNCH("sparse_update_kernel");
 }
 

@@ -24,7 +24,8 @@ std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim);
 //   adagrad:         a += g^2 (element-wise);   w -= lr * g / (sqrt(a) + eps)
 //   rowwise_adagrad: a += mean_d(g^2) (one per row); w -= lr * g / (sqrt(a) + eps)
 // 16-bit rows are updated in fp32 and stored with stochastic rounding
-// (kernels/sparse_rounding.h). Ids outside their table are skipped. Nothing is written
+// (kernels/sparse_rounding.h; a shard draws as its block of the full table, from
+// optimizer.shard_origins). Ids outside their table are skipped. Nothing is written
 // when optimizer.scalars->skip_update is set.
 void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
                                    int64_t grad_row_stride, const SparseOptimizerParams& optimizer, void* workspace,

@@ -21,10 +21,12 @@ constexpr double kUniformScale = 0x1.0p-53;
 
 template <class Store>
 __global__ void __launch_bounds__(kThreads)
-    init_rows_kernel(Store* __restrict__ weights, int64_t rows, int dim, uint64_t table_key, double bound) {
+    init_rows_kernel(Store* __restrict__ weights, int64_t rows, int dim, uint64_t table_key, double bound,
+                     int64_t row_offset, int col_offset) {
   const int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (r >= rows) return;
-  Rng rng(table_key, static_cast<uint64_t>(r));
+  Rng rng(table_key, static_cast<uint64_t>(r + row_offset));
+  rng.set_counter(static_cast<uint64_t>(col_offset));  // skip the columns before the block
   Store* row = weights + r * dim;
   for (int d = 0; d < dim; ++d) {
     const double u = static_cast<double>(rng.next_u64() >> kUniformShift) * kUniformScale;
@@ -61,21 +63,27 @@ uint64_t embedding_table_init_key(uint64_t init_seed, int table) {
 }
 
 void embedding_init_uniform(void* weights, int64_t rows, int dim, DType dtype, uint64_t table_key,
-                            gpu::stream_t stream) {
+                            gpu::stream_t stream, const EmbeddingInitBlock& block) {
   if (rows <= 0) return;
-  const double bound = std::sqrt(1.0 / static_cast<double>(rows));
+  const int64_t full_rows = block.full_rows > 0 ? block.full_rows : rows;
+  if (block.row_offset < 0 || block.col_offset < 0 || block.row_offset + rows > full_rows)
+    throw InternalError("embedding_init_uniform: rows [" + std::to_string(block.row_offset) + ", " +
+                        std::to_string(block.row_offset + rows) + ") of a table of " + std::to_string(full_rows) +
+                        " rows (column offset " + std::to_string(block.col_offset) + ")");
+  const double bound = std::sqrt(1.0 / static_cast<double>(full_rows));
   const unsigned grid = grid_for(rows, kThreads);
   switch (dtype) {
     case DType::f32:
-      init_rows_kernel<float><<<grid, kThreads, 0, stream>>>(static_cast<float*>(weights), rows, dim, table_key, bound);
+      init_rows_kernel<float><<<grid, kThreads, 0, stream>>>(static_cast<float*>(weights), rows, dim, table_key, bound,
+                                                                  block.row_offset, block.col_offset);
       break;
     case DType::bf16:
       init_rows_kernel<Bf16Store><<<grid, kThreads, 0, stream>>>(static_cast<Bf16Store*>(weights), rows, dim,
-                                                                 table_key, bound);
+                                                                 table_key, bound, block.row_offset, block.col_offset);
       break;
     case DType::f16:
       init_rows_kernel<F16Store><<<grid, kThreads, 0, stream>>>(static_cast<F16Store*>(weights), rows, dim,
-                                                                table_key, bound);
+                                                                table_key, bound, block.row_offset, block.col_offset);
       break;
     default: throw ConfigError("embedding rows must be fp32, fp16 or bf16, got " + std::string(dtype_name(dtype)));
   }

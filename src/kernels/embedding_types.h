@@ -45,6 +45,16 @@ struct PooledView {
 
 enum class SparseOptimizerKind { sgd, adagrad, rowwise_adagrad };
 
+// Where table t of the device's tables sits in a full model table when it holds a shard
+// (nn/embedding_collection.h's TableOrigin): its local row r is row r + row_offset of
+// model table `table`, its element e is element e + col_offset (even, so the rounding
+// draws, two elements each, stay paired).
+struct ShardOrigin {
+  int table = 0;
+  int col_offset = 0;
+  int64_t row_offset = 0;
+};
+
 struct SparseOptimizerParams {
   SparseOptimizerKind kind = SparseOptimizerKind::sgd;
   float eps = 1e-8f;
@@ -56,6 +66,11 @@ struct SparseOptimizerParams {
   // Stochastic rounding of 16-bit rows draws its bits from (seed, step, table, row,
   // element): see kernels/sparse_rounding.h.
   uint64_t seed = 0;
+  // Optional, device memory, num_tables entries: the draws of table t are those of the
+  // full table's block shard_origins[t] (model table, row + row_offset, element +
+  // col_offset), as the CPU collection draws them for a shard. Null: table t is model
+  // table t, whole.
+  const ShardOrigin* shard_origins = nullptr;
   // Device memory: the learning rate (sparse_lr), the step, and skip_update (no row is
   // touched when it is set).
   const StepScalars* scalars = nullptr;

@@ -12,8 +12,10 @@
 #include "core/rng.h"
 #include "dist/nccl_process_group.h"
 #include "dist/process_group.h"
+#include "gpu/collectives.h"
 #include "gpu/device.h"
 #include "gpu/memory.h"
+#include "gpu/stream.h"
 
 namespace hetrec::dist {
 namespace {
@@ -118,6 +120,34 @@ TEST(NcclProcessGroup, AllToAllVAllGatherBroadcastBarrierMatchTheHostGroup) {
   device_group.broadcast(dbcast.get(), static_cast<int64_t>(from_root.size() * sizeof(float)), root, "device_group broadcast");
   EXPECT_EQ(to_host<float>(dbcast, from_root.size()), from_root);
   device_group.barrier("device_group barrier");
+}
+
+// 32-bit integer sums (counts) through the communicator itself: every rank's random
+// integers add up exactly.
+TEST(NcclCommunicator, AllReduceSumOfInt32IsExact) {
+  if (skip_without_device()) GTEST_SKIP() << "no GPU";
+  auto host = make_process_group(kTimeoutS);
+  gpu::set_device(host->rank() % gpu::device_count());  // one device per rank on one host
+  gpu::CollectivesId id{};
+  if (host->rank() == 0) id = gpu::make_collectives_id();
+  host->broadcast(id.data(), static_cast<int64_t>(id.size()), 0, "collectives id");
+  gpu::Communicator comm(host->size(), host->rank(), id);
+  gpu::Stream stream;
+  const int64_t n = 10007;
+  std::vector<int32_t> want(static_cast<std::size_t>(n), 0), mine;
+  for (int r = 0; r < host->size(); ++r) {
+    Rng rng(99, static_cast<uint64_t>(r));
+    for (int64_t i = 0; i < n; ++i) {
+      const auto v = static_cast<int32_t>(rng.below(1u << 20)) - (1 << 19);
+      want[static_cast<std::size_t>(i)] += v;
+      if (r == host->rank()) mine.push_back(v);
+    }
+  }
+  auto data = to_device(mine);
+  gpu::synchronize_device();  // the upload is complete before the collective's stream reads it
+  comm.all_reduce_sum(data.get(), mine.size(), gpu::ReduceType::i32, stream.get());
+  comm.wait(stream.get(), "all_reduce i32", kTimeoutS);
+  EXPECT_EQ(to_host<int32_t>(data, mine.size()), want);
 }
 
 }  // namespace

@@ -166,6 +166,37 @@ TEST(BceLossKernel, LossAndGradientMatchDoubleReference) {
   }
 }
 
+// mean_over: a rank's share of a global-batch mean (loss and gradient divided by the
+// global count instead of the local one).
+TEST(BceLossKernel, MeanOverAGlobalBatchDividesByItsSize) {
+  HETREC_REQUIRE_GPU();
+  for (int64_t n : {int64_t{1}, int64_t{5000}}) {
+    const int64_t global = 4 * n + 3;
+    const auto logits = normals(static_cast<std::size_t>(n), 73, 3.0);
+    Rng rng(74);
+    std::vector<float> labels(static_cast<std::size_t>(n));
+    for (float& y : labels) y = rng.uniform() < 0.4 ? 1.0f : 0.0f;
+    gpu::DeviceBuffer dl = testing::to_device(logits), dy = testing::to_device(labels);
+    gpu::DeviceBuffer grad = testing::poisoned_floats(static_cast<std::size_t>(n));
+    gpu::DeviceBuffer loss = testing::to_device(std::vector<double>{-1.0});
+    const std::size_t ws_bytes = kernels::bce_loss_workspace_bytes(n);
+    gpu::DeviceBuffer ws(ws_bytes);
+    kernels::bce_with_logits(dl.as<float>(), 1, dy.as<float>(), n, grad.as<float>(), 1, loss.as<double>(), nullptr,
+                             ws.get(), ws_bytes, nullptr, nullptr, global);
+    const auto g = testing::to_host<float>(grad, static_cast<std::size_t>(n));
+    double ref = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double x = logits[static_cast<std::size_t>(i)], y = labels[static_cast<std::size_t>(i)];
+      ref += std::max(x, 0.0) - x * y + std::log1p(std::exp(-std::fabs(x)));
+      const double sig = 1.0 / (1.0 + std::exp(-x));
+      ASSERT_NEAR(g[static_cast<std::size_t>(i)], (sig - y) / static_cast<double>(global),
+                  1e-7 / static_cast<double>(global) + 1e-12);
+    }
+    ref /= static_cast<double>(global);
+    EXPECT_NEAR(testing::to_host<double>(loss, 1)[0], ref, 1e-12 * std::fabs(ref) + 1e-14);
+  }
+}
+
 TEST(BceLossKernel, NonFiniteLossRaisesTheSkipFlag) {
   HETREC_REQUIRE_GPU();
   std::vector<float> logits = {1.0f, std::nanf(""), -2.0f};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "gpu/memory.h"
@@ -14,11 +15,30 @@ namespace hetrec::gpu_model {
 namespace {
 // Ids are int32 (data/batch.h), so a table can address at most 2^31 rows.
 constexpr int64_t kMaxRowsPerTable = int64_t{1} << 31;
+
+// One origin per table, each a block inside its full table; column offsets even (the
+// rounding draws cover two elements each).
+void check_origins(const ModelConfig& model, const std::vector<TableOrigin>& origins) {
+  if (origins.size() != model.tables.size())
+    throw ConfigError("embedding shards: " + std::to_string(origins.size()) + " origins for " +
+                      std::to_string(model.tables.size()) + " tables, expected one per table");
+  for (std::size_t t = 0; t < origins.size(); ++t) {
+    const TableOrigin& o = origins[t];
+    const TableConfig& c = model.tables[t];
+    if (o.table < 0 || o.row_offset < 0 || o.col_offset < 0 || o.col_offset % 2 != 0 ||
+        o.row_offset + c.rows > o.full_rows)
+      throw ConfigError("embedding shard " + std::to_string(t) + " (table \"" + c.name + "\", " +
+                        std::to_string(c.rows) + " rows): origin table " + std::to_string(o.table) + ", rows from " +
+                        std::to_string(o.row_offset) + " of " + std::to_string(o.full_rows) + ", columns from " +
+                        std::to_string(o.col_offset) +
+                        "; expected a block inside the full table starting at an even column");
+  }
+}
 }  // namespace
 
 GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim, Allocator& device,
-                             gpu::stream_t stream)
-    : model_(model), optim_(optim) {
+                             gpu::stream_t stream, std::vector<TableOrigin> origins)
+    : model_(model), optim_(optim), origins_(std::move(origins)) {
   const DType dtype = model.row_dtype;
   if (dtype != DType::f32 && dtype != DType::f16 && dtype != DType::bf16)
     throw ConfigError("model.row_dtype: expected \"fp32\", \"fp16\" or \"bf16\" for the embedding rows, got \"" +
@@ -34,6 +54,10 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
                         std::to_string(kMaxRowsPerTable) + " rows (ids are 32-bit), got " + std::to_string(c.rows));
     row_offsets_host_.push_back(row_offsets_host_.back() + c.rows);
   }
+  const bool sharded = !origins_.empty();
+  if (!sharded)
+    for (int t = 0; t < num; ++t) origins_.push_back({t, 0, model.tables[static_cast<std::size_t>(t)].rows, 0});
+  check_origins(model, origins_);
   const int64_t total_rows = row_offsets_host_.back();
 
   // Placement: tables named in model.host_tables go to mapped host memory; each buffer
@@ -59,9 +83,12 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
   const std::size_t esize = dtype_size(dtype);
   if (hbm_rows > 0) weights_ = Tensor::empty({hbm_rows, dim}, dtype, device);
   if (host_rows > 0) host_weights_ = gpu::MappedHostBuffer(static_cast<std::size_t>(host_rows) * dim * esize);
-  for (int t = 0; t < num; ++t)
-    kernels::embedding_init_uniform(table_rows(t), rows(t), dim, dtype, kernels::embedding_table_init_key(model.init_seed, t),
-                                    stream);
+  for (int t = 0; t < num; ++t) {
+    const TableOrigin& o = origins_[static_cast<std::size_t>(t)];
+    kernels::embedding_init_uniform(table_rows(t), rows(t), dim, dtype,
+                                    kernels::embedding_table_init_key(model.init_seed, o.table), stream,
+                                    {o.row_offset, o.full_rows, o.col_offset});
+  }
   const int64_t state = sparse_state_per_row(optim.sparse, dim);
   if (state > 0) {
     const auto initial = static_cast<float>(optim.adagrad_initial_accumulator);
@@ -99,6 +126,14 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
   for (int t = 0; t < num; ++t) mean[static_cast<std::size_t>(t)] = model.tables[static_cast<std::size_t>(t)].pooling == Pooling::mean;
   mean_pooling_ = Tensor::empty({std::max(num, 1)}, DType::u8, device);
   gpu::memcpy_async(mean_pooling_.raw(), mean.data(), mean.size(), gpu::CopyKind::host_to_device, stream);
+  std::vector<kernels::ShardOrigin> shard_origins;
+  if (sharded) {
+    for (const TableOrigin& o : origins_) shard_origins.push_back({o.table, o.col_offset, o.row_offset});
+    shard_origins_ = Tensor::empty({static_cast<int64_t>(shard_origins.size() * sizeof(kernels::ShardOrigin))},
+                                   DType::u8, device);
+    gpu::memcpy_async(shard_origins_.raw(), shard_origins.data(), shard_origins_.nbytes(),
+                      gpu::CopyKind::host_to_device, stream);
+  }
   // The host vectors above die with this scope: wait for the copies.
   gpu::synchronize(stream);
 
@@ -125,6 +160,8 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
   optimizer_.table_accumulators =
       state_pointers_.defined() ? static_cast<float* const*>(state_pointers_.raw()) : nullptr;
   optimizer_.seed = model.init_seed;
+  optimizer_.shard_origins =
+      shard_origins_.defined() ? static_cast<const kernels::ShardOrigin*>(shard_origins_.raw()) : nullptr;
 }
 
 const kernels::SparseOptimizerParams& GpuEmbeddings::optimizer(const kernels::StepScalars* scalars) {

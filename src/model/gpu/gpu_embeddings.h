@@ -7,6 +7,12 @@
 // in one page-locked host buffer mapped into the device's address space: the same
 // kernels read and update them in place over the host link, through per-table pointers
 // (EmbeddingTables::table_weights). The arithmetic is the same wherever a table lives.
+//
+// In distributed training the tables are this rank's shards: model.tables[t] describes
+// the shard (its rows, the full table's name, its pooling), model.embedding_dim the
+// shards' common width, and origins[t] which block of which full table it is. A shard
+// starts with, and rounds its 16-bit updates like, its block of the full table, as the
+// CPU EmbeddingCollection built with the same origins.
 #include <cstdint>
 #include <vector>
 
@@ -17,16 +23,20 @@
 #include "kernels/embedding_types.h"
 #include "model/gpu/device_mirror.h"
 #include "model/model_config.h"
+#include "nn/embedding_collection.h"
 
 namespace hetrec::gpu_model {
 
 class GpuEmbeddings {
  public:
-  // Throws ConfigError for a row dtype, optimizer or table size the kernels cannot serve.
-  GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim, Allocator& device, gpu::stream_t stream);
+  // Throws ConfigError for a row dtype, optimizer or table size the kernels cannot serve,
+  // or origins that do not fit the tables. origins empty: table t is model table t, whole.
+  GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim, Allocator& device, gpu::stream_t stream,
+                std::vector<TableOrigin> origins = {});
 
   const kernels::EmbeddingTables& tables() const { return tables_; }
   const kernels::SparseOptimizerParams& optimizer(const kernels::StepScalars* scalars);
+  const std::vector<TableOrigin>& origins() const { return origins_; }
   int64_t rows(int table) const { return row_offsets_host_[static_cast<std::size_t>(table) + 1] - row_offsets_host_[static_cast<std::size_t>(table)]; }
 
   // Throws DataError unless `batch` has one bag per table and sample and its offsets
@@ -55,6 +65,8 @@ class GpuEmbeddings {
   Tensor table_pointers_, state_pointers_;  // device arrays of num_tables pointers
   ModelConfig model_;
   OptimConfig optim_;
+  std::vector<TableOrigin> origins_;
+  Tensor shard_origins_;  // device, kernels::ShardOrigin per table (shards only)
   std::vector<int64_t> row_offsets_host_;
   Tensor weights_, accumulators_, row_offsets_, mean_pooling_;
   kernels::EmbeddingTables tables_;
