@@ -8,6 +8,11 @@
 #   gemm:FILTER:SECONDS    `hetrec gemm bench` on the suite shapes matching FILTER (a regular
 #                          expression; empty = all) with a time budget, then xz-compressed
 #   recipes:SECONDS        bench/plan_recipes.py: planner predictions against hetrec train
+#   mpi    the data-parallel GPU checks under mpirun (OpenMPI from .carry/suite/openmpi.tar.xz,
+#          tools/gpu_machine/pack_mpi.sh): the GPU tests with 1 rank and with one rank per
+#          GPU, and `mpirun hetrec train` of the demo with a checkpoint resumed on 1 rank
+#   e2e1:CONFIG:BATCH:TAG[:ARG,ARG...]        e2e_bench alone (ARGs comma-separated)
+#   e2edist:NP:CONFIG:BATCH:TAG[:ARG,ARG...]  `mpirun -np NP e2e_bench` (ARGs comma-separated)
 # Usage: tools/gpu_machine/suite.sh OUT_DIR COMMIT STAGE...
 set -uo pipefail
 out=$1 commit=$2
@@ -23,7 +28,7 @@ for stage in "$@"; do
   echo "=== stage $stage ($(date +%T))"
   case $stage in
     tests)
-      for t in "$bin"/gpu_test_* "$bin"/gemm_test_* "$bin"/dist_test_nccl* "$bin"/tune_test_gate* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
+      for t in "$bin"/gpu_test_* "$bin"/gemm_test_* "$bin"/dist_test_nccl* "$bin"/dist_test_distributed_gpu* "$bin"/tune_test_gate* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
         timeout 200 "$t" --gtest_brief=1 > "$out/$(basename "$t").log" 2>&1
         echo "$(basename "$t") rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
       done
@@ -55,6 +60,37 @@ for stage in "$@"; do
       timeout 590 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s "${budget:-420}" \
         > "$out/plan_recipes.out" 2>&1
       echo "plan_recipes rc=$?"; tail -25 "$out/plan_recipes.out" ;;
+    mpi)
+      source tools/gpu_machine/mpi_env.sh
+      gpus=$(nvidia-smi -L | wc -l)
+      for np in 1 $gpus; do
+        for t in dist_test_nccl_process_group dist_test_distributed_gpu_dlrm; do
+          timeout 300 mpirun -np "$np" "$bin/$t" --gtest_brief=1 > "$out/mpirun-np$np-$t.log" 2>&1
+          echo "mpirun -np $np $t rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/mpirun-np$np-$t.log" | sort -u | tr '\n' ' ')"
+        done
+      done
+      ck=/tmp/mpi-demo-ckpt
+      rm -rf "$ck"
+      demo=(--config configs/demo.toml --set train.checkpoint_dir="'$ck'" --set train.checkpoint_every=200
+            --set train.progress=off --set train.metrics_path="''")
+      timeout 300 mpirun -np "$gpus" "$bin/hetrec" train "${demo[@]}" --set train.steps=400 > "$out/mpirun-demo.log" 2>&1
+      echo "mpirun -np $gpus hetrec train demo rc=$?"; tail -14 "$out/mpirun-demo.log"
+      timeout 300 mpirun -np 1 "$bin/hetrec" train "${demo[@]}" --set train.steps=600 --set train.resume=true \
+        > "$out/mpirun-demo-resume.log" 2>&1
+      echo "mpirun -np 1 resume rc=$?"; tail -6 "$out/mpirun-demo-resume.log" ;;
+    e2e1:*)
+      IFS=: read -r _ config batch tag args <<< "$stage"
+      IFS=, read -r -a extra <<< "${args:-}"
+      timeout 500 "$bin/e2e_bench" --config "$config" --batch "$batch" --commit "$commit" \
+        --json-out "$out/e2e-$tag.json" "${extra[@]}" > "$out/e2e-$tag.log" 2>&1
+      echo "e2e $tag rc=$?"; tail -22 "$out/e2e-$tag.log" ;;
+    e2edist:*)
+      source tools/gpu_machine/mpi_env.sh
+      IFS=: read -r _ np config batch tag args <<< "$stage"
+      IFS=, read -r -a extra <<< "${args:-}"
+      timeout 500 mpirun -np "$np" "$bin/e2e_bench" --config "$config" --batch "$batch" --commit "$commit" \
+        --json-out "$out/e2e-$tag.json" "${extra[@]}" > "$out/e2e-$tag.log" 2>&1
+      echo "e2e $tag rc=$?"; tail -22 "$out/e2e-$tag.log" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "data/batch_checks.h"
 #include "gpu/memory.h"
 #include "gpu/stream.h"
 #include "kernels/embedding_init.h"
@@ -169,49 +170,7 @@ const kernels::SparseOptimizerParams& GpuEmbeddings::optimizer(const kernels::St
   return optimizer_;
 }
 
-void GpuEmbeddings::check_offsets(const Batch& batch) const {
-  const int num = model_.num_tables();
-  const int64_t b_size = batch.size;
-  if (batch.num_tables != num || batch.offsets.size() != static_cast<std::size_t>(num * b_size + 1))
-    throw DataError("batch (first sample " + std::to_string(batch.first_sample) + "): expected " +
-                    std::to_string(num) + " sparse features and tables x samples + 1 = " +
-                    std::to_string(num * b_size + 1) + " offsets, got " + std::to_string(batch.num_tables) +
-                    " features and " + std::to_string(batch.offsets.size()) + " offsets");
-  if (batch.offsets.front() != 0 || static_cast<std::size_t>(batch.offsets.back()) != batch.ids.size())
-    throw DataError("batch (first sample " + std::to_string(batch.first_sample) +
-                    "): offsets must start at 0 and end at the id count " + std::to_string(batch.ids.size()));
-  // Find the first decreasing entry in parallel (the offsets have tables x samples
-  // entries: millions for a large batch).
-  const auto n = static_cast<int64_t>(batch.offsets.size());
-  int64_t first_bad = n;
-#pragma omp parallel for reduction(min : first_bad) schedule(static)
-  for (int64_t i = 1; i < n; ++i)
-    if (batch.offsets[static_cast<std::size_t>(i)] < batch.offsets[static_cast<std::size_t>(i - 1)] && i < first_bad)
-      first_bad = i;
-  if (first_bad < n)
-    throw DataError("batch (first sample " + std::to_string(batch.first_sample) + "): offsets[" +
-                    std::to_string(first_bad) + "] = " + std::to_string(batch.offsets[static_cast<std::size_t>(first_bad)]) +
-                    " is below offsets[" + std::to_string(first_bad - 1) + "], expected non-decreasing offsets");
-}
-
-void GpuEmbeddings::validate(const Batch& batch) const {
-  check_offsets(batch);
-  const int num = model_.num_tables();
-  const int64_t b_size = batch.size;
-  for (int t = 0; t < num; ++t) {
-    const int64_t rows_t = rows(t);
-    for (int64_t b = 0; b < b_size; ++b)
-      for (int64_t i = batch.bag_begin(t, b); i < batch.bag_end(t, b); ++i) {
-        const int32_t id = batch.ids[static_cast<std::size_t>(i)];
-        if (id >= 0 && id < rows_t) continue;
-        const TableConfig& c = model_.tables[static_cast<std::size_t>(t)];
-        throw DataError("embedding table \"" + c.name + "\" (table " + std::to_string(t) + "): sample " +
-                        std::to_string(b) + " of the batch (sample " + std::to_string(batch.first_sample + b) +
-                        " of its source) has id " + std::to_string(id) + ", expected an id in [0, " +
-                        std::to_string(rows_t) + ")");
-      }
-  }
-}
+void GpuEmbeddings::validate(const Batch& batch) const { check_bag_ids(batch, model_.tables); }
 
 int GpuEmbeddings::host_table_count() const {
   int n = 0;

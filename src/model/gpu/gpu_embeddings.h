@@ -39,11 +39,9 @@ class GpuEmbeddings {
   const std::vector<TableOrigin>& origins() const { return origins_; }
   int64_t rows(int table) const { return row_offsets_host_[static_cast<std::size_t>(table) + 1] - row_offsets_host_[static_cast<std::size_t>(table)]; }
 
-  // Throws DataError unless `batch` has one bag per table and sample and its offsets
-  // start at 0, never decrease and end at the id count (what kernels read through).
-  void check_offsets(const Batch& batch) const;
-  // check_offsets, and a DataError naming the table, the sample and the id when an id
-  // is outside its table (run on the host only after the device reported a bad id).
+  // DataError for unsound offsets (data/batch_checks.h) or naming the table, the sample
+  // and the id when an id is outside its table (run on the host only after the device
+  // reported a bad id).
   void validate(const Batch& batch) const;
 
   // "embedding.<name>.weight" (rows x dim, row dtype) and "embedding.<name>.accumulator"
