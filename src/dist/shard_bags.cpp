@@ -1,10 +1,26 @@
 #include "dist/shard_bags.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "core/error.h"
 
 namespace hetrec::dist {
+namespace {
+
+// Samples per unit of parallel work: every shard is split by samples (one hot table can
+// hold most of a batch's ids, so splitting by shard would leave the cores idle).
+constexpr int64_t kSamplesPerChunk = 2048;
+
+std::string bad_id_message(const Batch& batch, const ShardLookup& s, int64_t sample, int32_t id) {
+  return "embedding table \"" + s.name + "\" (table " + std::to_string(s.table) + "): sample " +
+         std::to_string(sample) + " of the batch (sample " + std::to_string(batch.first_sample + sample) +
+         " of its source) has id " + std::to_string(id) + ", expected an id in [0, " + std::to_string(s.full_rows) + ")";
+}
+
+}  // namespace
 
 void cut_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, int64_t begin, int64_t count,
                     Batch& out) {
@@ -17,66 +33,65 @@ void cut_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, 
   out.labels.clear();
   out.offsets.resize(static_cast<std::size_t>(num * count + 1));
   out.offsets[0] = 0;
+  const int64_t chunks = std::max<int64_t>(1, (count + kSamplesPerChunk - 1) / kSamplesPerChunk);
 
-  // First pass: each shard's id count (whole tables: their range; row blocks: counted),
-  // so the second pass can fill every shard's ids in parallel at a known position.
-  std::vector<int64_t> first_id(shards.size() + 1, 0);
-  std::vector<std::string> error(shards.size());
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t k = 0; k < num; ++k) {
-    const ShardLookup& s = shards[static_cast<std::size_t>(k)];
-    const int64_t lo = batch.bag_begin(s.table, begin), hi = batch.bag_begin(s.table, begin + count);
-    if (!s.row_block) {
-      first_id[static_cast<std::size_t>(k) + 1] = hi - lo;
-      continue;
-    }
-    int64_t kept = 0;
-    for (int64_t i = lo; i < hi; ++i) {
-      const int32_t id = batch.ids[static_cast<std::size_t>(i)];
-      if (id < 0 || id >= s.full_rows) {
-        if (error[static_cast<std::size_t>(k)].empty()) {
-          int64_t b = begin;
-          while (batch.bag_end(s.table, b) <= i) ++b;
-          error[static_cast<std::size_t>(k)] =
-              "embedding table \"" + s.name + "\" (table " + std::to_string(s.table) + "): sample " +
-              std::to_string(b) + " of the batch (sample " + std::to_string(batch.first_sample + b) +
-              " of its source) has id " + std::to_string(id) + ", expected an id in [0, " +
-              std::to_string(s.full_rows) + ")";
-        }
-        continue;
+  // Pass 1: the ids each (shard, chunk of samples) keeps; whole tables keep their range,
+  // row blocks count theirs (and report the first id outside the table).
+  std::vector<int64_t> kept(static_cast<std::size_t>(num * chunks) + 1, 0);
+  std::vector<std::string> error(static_cast<std::size_t>(num * chunks));
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+  for (int64_t k = 0; k < num; ++k)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const ShardLookup& s = shards[static_cast<std::size_t>(k)];
+      const int64_t b0 = begin + c * kSamplesPerChunk, b1 = begin + std::min(count, (c + 1) * kSamplesPerChunk);
+      int64_t n = 0;
+      if (!s.row_block) {
+        n = batch.bag_begin(s.table, b1) - batch.bag_begin(s.table, b0);
+      } else {
+        for (int64_t b = b0; b < b1; ++b)
+          for (int64_t i = batch.bag_begin(s.table, b); i < batch.bag_end(s.table, b); ++i) {
+            const int32_t id = batch.ids[static_cast<std::size_t>(i)];
+            if (id < 0 || id >= s.full_rows) {
+              std::string& e = error[static_cast<std::size_t>(k * chunks + c)];
+              if (e.empty()) e = bad_id_message(batch, s, b, id);
+              continue;
+            }
+            n += id >= s.row_begin && id < s.row_end;
+          }
       }
-      kept += id >= s.row_begin && id < s.row_end;
+      kept[static_cast<std::size_t>(k * chunks + c) + 1] = n;
     }
-    first_id[static_cast<std::size_t>(k) + 1] = kept;
-  }
   for (const std::string& e : error)
     if (!e.empty()) throw DataError(e);
-  for (int64_t k = 0; k < num; ++k) first_id[static_cast<std::size_t>(k) + 1] += first_id[static_cast<std::size_t>(k)];
-  out.ids.resize(static_cast<std::size_t>(first_id.back()));
+  for (std::size_t i = 1; i < kept.size(); ++i) kept[i] += kept[i - 1];  // first id of each (shard, chunk)
+  out.ids.resize(static_cast<std::size_t>(kept.back()));
 
-#pragma omp parallel for schedule(dynamic, 1)
-  for (int64_t k = 0; k < num; ++k) {
-    const ShardLookup& s = shards[static_cast<std::size_t>(k)];
-    const int64_t lo = batch.bag_begin(s.table, begin);
-    int32_t* offsets = out.offsets.data() + k * count + 1;  // offsets of the bags' ends
-    int32_t* ids = out.ids.data() + first_id[static_cast<std::size_t>(k)];
-    const auto base = static_cast<int32_t>(first_id[static_cast<std::size_t>(k)]);
-    if (!s.row_block) {
-      const int64_t hi = batch.bag_begin(s.table, begin + count);
-      std::memcpy(ids, batch.ids.data() + lo, static_cast<std::size_t>(hi - lo) * sizeof(int32_t));
-      for (int64_t b = 0; b < count; ++b)
-        offsets[b] = static_cast<int32_t>(base + batch.bag_end(s.table, begin + b) - lo);
-      continue;
-    }
-    int32_t kept = 0;
-    for (int64_t b = 0; b < count; ++b) {
-      for (int64_t i = batch.bag_begin(s.table, begin + b); i < batch.bag_end(s.table, begin + b); ++i) {
-        const int32_t id = batch.ids[static_cast<std::size_t>(i)];
-        if (id >= s.row_begin && id < s.row_end) ids[kept++] = static_cast<int32_t>(id - s.row_begin);
+  // Pass 2: every (shard, chunk) writes its ids and bag ends at the positions pass 1 fixed.
+#pragma omp parallel for collapse(2) schedule(dynamic, 1)
+  for (int64_t k = 0; k < num; ++k)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const ShardLookup& s = shards[static_cast<std::size_t>(k)];
+      const int64_t first = c * kSamplesPerChunk, last = std::min(count, (c + 1) * kSamplesPerChunk);
+      const int64_t at = kept[static_cast<std::size_t>(k * chunks + c)];
+      int32_t* offsets = out.offsets.data() + k * count + 1;  // bag ends
+      int32_t* ids = out.ids.data() + at;
+      if (!s.row_block) {
+        const int64_t lo = batch.bag_begin(s.table, begin + first);
+        const int64_t hi = batch.bag_begin(s.table, begin + last);
+        std::memcpy(ids, batch.ids.data() + lo, static_cast<std::size_t>(hi - lo) * sizeof(int32_t));
+        for (int64_t b = first; b < last; ++b)
+          offsets[b] = static_cast<int32_t>(at + batch.bag_end(s.table, begin + b) - lo);
+        continue;
       }
-      offsets[b] = base + kept;
+      int64_t n = 0;
+      for (int64_t b = first; b < last; ++b) {
+        for (int64_t i = batch.bag_begin(s.table, begin + b); i < batch.bag_end(s.table, begin + b); ++i) {
+          const int32_t id = batch.ids[static_cast<std::size_t>(i)];
+          if (id >= s.row_begin && id < s.row_end) ids[n++] = static_cast<int32_t>(id - s.row_begin);
+        }
+        offsets[b] = static_cast<int32_t>(at + n);
+      }
     }
-  }
 }
 
 }  // namespace hetrec::dist

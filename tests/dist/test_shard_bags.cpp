@@ -34,40 +34,54 @@ std::vector<int32_t> bag(const Batch& out, int k, int64_t b) {
   return {out.ids.begin() + out.bag_begin(k, b), out.ids.begin() + out.bag_end(k, b)};
 }
 
-TEST(ShardBags, WholeTablesAndRowBlocksMatchAReference) {
-  const std::vector<int64_t> rows = {40, 7, 100};
-  const Batch batch = random_batch(23, rows, 1);
-  const std::vector<dist::ShardLookup> shards = {
-      {2, true, 30, 70, 100, "c"},   // a row block in the middle
-      {0, false, 0, 40, 40, "a"},    // a whole table
-      {2, true, 0, 30, 100, "c"},    // the first block of the same table
-      {1, false, 0, 7, 7, "b"},
-  };
-  Batch out;
-  out.ids.assign(5, -1);  // reused buffers: stale contents must not leak through
-  for (auto [begin, count] : {std::pair<int64_t, int64_t>{0, 23}, {5, 11}, {22, 1}}) {
-    dist::cut_shard_bags(batch, shards, begin, count, out);
-    ASSERT_EQ(out.size, count);
-    ASSERT_EQ(out.num_tables, 4);
-    EXPECT_EQ(out.num_dense, 0);
-    EXPECT_TRUE(out.dense.empty());
-    EXPECT_EQ(out.first_sample, batch.first_sample + begin);
-    ASSERT_EQ(out.offsets.size(), static_cast<std::size_t>(4 * count + 1));
-    EXPECT_EQ(out.offsets.front(), 0);
-    EXPECT_EQ(static_cast<std::size_t>(out.offsets.back()), out.ids.size());
-    for (int k = 0; k < 4; ++k) {
-      const dist::ShardLookup& s = shards[static_cast<std::size_t>(k)];
-      for (int64_t b = 0; b < count; ++b) {
-        std::vector<int32_t> expected;
-        for (int64_t i = batch.bag_begin(s.table, begin + b); i < batch.bag_end(s.table, begin + b); ++i) {
-          const int32_t id = batch.ids[static_cast<std::size_t>(i)];
-          if (!s.row_block) expected.push_back(id);
-          else if (id >= s.row_begin && id < s.row_end) expected.push_back(static_cast<int32_t>(id - s.row_begin));
-        }
-        EXPECT_EQ(bag(out, k, b), expected) << "shard " << k << " sample " << b << " of [" << begin << ", +" << count << ")";
+void expect_cut_matches_reference(const Batch& batch, const std::vector<dist::ShardLookup>& shards, int64_t begin,
+                                  int64_t count, Batch& out) {
+  dist::cut_shard_bags(batch, shards, begin, count, out);
+  const auto num = static_cast<int>(shards.size());
+  ASSERT_EQ(out.size, count);
+  ASSERT_EQ(out.num_tables, num);
+  EXPECT_EQ(out.num_dense, 0);
+  EXPECT_TRUE(out.dense.empty());
+  EXPECT_EQ(out.first_sample, batch.first_sample + begin);
+  ASSERT_EQ(out.offsets.size(), static_cast<std::size_t>(num * count + 1));
+  EXPECT_EQ(out.offsets.front(), 0);
+  EXPECT_EQ(static_cast<std::size_t>(out.offsets.back()), out.ids.size());
+  for (int k = 0; k < num; ++k) {
+    const dist::ShardLookup& s = shards[static_cast<std::size_t>(k)];
+    for (int64_t b = 0; b < count; ++b) {
+      std::vector<int32_t> expected;
+      for (int64_t i = batch.bag_begin(s.table, begin + b); i < batch.bag_end(s.table, begin + b); ++i) {
+        const int32_t id = batch.ids[static_cast<std::size_t>(i)];
+        if (!s.row_block) expected.push_back(id);
+        else if (id >= s.row_begin && id < s.row_end) expected.push_back(static_cast<int32_t>(id - s.row_begin));
       }
+      ASSERT_EQ(bag(out, k, b), expected) << "shard " << k << " sample " << b << " of [" << begin << ", +" << count << ")";
     }
   }
+}
+
+const std::vector<dist::ShardLookup> kShards = {
+    {2, true, 30, 70, 100, "c"},  // a row block in the middle
+    {0, false, 0, 40, 40, "a"},   // a whole table
+    {2, true, 0, 30, 100, "c"},   // the first block of the same table
+    {1, false, 0, 7, 7, "b"},
+};
+
+TEST(ShardBags, WholeTablesAndRowBlocksMatchAReference) {
+  const Batch batch = random_batch(23, {40, 7, 100}, 1);
+  Batch out;
+  out.ids.assign(5, -1);  // reused buffers: stale contents must not leak through
+  for (auto [begin, count] : {std::pair<int64_t, int64_t>{0, 23}, {5, 11}, {22, 1}})
+    expect_cut_matches_reference(batch, kShards, begin, count, out);
+}
+
+TEST(ShardBags, LargeBatchesSplitIntoChunksMatchAReference) {
+  // Several chunks of samples per shard (the parallel split), and a range that starts
+  // and ends inside chunks.
+  const Batch batch = random_batch(9001, {40, 7, 100}, 5);
+  Batch out;
+  expect_cut_matches_reference(batch, kShards, 0, 9001, out);
+  expect_cut_matches_reference(batch, kShards, 1234, 5000, out);
 }
 
 TEST(ShardBags, RowBlocksPartitionEveryId) {
