@@ -124,23 +124,32 @@ double id_mass(const IdDistribution& d, int64_t rows, int64_t first, int64_t las
 }
 
 double expected_unique_rows(const IdDistribution& d, int64_t rows, double draws) {
+  return expected_unique_rows_in(d, rows, 0, rows, draws);
+}
+
+double expected_unique_rows_in(const IdDistribution& d, int64_t rows, int64_t begin, int64_t end, double draws) {
   validate(d, rows);
-  if (draws <= 0.0) return 0.0;
-  if (d.law == IdLaw::uniform) return touched(1.0, static_cast<double>(rows), draws);
+  begin = std::clamp<int64_t>(begin, 0, rows);
+  end = std::clamp<int64_t>(end, begin, rows);
+  if (draws <= 0.0 || begin == end) return 0.0;
+  if (d.law == IdLaw::uniform) {
+    const double block = static_cast<double>(end - begin);
+    return touched(block / static_cast<double>(rows), block, draws);
+  }
   const double total = d.law == IdLaw::zipf ? zipf_prefix(d.exponent, rows) : 1.0;
   double unique = 0.0;
-  int64_t first = 0;
-  while (first < rows) {
+  int64_t first = begin;
+  while (first < end) {
     int64_t last = first + 1;
     if (first >= kExactRows)
       last = std::max(first + 1, static_cast<int64_t>(std::ceil(static_cast<double>(first) * kBucketGrowth)));
-    last = std::min(last, rows);
+    last = std::min(last, end);
     const double mass = d.law == IdLaw::zipf ? zipf_weight(d.exponent, first, last) / total
                                              : id_mass(d, rows, first, last);
     unique += touched(mass, static_cast<double>(last - first), draws);
     first = last;
   }
-  return std::min(unique, std::min(static_cast<double>(rows), draws));
+  return std::min(unique, std::min(static_cast<double>(end - begin), draws));
 }
 
 }  // namespace hetrec
