@@ -143,30 +143,41 @@ ExchangeBytes exchange_bytes(const ModelConfig& model, const Recipe& recipe) {
   e.whole.assign(nz, std::vector<double>(nz, 0.0));
   e.column.assign(nz, std::vector<double>(nz, 0.0));
   e.replicated.assign(nz, std::vector<double>(nz, 0.0));
-  if (n == 1) return e;
+  if (n == 1) {
+    e.whole_columns.assign(1, static_cast<int64_t>(model.tables.size()) * model.embedding_dim);
+    e.column_columns.assign(1, 0);
+    return e;
+  }
   const dist::ShardingPlan plan = sharding_plan(recipe, model);
   const int64_t dim = model.embedding_dim;
-  std::vector<int64_t> whole_columns(nz, 0), column_columns(nz, 0);  // per sample, per rank
-  int64_t replicated_columns = 0;
+  e.whole_columns.assign(nz, 0);
+  e.column_columns.assign(nz, 0);
   for (const dist::TableShard& ts : plan.tables) {
     switch (ts.type) {
       case dist::ShardingType::table_wise:
-        whole_columns[static_cast<std::size_t>(ts.owner)] += dim;
+        e.whole_columns[static_cast<std::size_t>(ts.owner)] += dim;
+        e.pieces += 1;
         e.piece_columns += dim;
         break;
       case dist::ShardingType::row_wise:
         for (std::size_t r = 0; r < nz; ++r)
           if (ts.holds(static_cast<int>(r))) {
-            whole_columns[r] += dim;
+            e.whole_columns[r] += dim;
+            e.pieces += 1;
             e.piece_columns += dim;
           }
         break;
       case dist::ShardingType::column_wise:
-        for (std::size_t r = 0; r < nz; ++r) column_columns[r] += ts.cols_of(static_cast<int>(r));
+        for (std::size_t r = 0; r < nz; ++r)
+          if (ts.holds(static_cast<int>(r))) {
+            e.column_columns[r] += ts.cols_of(static_cast<int>(r));
+            e.pieces += 1;
+          }
         e.piece_columns += dim;
         break;
       case dist::ShardingType::replicated:
-        replicated_columns += dim;
+        e.replicated_columns += dim;
+        e.pieces += 1;
         e.piece_columns += dim;
         break;
     }
@@ -175,10 +186,10 @@ ExchangeBytes exchange_bytes(const ModelConfig& model, const Recipe& recipe) {
     for (int s = 0; s < n; ++s) {
       const auto ru = static_cast<std::size_t>(r), su = static_cast<std::size_t>(s);
       const double to_s = static_cast<double>(share_of(recipe.batch, s, n));
-      e.whole[ru][su] = to_s * static_cast<double>(whole_columns[ru]) * kFloatBytes;
-      e.column[ru][su] = to_s * static_cast<double>(column_columns[ru]) * kFloatBytes;
+      e.whole[ru][su] = to_s * static_cast<double>(e.whole_columns[ru]) * kFloatBytes;
+      e.column[ru][su] = to_s * static_cast<double>(e.column_columns[ru]) * kFloatBytes;
       e.replicated[ru][su] =
-          static_cast<double>(share_of(recipe.batch, r, n)) * static_cast<double>(replicated_columns) * kFloatBytes;
+          static_cast<double>(share_of(recipe.batch, r, n)) * static_cast<double>(e.replicated_columns) * kFloatBytes;
     }
   return e;
 }

@@ -79,8 +79,14 @@ struct ExchangeBytes {
   std::vector<std::vector<double>> whole;       // B_s x (rank r's whole shards) x D x 4
   std::vector<std::vector<double>> column;      // B_s x (rank r's column shards) x width_r x 4
   std::vector<std::vector<double>> replicated;  // backward all-gather: B_r x R x D x 4 to every rank
-  // Columns of the pooled pieces a rank assembles X from per sample (a row_wise table
-  // gives one piece per rank, a column_wise table its slices, any other one piece of D).
+  // Columns per sample of each rank's routed shards: whole width (table_wise owned, row
+  // blocks) and column slices; and of the replicated tables (every rank).
+  std::vector<int64_t> whole_columns, column_columns;
+  int64_t replicated_columns = 0;
+  // The pooled pieces a rank assembles X from (a row_wise table gives one piece per rank,
+  // a column_wise table one slice per rank, any other table one piece of D columns), and
+  // their columns per sample.
+  int64_t pieces = 0;
   int64_t piece_columns = 0;
 };
 ExchangeBytes exchange_bytes(const ModelConfig& model, const Recipe& recipe);
