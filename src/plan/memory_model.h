@@ -35,6 +35,8 @@ struct MemoryEstimate {
   // Whether the device consumers fit in (1 - headroom) of the usable device memory;
   // headroom in [0, 1) (ConfigError otherwise). `hw` must be the estimate's hardware.
   bool fits(const Hardware& hw, double headroom) const;
+  // The same against the estimate's own usable_bytes.
+  bool fits_usable(double headroom) const { return device_bytes() <= (1.0 - headroom) * usable_bytes; }
   // The `count` largest device consumers, largest first.
   std::vector<MemoryConsumer> largest_device_consumers(std::size_t count) const;
   // Why the recipe does not fit: what it needs, what the device offers, and the largest
