@@ -86,7 +86,8 @@ std::string format_plan_table(const Workload& workload, const std::vector<PlanRe
   });
   s += "phase (ms)\n";
   for (StepPhase ph : kAllStepPhases)
-    row("  " + std::string(step_phase_name(ph)),
+    if (most_gpus > 1 || !communication_phase(ph))
+      row("  " + std::string(step_phase_name(ph)),
         value([ph](const RecipeEvaluation& e, std::size_t) { return fmt::format("{:.3f}", e.step.phase(ph)); }));
   for (std::size_t i = 0; i < plans.size(); ++i)
     if (!best[i]) s += refusals[i] + "\n";
@@ -96,6 +97,7 @@ std::string format_plan_table(const Workload& workload, const std::vector<PlanRe
 std::string format_phase_table(const RecipeEvaluation& e) {
   std::string s = fmt::format("{:<{}}{:>10}{:>9}\n", "phase", kLabelWidth, "ms", "share");
   for (StepPhase ph : kAllStepPhases) {
+    if (e.recipe.gpus == 1 && communication_phase(ph)) continue;
     const double ms = e.step.phase(ph);
     s += fmt::format("{:<{}}{:>10.3f}{:>8.1f}%\n", step_phase_name(ph), kLabelWidth, ms,
                      e.step.step_ms > 0.0 ? 100.0 * ms / e.step.step_ms : 0.0);
