@@ -17,6 +17,7 @@
 // step; TF32 GEMMs: one; bf16 or fp16 GEMMs: two). A GPU whose memory holds fp32 rows keeps them
 // unless 16-bit rows are more than that gain faster.
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -37,17 +38,20 @@ inline constexpr int64_t kDefaultMinBatch = 1024;
 // A step down in precision must buy more than 10% throughput.
 inline constexpr double kDefaultLowerPrecisionGain = 0.10;
 
+// Every embedding row precision the GPU engine runs.
+inline constexpr DType kRowPrecisions[] = {DType::f32, DType::f16, DType::bf16};
+
 struct PlanConstraints {
+  int gpus = 1;  // GPUs of one host (the --hw hardware, its peer link between them)
   double headroom = kDefaultHeadroom;
   // fp32 and tf32 GEMMs by default; bf16 (which the GPU backend also runs) on request,
   // until its step and memory terms are calibrated. Every row precision.
   std::vector<DensePrecision> dense = {DensePrecision::fp32, DensePrecision::tf32};
-  std::vector<DType> rows = {DType::f32, DType::f16, DType::bf16};
+  std::vector<DType> rows = std::vector<DType>(std::begin(kRowPrecisions), std::end(kRowPrecisions));
   bool allow_host_tables = false;  // on request: host-resident tables are not calibrated yet
   int64_t min_batch = kDefaultMinBatch;
   int64_t max_batch = kDefaultMaxBatch;
   double lower_precision_gain = kDefaultLowerPrecisionGain;
-  int gpus = 1;  // GPUs of one host (the --hw hardware, its peer link between them)
 };
 
 // Throws ConfigError naming the bad constraint.
