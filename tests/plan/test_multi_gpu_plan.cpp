@@ -12,6 +12,7 @@
 #include "../cli/cli_test_support.h"
 #include "core/error.h"
 #include "plan/comm_model.h"
+#include "plan/e2e_record.h"
 #include "plan/gpu_model_layout.h"
 #include "plan/memory_model.h"
 #include "plan/recipe_toml.h"
@@ -363,6 +364,40 @@ TEST(MultiGpuSearch, NeverUnsupportedAndNoWorseThanTableWise) {
       EXPECT_EQ(best.recipe.sharding[20].type, ShardingType::row_wise) << describe_recipe(best.recipe, m);
       EXPECT_LT(best.step.step_ms, base_ms) << describe_recipe(best.recipe, m);
     }
+  }
+}
+
+TEST(MultiGpuPlan, DistributedE2eRecordsParseWithTheirSharding) {
+  // What `mpirun -np 2 e2e_bench --profile` writes (bench/e2e_bench.cpp).
+  const std::string record = R"({"benchmark": "e2e", "date": "2026-11-30", "gpu": "NVIDIA H200",
+    "metrics": {"config": "configs/dlrm_dcnv2_capped.toml", "batch": 65536, "precision": "tf32", "row_dtype": "",
+      "step_ms": 30.0, "cuda_graph": false, "world_size": 2,
+      "sharding": "t0:table_wise@1, t1:row_wise, t2:replicated, t3:column_wise",
+      "phase_ms": {"embedding_fwd": 1.0, "embedding_exchange": 0.8, "dense_all_reduce": 0.2,
+                   "embedding_grad_exchange": 0.9}}})";
+  const auto path = write_text("e2e-distributed.json", record);
+  const E2eRecord r = read_e2e_record(path.string());
+  EXPECT_EQ(r.world_size, 2);
+  ModelConfig m = mlperf_model(2000000);
+  m.tables.resize(4);
+  OptimConfig o;
+  o.sparse = OptimizerKind::sgd;
+  const PlanTarget t = shipped_target("h200_sxm");
+  const StepMeasurement meas = e2e_measurement(r, m, o, t.gemm);
+  EXPECT_EQ(meas.work.gpus, 2);
+  EXPECT_EQ(meas.phase_ms.at(StepPhase::embedding_exchange), 0.8);
+  EXPECT_EQ(meas.phase_ms.at(StepPhase::dense_all_reduce), 0.2);
+  const StepPrediction p = predict_step(meas.work, t.step);
+  EXPECT_GT(p.phase(StepPhase::embedding_exchange), 0.0);
+  EXPECT_GT(p.phase(StepPhase::dense_all_reduce), 0.0);
+  // A bad entry names the key.
+  std::string bad = record;
+  bad.replace(bad.find("t1:row_wise"), 11, "t1-row_wise");
+  try {
+    e2e_measurement(read_e2e_record(write_text("bad.json", bad).string()), m, o, t.gemm);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("metrics.sharding"), std::string::npos) << e.what();
   }
 }
 
