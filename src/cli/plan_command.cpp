@@ -1,6 +1,7 @@
 // `hetrec plan`: the co-design planner. For each accelerator named with --hw it searches
 // the recipes of a config's model (batch, precisions, table placement), prints the chosen
-// ones side by side with their predicted phases, and writes the recipe TOML and an SVG of
+// ones side by side with their predicted phases (with --gpus N: for N GPUs of one host, each
+// table sharded), and writes the recipe TOML and an SVG of
 // the step breakdown. The step model is calibrated first on the recorded measurements
 // (bench/results/e2e-*.json and planner-*.json) of every architecture that has some.
 #include <algorithm>
@@ -51,6 +52,7 @@ struct PlanOptions {
   std::string measurements = std::string(HETREC_SOURCE_DIR) + "/bench/results";
   bool no_calibration = false;
   std::size_t candidates = 0;
+  int gpus = 0;          // GPUs of one host (0: one, or with --evaluate the recipe's own gpus)
   std::string evaluate;  // a recipe file to predict instead of searching
   std::string json_out;  // where --evaluate writes its JSON (empty: stdout)
 };
@@ -194,6 +196,7 @@ PlanConstraints constraints_of(const PlanOptions& o) {
   }
   c.allow_host_tables = o.allow_host_tables;
   c.lower_precision_gain = o.lower_precision_gain;
+  c.gpus = o.gpus > 0 ? o.gpus : 1;
   validate_constraints(c);
   return c;
 }
@@ -230,7 +233,13 @@ void run_evaluate(const PlanOptions& o) {
   const auto it = fitted.find(hw.arch);
   const PlanTarget target{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, o.hw_dir + "/params")),
                           it != fitted.end() ? it->second : default_step_model_params(hw)};
-  const Recipe recipe = recipe_of_model(cfg.model, cfg.train.batch_size, hw.name);
+  Recipe recipe = recipe_of_model(cfg.model, cfg.train.batch_size, hw.name);
+  // The GPUs: --gpus, else the recipe's own `gpus`, else one. Their sharding is the
+  // config's and recipe's [recipe.sharding], resolved as `mpirun -np N hetrec train` does.
+  const int gpus = o.gpus > 0 ? o.gpus : cfg.recipe_gpus > 0 ? cfg.recipe_gpus : 1;
+  apply_sharding(recipe, cfg.model, cfg.sharding, gpus);
+  const std::string unsupported = gpu_sharding_unsupported(recipe, cfg.model, cfg.optim);
+  if (!unsupported.empty()) throw ConfigError(o.evaluate + ": " + unsupported);
   const RecipeEvaluation e = evaluate_recipe(w, recipe, target, constraints);
   nlohmann::json j = evaluation_to_json(e, cfg.model, constraints.headroom);
   j["config"] = o.config;
@@ -238,6 +247,9 @@ void run_evaluate(const PlanOptions& o) {
   std::printf("%s on %s: %s; predicted %.3f ms per step, %.0f samples/s, %.2f GiB of device memory\n",
               o.evaluate.c_str(), hw.name.c_str(), describe_recipe(recipe, cfg.model).c_str(), e.step.step_ms,
               e.step.samples_per_s, e.memory.device_bytes() / (1024.0 * 1024.0 * 1024.0));
+  for (std::size_t r = 0; gpus > 1 && r < e.rank_memory.size(); ++r)
+    std::printf("  rank %zu: %.3f ms, %.2f GiB of device memory\n", r, e.step.rank_step_ms[r],
+                e.rank_memory[r].device_bytes() / (1024.0 * 1024.0 * 1024.0));
   if (!e.fits) std::printf("does not fit: %s\n", e.refusal.c_str());
   if (o.json_out.empty()) std::printf("%s\n", j.dump(1).c_str());
   else write_file(o.json_out, j.dump(1) + "\n", "evaluation file");
@@ -272,9 +284,11 @@ void run_plan(const PlanOptions& o) {
     target_list.push_back(t.get());
   }
 
-  std::printf("\nhetrec plan: %s; headroom %.0f%%, batch %lld..%lld, GEMMs %s, rows %s, %s\n\n", o.config.c_str(),
+  std::printf("\nhetrec plan: %s; headroom %.0f%%, batch %lld..%lld%s, GEMMs %s, rows %s, %s\n\n", o.config.c_str(),
               100.0 * constraints.headroom, static_cast<long long>(constraints.min_batch),
-              static_cast<long long>(constraints.max_batch), fmt_list(o.dense).c_str(), fmt_list(o.rows).c_str(),
+              static_cast<long long>(constraints.max_batch),
+              constraints.gpus > 1 ? (" (global) on " + std::to_string(constraints.gpus) + " GPUs of one host").c_str() : "",
+              fmt_list(o.dense).c_str(), fmt_list(o.rows).c_str(),
               constraints.allow_host_tables ? "tables may move to host memory" : "every table in HBM");
   std::fputs(format_plan_table(w, plans, target_list).c_str(), stdout);
   for (std::size_t i = 0; i < plans.size() && o.candidates > 0; ++i)
@@ -301,7 +315,8 @@ void run_plan(const PlanOptions& o) {
   for (const PlanResult& p : plans) {
     if (p.ranked.empty()) continue;
     const RecipeEvaluation& best = p.best();
-    bars.emplace_back(p.hardware + " (batch " + std::to_string(best.recipe.batch) + ", " +
+    bars.emplace_back(p.hardware + (best.recipe.gpus > 1 ? " x" + std::to_string(best.recipe.gpus) : std::string()) +
+                          " (batch " + std::to_string(best.recipe.batch) + ", " +
                           std::string(dense_precision_name(best.recipe.dense)) + ", " +
                           std::string(dtype_name(best.recipe.row_dtype)) + " rows)",
                       best.step);
@@ -350,6 +365,10 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--no-calibration", o->no_calibration, "use the generic step-model factors");
   cmd->add_option("--candidates", o->candidates, "also list this many best candidates per hardware");
+  cmd->add_option("--gpus", o->gpus,
+                  "plan for this many GPUs of one host (the --hw hardware; the batch is the global batch and each "
+                  "table gets a sharding); with --evaluate: overrides the recipe's gpus")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--evaluate", o->evaluate,
                   "predict this recipe file (a [recipe] table applied to --config) on the one --hw instead of searching");
   cmd->add_option("--json", o->json_out, "with --evaluate: write the prediction JSON here instead of stdout");

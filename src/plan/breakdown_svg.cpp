@@ -19,10 +19,12 @@ constexpr double kLegendRow = 20.0;
 constexpr int kLegendColumns = 4;
 constexpr int kAxisTicks = 5;
 
-// One colour per phase (kAllStepPhases order): the ten "Tableau 10" colours and two greys.
-constexpr const char* kPhaseColours[kStepPhaseCount] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2",
-                                                        "#59a14f", "#edc948", "#b07aa1", "#ff9da7",
-                                                        "#9c755f", "#bab0ac", "#7f7f7f", "#c7c7c7"};
+// One colour per phase (kAllStepPhases order): the ten "Tableau 10" colours and two greys,
+// and three "Tableau 20" colours for the communication phases of several GPUs.
+constexpr const char* kPhaseColours[kStepPhaseCount] = {
+    "#4e79a7", "#f28e2b", "#e15759", "#d37295" /* embedding_exchange */, "#76b7b2", "#59a14f", "#edc948", "#b07aa1",
+    "#ff9da7", "#9c755f", "#499894" /* dense_all_reduce */, "#86bcb6" /* embedding_grad_exchange */, "#bab0ac",
+    "#7f7f7f", "#c7c7c7"};
 
 std::string escape(const std::string& text) {
   std::string out;

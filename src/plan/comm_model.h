@@ -9,7 +9,17 @@
 //   all-gather of S bytes per rank (ring): t = (N-1) * S / bw + (N-1) * latency
 // bw is the bandwidth one rank injects into the fabric in one direction. With one rank
 // every time is 0.
+//
+// An all-to-all with uneven messages (all_to_all_v: what the GPU engine's embedding
+// exchanges are) takes as long as its busiest rank: each rank sends and receives at the
+// same time (full duplex), so that is the largest of any rank's bytes sent to others and
+// bytes received from others; what a rank sends itself is a local copy and crosses no link.
+//       t = max over ranks r of max(sent_r, received_r) / bw + (N-1) * latency
+// Each collective is split into its two parts, CollectiveCost: the bytes on the busiest
+// rank's link and the count of latency steps, so that the step model can give each its
+// own calibration factor.
 #include <cstdint>
+#include <vector>
 
 #include "hw/hardware.h"
 #include "model/model_config.h"
@@ -30,11 +40,26 @@ inline constexpr double kAssumedPeerStepLatencyS = 10e-6;
 // peer links: the model assumes a switch fabric, or rings over every link of a mesh).
 LinkModel peer_link_model(const Hardware& hw, double step_latency_s = kAssumedPeerStepLatencyS);
 
+struct CollectiveCost {
+  double link_bytes = 0.0;     // bytes the busiest rank moves over its link in one direction
+  double latency_steps = 0.0;  // algorithm steps, each paying the link's latency
+  double seconds(const LinkModel& link) const;
+};
+
+CollectiveCost ring_all_reduce_cost(double bytes, int ranks);
+CollectiveCost all_to_all_cost(double bytes_per_rank, int ranks);
+CollectiveCost all_gather_cost(double bytes_per_rank, int ranks);
+// bytes[r][s]: what rank r sends to rank s (a square matrix, one row per rank; the
+// diagonal stays local). An exchange that moves no bytes at all costs nothing (the GPU
+// engine posts no sends or receives for it).
+CollectiveCost all_to_all_v_cost(const std::vector<std::vector<double>>& bytes);
+
 double ring_all_reduce_seconds(double bytes, int ranks, const LinkModel& link);
 double all_to_all_seconds(double bytes_per_rank, int ranks, const LinkModel& link);
 double all_gather_seconds(double bytes_per_rank, int ranks, const LinkModel& link);
+double all_to_all_v_seconds(const std::vector<std::vector<double>>& bytes, const LinkModel& link);
 
-// One training step of the data-parallel DLRM (model/dlrm.h) with global batch B over N
+// One training step of the data-parallel CPU DLRM (model/dlrm.h) with global batch B over N
 // ranks: pooled embeddings of the B/N local samples (B/N x T x D fp32) cross the fabric
 // once forward and once backward (all-to-all; an upper bound for replicated tables,
 // which move nothing forward), and the dense gradients (fp32) are all-reduced.

@@ -49,6 +49,12 @@ E2eRecord read_e2e_record(const std::string& path) {
     if (!m.at("cuda_graph").is_boolean()) throw ConfigError(where + ".cuda_graph: expected true or false");
     r.cuda_graph = m.at("cuda_graph").get<bool>();
   }
+  if (m.contains("world_size")) {
+    const double n = number(m, "world_size", where);
+    if (!(n >= 1.0) || n != std::floor(n)) throw ConfigError(where + ".world_size: expected a positive integer");
+    r.world_size = static_cast<int>(n);
+  }
+  if (r.world_size > 1) r.sharding = text(m, "sharding", where);
   if (m.contains("phase_ms")) {
     const json& phases = m.at("phase_ms");
     if (!phases.is_object()) throw ConfigError(where + ".phase_ms: expected an object of phase -> milliseconds");
@@ -72,6 +78,34 @@ StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& mode
     recipe.row_dtype = parse_dtype(record.row_dtype, record.path + ": metrics.row_dtype");
     if (recipe.row_dtype != DType::f32 && recipe.row_dtype != DType::f16 && recipe.row_dtype != DType::bf16)
       throw ConfigError(record.path + ": metrics.row_dtype '" + record.row_dtype + "': expected fp32, fp16 or bf16");
+  }
+  if (record.world_size > 1) {
+    // "t0:table_wise@0, t1:row_wise, ...": every table's type, and its owner when table_wise.
+    dist::ShardingSpec spec;
+    spec.source = record.path + ": metrics.sharding";
+    std::stringstream items(record.sharding);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      const auto first = item.find_first_not_of(' ');
+      if (first == std::string::npos) continue;
+      item = item.substr(first);
+      const auto colon = item.find(':');
+      if (colon == std::string::npos)
+        throw ConfigError(spec.source + ": '" + item + "': expected <table>:<sharding type>[@<rank>]");
+      const auto at = item.find('@', colon);
+      dist::TableShardingChoice choice;
+      choice.type = dist::parse_sharding_type(item.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1),
+                                              spec.source);
+      if (at != std::string::npos) {
+        try {
+          choice.owner = std::stoi(item.substr(at + 1));
+        } catch (const std::exception&) {
+          throw ConfigError(spec.source + ": '" + item + "': the rank after '@' is not a number");
+        }
+      }
+      spec.tables[item.substr(0, colon)] = choice;
+    }
+    apply_sharding(recipe, model, spec, record.world_size);
   }
   StepMeasurement m;
   m.label = record.path.substr(record.path.find_last_of('/') + 1);

@@ -30,15 +30,20 @@ struct E2eRecord {
   double step_ms = 0.0;   // median step
   bool cuda_graph = true;
   std::map<std::string, double> phase_ms;  // profiled phases (empty unless --profile)
+  // Data-parallel runs (mpirun -np N e2e_bench): the GPUs and every table's placement as
+  // e2e_bench writes it, "t0:table_wise@0, t1:row_wise, ..." (empty with one GPU).
+  int world_size = 1;
+  std::string sharding;
 };
 
 // Throws IoError when the file cannot be read, ConfigError naming the file and key when
 // it is not an e2e record (benchmark != "e2e", missing or mistyped metrics).
 E2eRecord read_e2e_record(const std::string& path);
 
-// The record as a measurement of `model` / `optim` on the selector's hardware: its batch,
-// GEMM precision and row dtype, every table in HBM, ids as e2e_bench draws them. Throws
-// ConfigError naming the file for an unknown precision, row dtype or phase name.
+// The record as a measurement of `model` / `optim` on the selector's hardware: its batch
+// (the global batch), GEMM precision and row dtype, every table in HBM, ids as e2e_bench
+// draws them, and with several GPUs the recorded sharding. Throws ConfigError naming the
+// file for an unknown precision, row dtype, phase name or sharding entry.
 StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& model, const OptimConfig& optim,
                                 const GemmSelector& gemm);
 

@@ -1,7 +1,8 @@
 #pragma once
 // One recipe's evaluation as JSON (`hetrec plan --evaluate`): the recipe, whether it fits,
 // the predicted step per phase, samples/s and the memory consumers, so that a measured
-// run can be compared with the prediction field by field.
+// run can be compared with the prediction field by field. With several GPUs also the
+// recipe's sharding and, per rank, its predicted step and memory (consumer by consumer).
 #include <nlohmann/json.hpp>
 
 #include "plan/search.h"

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -124,23 +125,73 @@ double id_mass(const IdDistribution& d, int64_t rows, int64_t first, int64_t las
 }
 
 double expected_unique_rows(const IdDistribution& d, int64_t rows, double draws) {
+  return expected_unique_rows_in(d, rows, 0, rows, draws);
+}
+
+namespace {
+
+// expected_unique_rows_in is a pure function the sharding search calls with the same
+// arguments many times (every candidate sharding recounts every table); the last results
+// are kept per thread. Bounded: cleared when full.
+struct UniqueRowsKey {
+  IdLaw law;
+  double exponent;
+  int64_t rows, begin, end;
+  double draws;
+  bool operator==(const UniqueRowsKey&) const = default;
+};
+struct UniqueRowsKeyHash {
+  std::size_t operator()(const UniqueRowsKey& k) const {
+    std::size_t h = std::hash<double>()(k.exponent) ^ (static_cast<std::size_t>(k.law) << 1);
+    for (const std::size_t v : {std::hash<int64_t>()(k.rows), std::hash<int64_t>()(k.begin), std::hash<int64_t>()(k.end),
+                                std::hash<double>()(k.draws)})
+      h = h * 1000003u ^ v;
+    return h;
+  }
+};
+constexpr std::size_t kUniqueRowsMemo = 1 << 16;
+
+double unique_rows_sum(const IdDistribution& d, int64_t rows, int64_t begin, int64_t end, double draws);
+
+}  // namespace
+
+double expected_unique_rows_in(const IdDistribution& d, int64_t rows, int64_t begin, int64_t end, double draws) {
   validate(d, rows);
-  if (draws <= 0.0) return 0.0;
-  if (d.law == IdLaw::uniform) return touched(1.0, static_cast<double>(rows), draws);
+  begin = std::clamp<int64_t>(begin, 0, rows);
+  end = std::clamp<int64_t>(end, begin, rows);
+  if (draws <= 0.0 || begin == end) return 0.0;
+  thread_local std::unordered_map<UniqueRowsKey, double, UniqueRowsKeyHash> memo;
+  const UniqueRowsKey key{d.law, d.law == IdLaw::uniform ? 0.0 : d.exponent, rows, begin, end, draws};
+  if (const auto it = memo.find(key); it != memo.end()) return it->second;
+  if (memo.size() >= kUniqueRowsMemo) memo.clear();
+  const double unique = unique_rows_sum(d, rows, begin, end, draws);
+  memo.emplace(key, unique);
+  return unique;
+}
+
+namespace {
+
+double unique_rows_sum(const IdDistribution& d, int64_t rows, int64_t begin, int64_t end, double draws) {
+  if (d.law == IdLaw::uniform) {
+    const double block = static_cast<double>(end - begin);
+    return touched(block / static_cast<double>(rows), block, draws);
+  }
   const double total = d.law == IdLaw::zipf ? zipf_prefix(d.exponent, rows) : 1.0;
   double unique = 0.0;
-  int64_t first = 0;
-  while (first < rows) {
+  int64_t first = begin;
+  while (first < end) {
     int64_t last = first + 1;
     if (first >= kExactRows)
       last = std::max(first + 1, static_cast<int64_t>(std::ceil(static_cast<double>(first) * kBucketGrowth)));
-    last = std::min(last, rows);
+    last = std::min(last, end);
     const double mass = d.law == IdLaw::zipf ? zipf_weight(d.exponent, first, last) / total
                                              : id_mass(d, rows, first, last);
     unique += touched(mass, static_cast<double>(last - first), draws);
     first = last;
   }
-  return std::min(unique, std::min(static_cast<double>(rows), draws));
+  return std::min(unique, std::min(static_cast<double>(end - begin), draws));
 }
+
+}  // namespace
 
 }  // namespace hetrec

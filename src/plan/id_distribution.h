@@ -33,5 +33,8 @@ double id_mass(const IdDistribution& d, int64_t rows, int64_t first, int64_t las
 // in geometric buckets over which p_r is nearly constant; the bucketing error is below
 // 1e-4 relative (tests/plan/test_id_distribution.cpp checks it against the exact sum).
 double expected_unique_rows(const IdDistribution& d, int64_t rows, double draws);
+// The same sum over rows [first, last) only (in the law's row order: row 0 is the hottest
+// under zipf and power): the distinct rows of that block among `draws` ids of the table.
+double expected_unique_rows_in(const IdDistribution& d, int64_t rows, int64_t first, int64_t last, double draws);
 
 }  // namespace hetrec

@@ -10,6 +10,7 @@
 #include "plan/device_memory.h"
 #include "plan/gpu_model_layout.h"
 #include "plan/kernel_workspaces.h"
+#include "plan/sharded_layout.h"
 
 namespace hetrec {
 namespace {
@@ -29,6 +30,10 @@ constexpr double kHalfBytes = 2.0;       // bf16 / fp16 operand copies
 // fp16 dense compute: the device loss-scale state (scale, its inverse, clean-step count,
 // overflow flag: 16 bytes; model/gpu/gpu_dlrm.cpp).
 constexpr std::size_t kLossScaleBytes = 16;
+// Several GPUs: kernels::PooledPiece (a pointer, an int64 stride, four ints) and
+// PooledGradPiece (a pointer, an int64, three ints, padded) are 32 bytes each
+// (kernels/pooled_pieces.h).
+constexpr double kPieceBytes = 32.0;
 
 // Collects consumers; every device tensor is also rounded to its allocator size class.
 class Ledger {
@@ -119,7 +124,8 @@ std::string MemoryEstimate::refusal(const Hardware& hw, double headroom) const {
   const double usable = usable_device_bytes(hw);
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.0f%%", headroom * 100.0);
-  std::string s = "needs " + format_bytes(device_bytes()) + " of device memory on " + hw.name + ", which offers " +
+  std::string s = (ranks > 1 ? "rank " + std::to_string(rank) + " of " + std::to_string(ranks) + " " : std::string()) +
+                  "needs " + format_bytes(device_bytes()) + " of device memory on " + hw.name + ", which offers " +
                   format_bytes(usable) + " (" + format_bytes((1.0 - headroom) * usable) + " with " + pct +
                   " headroom); largest consumers: ";
   bool first = true;
@@ -130,39 +136,12 @@ std::string MemoryEstimate::refusal(const Hardware& hw, double headroom) const {
   return s;
 }
 
-MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
-                               const Hardware& hw) {
-  validate_recipe(recipe, model);
-  const GpuModelLayout g = gpu_model_layout(model);
-  const double b = static_cast<double>(recipe.batch);
-  const double row_bytes = static_cast<double>(g.dim) * static_cast<double>(dtype_size(recipe.row_dtype));
-  const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.dim)) * kFloatBytes;
-  Ledger m;
+namespace {
 
-  // ---- persistent: tables, dense parameters, library workspace (model/gpu/gpu_embeddings.cpp,
-  // dense_parameters.cpp, gemm/cublaslt_gemm.h) ----
-  int64_t hbm_rows = 0, host_rows = 0;
-  int hbm_tables = 0;
-  for (std::size_t t = 0; t < model.tables.size(); ++t) {
-    if (recipe.placement[t] == TablePlacement::hbm) {
-      hbm_rows += model.tables[t].rows;
-      ++hbm_tables;
-    } else {
-      host_rows += model.tables[t].rows;
-    }
-  }
-  const std::string rows_name = std::string(dtype_name(recipe.row_dtype)) + ", dim " + std::to_string(g.dim);
-  m.device("embedding rows (" + plural(hbm_tables, "table", "tables") + " in HBM, " + rows_name + ")",
-           static_cast<double>(hbm_rows) * row_bytes);
-  m.device("embedding optimizer state (" + sparse_state_name(optim.sparse, g.dim) + ")",
-           static_cast<double>(hbm_rows) * state_bytes);
-  m.device("embedding row offsets", (g.num_tables + 1) * kRowOffsetBytes);
-  if (host_rows > 0) {
-    // With any table in host memory the kernels reach every table through pointers.
-    m.device("per-table row and state pointers", g.num_tables * kPointerBytes);
-    if (state_bytes > 0) m.device("per-table row and state pointers", g.num_tables * kPointerBytes);
-  }
-  m.device("embedding pooling flags", std::max(g.num_tables, 1));
+// Dense parameters with gradients and optimizer slots, their 16-bit copy, the loss-scale
+// state, the cuBLASLt workspace and the step scalars (model/gpu/dense_parameters.cpp,
+// gpu_dlrm.cpp, gemm/cublaslt_gemm.h): the same on every rank.
+void dense_state(Ledger& m, const GpuModelLayout& g, const OptimConfig& optim, const Recipe& recipe) {
   const double flat = static_cast<double>(g.dense_flat_elements) * kFloatBytes;
   m.device("dense parameters (" + std::to_string(g.dense_elements) + " values)", flat);
   m.device("dense gradients", flat);
@@ -175,16 +154,13 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
   m.device("cuBLASLt workspace", kCublasLtWorkspaceBytes);
   m.device("step scalars and output", kStepScalarsBytes);
   m.device("step scalars and output", kStepOutputBytes);
+}
 
-  // ---- per batch (model/gpu/batch_staging.cpp and GpuDlrm::reserve) ----
-  const double ids = std::ceil(b * g.ids_per_sample);
-  const double id_capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
-  const std::string inputs = "batch inputs on the device (dense, labels, offsets, ids)";
-  m.device(inputs, (b * g.num_dense + 1) * kFloatBytes);
-  m.device(inputs, b * kFloatBytes);
-  m.device(inputs, (b * g.num_tables + 1) * kIndexBytes);
-  m.device(inputs, id_capacity * kIndexBytes);
-
+// Activations, gradients and per-batch workspaces of `b` samples (GpuDlrm::reserve,
+// gpu_mlp.cpp, gpu_cross_net.cpp).
+void activations(Ledger& m, const GpuModelLayout& g, const Recipe& recipe, int64_t batch) {
+  const double b = static_cast<double>(batch);
+  const bool half = sixteen_bit_dense(recipe.dense);
   for (const LinearShape& l : g.bottom) m.device("bottom MLP activations", b * l.out * kFloatBytes);
   for (int i = 0; i < 2; ++i)
     m.device("bottom MLP gradient buffers", b * GpuModelLayout::max_width(g.bottom) * kFloatBytes);
@@ -236,23 +212,16 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
   m.device("top MLP input gradient", b * n * kFloatBytes);
   const int64_t widest = std::max<int64_t>({g.feature_width, g.interaction_width, GpuModelLayout::max_width(g.bottom),
                                             GpuModelLayout::max_width(g.top)});
-  m.device("bias-gradient scratch",
-           static_cast<double>(plan_kernels::column_sum_workspace_bytes(recipe.batch, widest)) + 1.0);
-  m.device("loss workspace", static_cast<double>(plan_kernels::bce_loss_workspace_bytes(recipe.batch)));
-  m.device("embedding backward workspace (sort, segments, chunk sums)",
-           static_cast<double>(plan_kernels::embedding_backward_workspace_bytes(static_cast<int64_t>(id_capacity), g.dim)));
+  m.device("bias-gradient scratch", static_cast<double>(plan_kernels::column_sum_workspace_bytes(batch, widest)) + 1.0);
+  m.device("loss workspace", static_cast<double>(plan_kernels::bce_loss_workspace_bytes(batch)));
+}
 
-  // ---- host: page-locked batch staging (batch_staging.cpp, staging_bytes), tables placed
-  // in host memory, and the host mirrors state() creates for checkpoints ----
-  m.host("page-locked batch staging", (b * g.num_dense + b) * kFloatBytes + (b * g.num_tables + 1 + id_capacity) * kIndexBytes);
-  m.host("embedding rows in host memory (" + rows_name + ")", static_cast<double>(host_rows) * row_bytes);
-  m.host("embedding optimizer state in host memory", static_cast<double>(host_rows) * state_bytes);
-  m.host("host mirrors of the model state (created at the first checkpoint)",
-         static_cast<double>(hbm_rows + host_rows) * (row_bytes + state_bytes) + flat * (1 + dense_slots(optim.dense)));
-
+MemoryEstimate finish_estimate(Ledger& m, const Hardware& hw, int rank, int ranks) {
   const double rounding = m.rounding();
   MemoryEstimate e;
   e.hardware = hw.name;
+  e.rank = rank;
+  e.ranks = ranks;
   e.usable_bytes = usable_device_bytes(hw);
   e.consumers = m.take();
   // Device consumers first: keep the host ones at the end.
@@ -263,6 +232,208 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
   const auto at = e.consumers.insert(first_host, {"caching allocator size-class rounding", MemorySpace::device, rounding});
   e.consumers.insert(at + 1, {"runtime context and library modules", MemorySpace::device, kRuntimeContextBytes});
   return e;
+}
+
+const char* group_title(ShardGroupKind kind) {
+  switch (kind) {
+    case ShardGroupKind::whole: return "table/row-wise shards";
+    case ShardGroupKind::column: return "column shards";
+    case ShardGroupKind::replicated: return "replicated tables";
+  }
+  return "?";
+}
+
+// Device floats of the engine's exchange buffers: at least one each (sharded_embeddings.cpp,
+// floats()).
+double exchange_floats(double n) { return std::max(n, 1.0) * kFloatBytes; }
+
+// One rank of the data-parallel GPU engine (model/gpu/gpu_dlrm.cpp with
+// sharded_embeddings.cpp): its shards' rows and optimizer state group by group, the
+// replicated dense state, its samples' activations, the group stagings of the global
+// batch's bags, the exchange buffers and the piece lists.
+MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
+                           const Hardware& hw, const GpuModelLayout& g, const RankShards& rs,
+                           const ExchangeBytes& exchange) {
+  const double b = static_cast<double>(recipe.batch);
+  const double local = static_cast<double>(rs.local_samples);
+  const double row_size = static_cast<double>(dtype_size(recipe.row_dtype));
+  const std::string dtype = std::string(dtype_name(recipe.row_dtype));
+  Ledger m;
+  double mirror_bytes = 0.0;
+  // ---- persistent: each group is one GpuEmbeddings (gpu_embeddings.cpp) ----
+  for (const ShardGroup& grp : rs.groups) {
+    const double row_bytes = grp.width * row_size;
+    const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, grp.width)) * kFloatBytes;
+    int64_t hbm_rows = 0, host_rows = 0;
+    int hbm_tables = 0;
+    for (const ShardLoad& s : grp.shards) {
+      if (s.host) host_rows += s.rows;
+      else {
+        hbm_rows += s.rows;
+        ++hbm_tables;
+      }
+    }
+    const std::string what = std::string(group_title(grp.kind)) + ", " + dtype + ", " + std::to_string(grp.width) +
+                             " columns";
+    m.device("embedding rows (" + plural(hbm_tables, "shard", "shards") + " in HBM, " + what + ")",
+             static_cast<double>(hbm_rows) * row_bytes);
+    m.device("embedding optimizer state (" + std::string(group_title(grp.kind)) + ", " +
+                 sparse_state_name(optim.sparse, grp.width) + ")",
+             static_cast<double>(hbm_rows) * state_bytes);
+    const auto tables = static_cast<int>(grp.shards.size());
+    m.device("embedding row offsets", (tables + 1) * kRowOffsetBytes);
+    if (host_rows > 0) {
+      m.device("per-table row and state pointers", tables * kPointerBytes);
+      if (state_bytes > 0) m.device("per-table row and state pointers", tables * kPointerBytes);
+    }
+    m.device("embedding pooling flags", std::max(tables, 1));
+    m.host("embedding rows in host memory (" + what + ")", static_cast<double>(host_rows) * row_bytes);
+    m.host("embedding optimizer state in host memory", static_cast<double>(host_rows) * state_bytes);
+    mirror_bytes += static_cast<double>(hbm_rows + host_rows) * (row_bytes + state_bytes);
+  }
+  dense_state(m, g, optim, recipe);
+
+  // ---- per batch: the rank's samples (dense, labels; no bags) and every group's bags ----
+  const std::string inputs = "batch inputs on the device (dense, labels, offsets, ids)";
+  m.device(inputs, (local * g.num_dense + 1) * kFloatBytes);
+  m.device(inputs, local * kFloatBytes);
+  m.device(inputs, 1 * kIndexBytes);  // offsets of a staging without tables
+  double staging_host = (local * g.num_dense + local) * kFloatBytes + 1 * kIndexBytes;
+  const auto staging = [&](const std::string& name, double samples, double tables, double ids) {
+    const double capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
+    m.device(name, 1 * kFloatBytes);  // no dense features: one float
+    m.device(name, samples * kFloatBytes);
+    m.device(name, (samples * tables + 1) * kIndexBytes);
+    m.device(name, capacity * kIndexBytes);
+    staging_host += samples * kFloatBytes + (samples * tables + 1 + capacity) * kIndexBytes;
+    return capacity;
+  };
+  std::vector<double> capacities;
+  for (const ShardGroup& grp : rs.groups) {
+    const double tables = static_cast<double>(grp.shards.size());
+    const std::string name = std::string("shard bags of the global batch (") + group_title(grp.kind) + ")";
+    capacities.push_back(staging(name, b, tables, std::ceil(grp.update_ids())));
+    if (grp.kind == ShardGroupKind::replicated)
+      staging("replicated tables' bags of the rank's samples", local, tables, std::ceil(grp.lookup_ids()));
+  }
+  activations(m, g, recipe, rs.local_samples);
+
+  // ---- exchange buffers (ShardedGpuEmbeddings::reserve) ----
+  const auto r = static_cast<std::size_t>(rs.rank);
+  const auto buffers = [&](const std::string& name, const std::vector<int64_t>& columns) {
+    double all = 0.0;  // every rank's shards side by side
+    for (int64_t c : columns) all += static_cast<double>(c);
+    const double mine = static_cast<double>(columns[r]);
+    m.device(name + " (pooled and arrived gradients, every sample)", exchange_floats(b * mine));
+    m.device(name + " (pooled and arrived gradients, every sample)", exchange_floats(b * mine));
+    m.device(name + " (received and gradients to send, its samples)", exchange_floats(local * all));
+    m.device(name + " (received and gradients to send, its samples)", exchange_floats(local * all));
+  };
+  buffers("exchange buffers, table/row-wise", exchange.whole_columns);
+  buffers("exchange buffers, column-wise", exchange.column_columns);
+  const double replicated = static_cast<double>(exchange.replicated_columns);
+  const std::string replica = "exchange buffers, replicated";
+  m.device(replica + " (pooled and gradients to send, its samples)", exchange_floats(local * replicated));
+  m.device(replica + " (pooled and gradients to send, its samples)", exchange_floats(local * replicated));
+  m.device(replica + " (gathered gradients, every sample)", exchange_floats(b * replicated));
+  // One gather piece and one scatter piece per pooled piece, and each slot's first piece.
+  m.device("pooled piece lists", static_cast<double>(exchange.pieces) * kPieceBytes);
+  m.device("pooled piece lists", static_cast<double>(exchange.pieces) * kPieceBytes);
+  m.device("pooled piece lists", (g.num_tables + 1) * kIndexBytes);
+
+  // ---- each group's fused-backward workspace (embedding_bag_backward.cu) ----
+  for (std::size_t k = 0; k < rs.groups.size(); ++k)
+    m.device("embedding backward workspace (sort, segments, chunk sums)",
+             static_cast<double>(plan_kernels::embedding_backward_workspace_bytes(
+                 static_cast<int64_t>(capacities[k]), rs.groups[k].width)));
+
+  // ---- host ----
+  const double flat = static_cast<double>(g.dense_flat_elements) * kFloatBytes;
+  m.host("page-locked batch staging", staging_host);
+  m.host("host mirrors of the model state (created at the first checkpoint)",
+         mirror_bytes + flat * (1 + dense_slots(optim.dense)));
+  return finish_estimate(m, hw, rs.rank, recipe.gpus);
+}
+
+// The single-device engine (model/gpu/gpu_dlrm.cpp without shards).
+MemoryEstimate single_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                             const Hardware& hw) {
+  const GpuModelLayout g = gpu_model_layout(model);
+  const double b = static_cast<double>(recipe.batch);
+  const double row_bytes = static_cast<double>(g.dim) * static_cast<double>(dtype_size(recipe.row_dtype));
+  const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.dim)) * kFloatBytes;
+  Ledger m;
+
+  // ---- persistent: tables, dense parameters, library workspace (model/gpu/gpu_embeddings.cpp,
+  // dense_parameters.cpp, gemm/cublaslt_gemm.h) ----
+  int64_t hbm_rows = 0, host_rows = 0;
+  int hbm_tables = 0;
+  for (std::size_t t = 0; t < model.tables.size(); ++t) {
+    if (recipe.placement[t] == TablePlacement::hbm) {
+      hbm_rows += model.tables[t].rows;
+      ++hbm_tables;
+    } else {
+      host_rows += model.tables[t].rows;
+    }
+  }
+  const std::string rows_name = std::string(dtype_name(recipe.row_dtype)) + ", dim " + std::to_string(g.dim);
+  m.device("embedding rows (" + plural(hbm_tables, "table", "tables") + " in HBM, " + rows_name + ")",
+           static_cast<double>(hbm_rows) * row_bytes);
+  m.device("embedding optimizer state (" + sparse_state_name(optim.sparse, g.dim) + ")",
+           static_cast<double>(hbm_rows) * state_bytes);
+  m.device("embedding row offsets", (g.num_tables + 1) * kRowOffsetBytes);
+  if (host_rows > 0) {
+    // With any table in host memory the kernels reach every table through pointers.
+    m.device("per-table row and state pointers", g.num_tables * kPointerBytes);
+    if (state_bytes > 0) m.device("per-table row and state pointers", g.num_tables * kPointerBytes);
+  }
+  m.device("embedding pooling flags", std::max(g.num_tables, 1));
+  dense_state(m, g, optim, recipe);
+
+  // ---- per batch (model/gpu/batch_staging.cpp and GpuDlrm::reserve) ----
+  const double ids = std::ceil(b * g.ids_per_sample);
+  const double id_capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
+  const std::string inputs = "batch inputs on the device (dense, labels, offsets, ids)";
+  m.device(inputs, (b * g.num_dense + 1) * kFloatBytes);
+  m.device(inputs, b * kFloatBytes);
+  m.device(inputs, (b * g.num_tables + 1) * kIndexBytes);
+  m.device(inputs, id_capacity * kIndexBytes);
+  activations(m, g, recipe, recipe.batch);
+  m.device("embedding backward workspace (sort, segments, chunk sums)",
+           static_cast<double>(plan_kernels::embedding_backward_workspace_bytes(static_cast<int64_t>(id_capacity), g.dim)));
+
+  // ---- host: page-locked batch staging (batch_staging.cpp, staging_bytes), tables placed
+  // in host memory, and the host mirrors state() creates for checkpoints ----
+  const double flat = static_cast<double>(g.dense_flat_elements) * kFloatBytes;
+  m.host("page-locked batch staging", (b * g.num_dense + b) * kFloatBytes + (b * g.num_tables + 1 + id_capacity) * kIndexBytes);
+  m.host("embedding rows in host memory (" + rows_name + ")", static_cast<double>(host_rows) * row_bytes);
+  m.host("embedding optimizer state in host memory", static_cast<double>(host_rows) * state_bytes);
+  m.host("host mirrors of the model state (created at the first checkpoint)",
+         static_cast<double>(hbm_rows + host_rows) * (row_bytes + state_bytes) + flat * (1 + dense_slots(optim.dense)));
+  return finish_estimate(m, hw, 0, 1);
+}
+
+}  // namespace
+
+std::vector<MemoryEstimate> estimate_rank_memory(const ModelConfig& model, const OptimConfig& optim,
+                                                 const Recipe& recipe, const Hardware& hw, const IdDistribution& ids) {
+  validate_recipe(recipe, model);
+  if (recipe.gpus == 1) return {single_memory(model, optim, recipe, hw)};
+  const GpuModelLayout g = gpu_model_layout(model);
+  const ExchangeBytes exchange = exchange_bytes(model, recipe);
+  std::vector<MemoryEstimate> out;
+  for (const RankShards& rs : rank_shards(model, recipe, ids))
+    out.push_back(rank_memory(optim, recipe, hw, g, rs, exchange));
+  return out;
+}
+
+MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                               const Hardware& hw, const IdDistribution& ids) {
+  std::vector<MemoryEstimate> ranks = estimate_rank_memory(model, optim, recipe, hw, ids);
+  std::size_t largest = 0;
+  for (std::size_t r = 1; r < ranks.size(); ++r)
+    if (ranks[r].device_bytes() > ranks[largest].device_bytes()) largest = r;
+  return std::move(ranks[largest]);
 }
 
 }  // namespace hetrec

@@ -1,6 +1,7 @@
 #pragma once
-// A recipe: the software choices the planner makes for one model on one accelerator:
-// batch size, dense (GEMM) precision, embedding row precision and where each table lives.
+// A recipe: the software choices the planner makes for one model on one accelerator (or
+// on N accelerators of one host): batch size, dense (GEMM) precision, embedding row
+// precision, where each table lives, and with several GPUs how each table is sharded.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "dist/sharding.h"
 #include "model/model_config.h"
 
 namespace hetrec {
@@ -25,14 +27,28 @@ inline bool sixteen_bit_dense(DensePrecision p) { return p == DensePrecision::bf
 // host memory, read and updated by the GPU over the host link.
 enum class TablePlacement { hbm, host };
 
+// How one table is sharded over the GPUs of a data-parallel job (dist/sharding.h).
+struct TableSharding {
+  dist::ShardingType type = dist::ShardingType::table_wise;
+  int owner = 0;  // table_wise: the rank that holds the table
+
+  bool operator==(const TableSharding&) const = default;
+};
+
 struct Recipe {
   std::string hardware;  // hardware description name, e.g. "h200_sxm"
-  int64_t batch = 0;
+  int64_t batch = 0;     // the global batch: with N GPUs each trains batch / N samples
   DensePrecision dense = DensePrecision::fp32;
   DType row_dtype = DType::f32;           // fp32, fp16 or bf16 (16-bit rows use stochastic rounding)
   std::vector<TablePlacement> placement;  // one per table of the model
+  // GPUs of one host the job runs on (`mpirun -np gpus hetrec train`); 1: the
+  // single-device engine, and `sharding` is empty.
+  int gpus = 1;
+  std::vector<TableSharding> sharding;  // gpus > 1: one per table of the model
 
   int host_tables() const;
+  // Tables of each sharding type (gpus > 1).
+  int sharded_tables(dist::ShardingType type) const;
 };
 
 std::string_view dense_precision_name(DensePrecision p);
@@ -44,12 +60,34 @@ std::string_view placement_name(TablePlacement p);
 // the tables named in model.host_tables in host memory, every other table in HBM.
 Recipe recipe_of_model(const ModelConfig& model, int64_t batch, const std::string& hardware);
 
+// Gives the recipe `gpus` GPUs with the sharding `spec` resolved for them
+// (dist::plan_sharding: its defaults and errors); gpus = 1 clears the sharding.
+void apply_sharding(Recipe& recipe, const ModelConfig& model, const dist::ShardingSpec& spec, int gpus);
+
+// The recipe's sharding as the [recipe.sharding] a config carries (every table named),
+// and resolved for its GPUs. With one GPU: every table table_wise on rank 0.
+dist::ShardingSpec sharding_spec(const Recipe& recipe, const ModelConfig& model);
+dist::ShardingPlan sharding_plan(const Recipe& recipe, const ModelConfig& model);
+
 // Throws ConfigError when the recipe does not match the model (placement count, row
-// dtype other than fp32/fp16/bf16, batch < 1).
+// dtype other than fp32/fp16/bf16, batch < 1; with several GPUs: one sharding per table,
+// owners among the GPUs, a row_wise table with fewer rows than GPUs, a column_wise
+// table whose dim gives some GPU fewer than 2 columns, a batch smaller than the GPUs).
 void validate_recipe(const Recipe& recipe, const ModelConfig& model);
 
+// Why the data-parallel GPU engine (model/gpu/sharded_embeddings.h) cannot run the
+// recipe's sharding, or "" when it can: a mean-pooled table sharded row_wise (the row
+// blocks' partial sums cannot be divided by the bag's length), a column_wise table under
+// row-wise Adagrad (its accumulator needs every column's gradient).
+std::string gpu_sharding_unsupported(const Recipe& recipe, const ModelConfig& model, const OptimConfig& optim);
+// Whether `type` is legal for table `t` on `gpus` GPUs under the GPU engine: plan_sharding
+// accepts it and the engine supports it (gpu_sharding_unsupported).
+bool gpu_sharding_allowed(dist::ShardingType type, const ModelConfig& model, const OptimConfig& optim, std::size_t t,
+                          int gpus);
+
 // "batch 65536, tf32 GEMMs, fp16 rows, all tables in HBM" (or "..., 4 tables in host
-// memory (t0, t9, t19, t20)").
+// memory (t0, t9, t19, t20)"); with several GPUs "..., 2 GPUs: 22 table_wise, 4 row_wise
+// (t0, t9, t19, t20)".
 std::string describe_recipe(const Recipe& recipe, const ModelConfig& model);
 
 }  // namespace hetrec

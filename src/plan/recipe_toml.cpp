@@ -21,6 +21,14 @@ std::string quoted(std::string_view text) {
   return out + "\"";
 }
 
+// A TOML key: bare when it is made of A-Z a-z 0-9 _ -, else a quoted key.
+std::string key(std::string_view name) {
+  bool bare = !name.empty();
+  for (char c : name)
+    bare = bare && ((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+  return bare ? std::string(name) : quoted(name);
+}
+
 // A comment line's text: line breaks would end the comment.
 std::string one_line(std::string text) {
   for (char& c : text)
@@ -51,8 +59,17 @@ std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& predictio
     }
     s += "]\n";
   }
+  if (recipe.gpus > 1) s += fmt::format("gpus = {}\n", recipe.gpus);
   s += fmt::format("predicted_step_ms = {:.3f}\n", prediction.step_ms);
   s += fmt::format("predicted_samples_per_s = {:.1f}\n", prediction.samples_per_s);
+  if (recipe.gpus == 1) return s;
+  s += "\n[recipe.sharding]\ndefault = \"table_wise\"\n";
+  for (std::size_t t = 0; t < recipe.sharding.size(); ++t) {
+    const TableSharding& sh = recipe.sharding[t];
+    s += fmt::format("\n[recipe.sharding.tables.{}]\ntype = \"{}\"\n", key(model.tables[t].name),
+                     dist::sharding_type_name(sh.type));
+    if (sh.type == dist::ShardingType::table_wise) s += fmt::format("rank = {}\n", sh.owner);
+  }
   return s;
 }
 

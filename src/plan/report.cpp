@@ -10,7 +10,7 @@ namespace hetrec {
 namespace {
 
 // Width of the row-label column and the narrowest value column.
-constexpr std::size_t kLabelWidth = 24;
+constexpr std::size_t kLabelWidth = 34;
 constexpr std::size_t kMinColumnWidth = 20;
 
 std::string rows_text(const Recipe& r) { return std::string(dtype_name(r.row_dtype)); }
@@ -58,9 +58,27 @@ std::string format_plan_table(const Workload& workload, const std::vector<PlanRe
   row("GEMMs", value([](const RecipeEvaluation& e, std::size_t) { return std::string(dense_precision_name(e.recipe.dense)); }));
   row("embedding rows", value([](const RecipeEvaluation& e, std::size_t) { return rows_text(e.recipe); }));
   row("tables in host memory", value([](const RecipeEvaluation& e, std::size_t) { return host_text(e.recipe); }));
-  row("device memory (GiB)", value([&](const RecipeEvaluation& e, std::size_t) {
+  int most_gpus = 1;
+  for (const RecipeEvaluation* e : best)
+    if (e) most_gpus = std::max(most_gpus, e->recipe.gpus);
+  if (most_gpus > 1) {
+    row("GPUs", value([](const RecipeEvaluation& e, std::size_t) { return std::to_string(e.recipe.gpus); }));
+    for (const dist::ShardingType type : {dist::ShardingType::table_wise, dist::ShardingType::row_wise,
+                                          dist::ShardingType::column_wise, dist::ShardingType::replicated})
+      row(std::string("  ") + dist::sharding_type_name(type) + " tables", value([type](const RecipeEvaluation& e, std::size_t) {
+            return std::to_string(e.recipe.sharded_tables(type));
+          }));
+  }
+  row(most_gpus > 1 ? "device memory (GiB, fullest rank)" : "device memory (GiB)",
+      value([&](const RecipeEvaluation& e, std::size_t) {
         return fmt::format("{:.1f} of {:.1f}", e.memory.device_bytes() / kGiB, e.memory.usable_bytes / kGiB);
       }));
+  for (int r = 0; most_gpus > 1 && r < most_gpus; ++r)
+    row("  rank " + std::to_string(r) + " (GiB, ms)", value([r](const RecipeEvaluation& e, std::size_t) {
+          const auto k = static_cast<std::size_t>(r);
+          if (k >= e.rank_memory.size() || k >= e.step.rank_step_ms.size()) return std::string("-");
+          return fmt::format("{:.1f}, {:.2f}", e.rank_memory[k].device_bytes() / kGiB, e.step.rank_step_ms[k]);
+        }));
   row("step (ms)", value([](const RecipeEvaluation& e, std::size_t) { return fmt::format("{:.2f}", e.step.step_ms); }));
   row("samples/s", value([](const RecipeEvaluation& e, std::size_t) { return format_rate(e.step.samples_per_s); }));
   row("step model", [&](std::size_t i) {
@@ -68,7 +86,8 @@ std::string format_plan_table(const Workload& workload, const std::vector<PlanRe
   });
   s += "phase (ms)\n";
   for (StepPhase ph : kAllStepPhases)
-    row("  " + std::string(step_phase_name(ph)),
+    if (most_gpus > 1 || !communication_phase(ph))
+      row("  " + std::string(step_phase_name(ph)),
         value([ph](const RecipeEvaluation& e, std::size_t) { return fmt::format("{:.3f}", e.step.phase(ph)); }));
   for (std::size_t i = 0; i < plans.size(); ++i)
     if (!best[i]) s += refusals[i] + "\n";
@@ -78,6 +97,7 @@ std::string format_plan_table(const Workload& workload, const std::vector<PlanRe
 std::string format_phase_table(const RecipeEvaluation& e) {
   std::string s = fmt::format("{:<{}}{:>10}{:>9}\n", "phase", kLabelWidth, "ms", "share");
   for (StepPhase ph : kAllStepPhases) {
+    if (e.recipe.gpus == 1 && communication_phase(ph)) continue;
     const double ms = e.step.phase(ph);
     s += fmt::format("{:<{}}{:>10.3f}{:>8.1f}%\n", step_phase_name(ph), kLabelWidth, ms,
                      e.step.step_ms > 0.0 ? 100.0 * ms / e.step.step_ms : 0.0);

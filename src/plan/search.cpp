@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
+#include "optim/sparse_update.h"
 
 namespace hetrec {
 
@@ -23,6 +25,13 @@ void validate_constraints(const PlanConstraints& c) {
       throw ConfigError("plan constraint row precisions: expected fp32, fp16 or bf16, got " + std::string(dtype_name(t)));
   if (!(c.lower_precision_gain >= 0.0))
     throw ConfigError("plan constraint lower_precision_gain: expected >= 0, got " + std::to_string(c.lower_precision_gain));
+  if (c.gpus < 1) throw ConfigError("plan constraint gpus: expected >= 1, got " + std::to_string(c.gpus));
+  if (c.gpus > 1 && c.allow_host_tables)
+    throw ConfigError("plan constraints: tables in host memory are planned for one GPU only (--allow-host-tables with "
+                      "--gpus " + std::to_string(c.gpus) + ")");
+  if (c.max_batch < c.gpus)
+    throw ConfigError("plan constraint max_batch: " + std::to_string(c.max_batch) + " samples for " +
+                      std::to_string(c.gpus) + " GPUs; each GPU needs at least one sample");
 }
 
 int precision_steps(const Recipe& recipe) {
@@ -35,7 +44,11 @@ RecipeEvaluation evaluate_recipe(const Workload& workload, const Recipe& recipe,
                                  const PlanConstraints& constraints) {
   RecipeEvaluation e;
   e.recipe = recipe;
-  e.memory = estimate_memory(workload.model, workload.optim, recipe, target.hw());
+  e.rank_memory = estimate_rank_memory(workload.model, workload.optim, recipe, target.hw(), workload.ids);
+  std::size_t largest = 0;
+  for (std::size_t r = 1; r < e.rank_memory.size(); ++r)
+    if (e.rank_memory[r].device_bytes() > e.rank_memory[largest].device_bytes()) largest = r;
+  e.memory = e.rank_memory[largest];
   e.fits = e.memory.fits(target.hw(), constraints.headroom);
   if (!e.fits) e.refusal = e.memory.refusal(target.hw(), constraints.headroom);
   e.step = predict_step(step_work(workload.model, workload.optim, recipe, target.gemm, workload.ids), target.step);
@@ -51,8 +64,9 @@ const RecipeEvaluation& PlanResult::best() const {
   const auto smallest = std::min_element(refused.begin(), refused.end(), [](const auto& a, const auto& b) {
     return a.memory.device_bytes() < b.memory.device_bytes();
   });
-  throw ConfigError("plan for '" + hardware + "': no recipe fits; the smallest candidate (" +
-                    std::to_string(smallest->recipe.batch) + " samples, " +
+  throw ConfigError("plan for '" + hardware + "'" +
+                    (smallest->recipe.gpus > 1 ? " on " + std::to_string(smallest->recipe.gpus) + " GPUs" : "") +
+                    ": no recipe fits; the smallest candidate (" + std::to_string(smallest->recipe.batch) + " samples, " +
                     std::string(dtype_name(smallest->recipe.row_dtype)) + " rows, " +
                     std::to_string(smallest->recipe.host_tables()) + " tables in host memory) " +
                     smallest->refusal);
@@ -79,11 +93,200 @@ std::vector<int> host_placement_order(const ModelConfig& model) {
   return order;
 }
 
+namespace {
+
+using dist::ShardingType;
+
+// Longest processing time first: each table (costliest first) to the rank with the least
+// load so far. `loads` starts with what the ranks already carry.
+void balance_table_wise(std::vector<TableSharding>& sharding, const std::vector<double>& cost,
+                        std::vector<double> loads) {
+  std::vector<std::size_t> order;
+  for (std::size_t t = 0; t < sharding.size(); ++t)
+    if (sharding[t].type == ShardingType::table_wise) order.push_back(t);
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return cost[a] > cost[b]; });
+  for (std::size_t t : order) {
+    const auto least = std::min_element(loads.begin(), loads.end()) - loads.begin();
+    sharding[t].owner = static_cast<int>(least);
+    loads[static_cast<std::size_t>(least)] += cost[t];
+  }
+}
+
+// The tables not table_wise spread their cost over the ranks: split ones 1/N each,
+// replicated ones whole on every rank.
+std::vector<double> fixed_loads(const std::vector<TableSharding>& sharding, const std::vector<double>& cost, int gpus) {
+  std::vector<double> loads(static_cast<std::size_t>(gpus), 0.0);
+  for (std::size_t t = 0; t < sharding.size(); ++t) {
+    const ShardingType type = sharding[t].type;
+    if (type == ShardingType::table_wise) continue;
+    const double share = type == ShardingType::replicated ? cost[t] : cost[t] / gpus;
+    for (double& l : loads) l += share;
+  }
+  return loads;
+}
+
+// Tables sorted by `key`, largest first.
+std::vector<std::size_t> by_decreasing(const std::vector<double>& key) {
+  std::vector<std::size_t> order(key.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return key[a] > key[b]; });
+  return order;
+}
+
+// The split a table gets when it is too costly or too large for one rank: row_wise, or
+// column_wise where row_wise is not legal; table_wise when neither is.
+ShardingType split_type(const Workload& w, std::size_t t, int gpus) {
+  if (gpu_sharding_allowed(ShardingType::row_wise, w.model, w.optim, t, gpus)) return ShardingType::row_wise;
+  if (gpu_sharding_allowed(ShardingType::column_wise, w.model, w.optim, t, gpus)) return ShardingType::column_wise;
+  return ShardingType::table_wise;
+}
+
+// Small tables: at most this many bytes of rows and optimizer state are replicated on
+// every rank in the replicating variants (a lookup of the local samples instead of an
+// exchange; the update over the global batch on every rank). Planner's choice: a table
+// of 1 MiB or 64 MiB costs little memory next to the activations.
+constexpr double kReplicateBytes[] = {1.0 * 1024 * 1024, 64.0 * 1024 * 1024};
+// The most tables the split variants split (the costliest or largest first).
+constexpr std::size_t kMaxSplitTables = 8;
+
+}  // namespace
+
+std::vector<std::vector<TableSharding>> candidate_shardings(const Workload& w, const Recipe& base,
+                                                            const PlanTarget& target) {
+  const int n = base.gpus;
+  if (n < 2) throw ConfigError("candidate_shardings: expected a recipe for several GPUs, got " + std::to_string(n));
+  const std::size_t tables = w.model.tables.size();
+  const double row_bytes = static_cast<double>(w.model.embedding_dim) * static_cast<double>(dtype_size(base.row_dtype));
+  const double state_bytes =
+      static_cast<double>(sparse_state_per_row(w.optim.sparse, w.model.embedding_dim)) * 4.0;  // fp32 state
+  std::vector<double> cost(tables), bytes(tables);
+  for (std::size_t t = 0; t < tables; ++t) {
+    cost[t] = table_embedding_us(w.model, w.optim, base, target.hw(), w.ids, target.step, t);
+    bytes[t] = static_cast<double>(w.model.tables[t].rows) * (row_bytes + state_bytes);
+  }
+  std::vector<std::vector<TableSharding>> out;
+  const auto add = [&](std::vector<TableSharding> s) {
+    for (std::size_t t = 0; t < tables; ++t)
+      if (!gpu_sharding_allowed(s[t].type, w.model, w.optim, t, n))
+        throw InternalError("candidate_shardings: an illegal sharding for table " + w.model.tables[t].name);
+    if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(std::move(s));
+  };
+  // dist::plan_sharding's default: table_wise, table t on rank t mod N.
+  std::vector<TableSharding> round_robin(tables);
+  for (std::size_t t = 0; t < tables; ++t) round_robin[t] = {ShardingType::table_wise, static_cast<int>(t % n)};
+  add(round_robin);
+
+  // Base placements: table_wise balanced by time or by bytes, and with the k costliest
+  // (or largest) tables split.
+  std::vector<std::vector<TableSharding>> bases;
+  for (const std::vector<double>* key : {&cost, &bytes}) {
+    std::vector<TableSharding> s(tables);
+    balance_table_wise(s, *key, std::vector<double>(static_cast<std::size_t>(n), 0.0));
+    bases.push_back(s);
+    const std::vector<std::size_t> order = by_decreasing(*key);
+    for (std::size_t k = 1; k <= std::min(kMaxSplitTables, tables); ++k) {
+      std::vector<TableSharding> split(tables);
+      for (std::size_t i = 0; i < k; ++i) split[order[i]].type = split_type(w, order[i], n);
+      balance_table_wise(split, *key, fixed_loads(split, *key, n));
+      bases.push_back(split);
+    }
+  }
+  for (const ShardingType uniform : {ShardingType::row_wise, ShardingType::column_wise}) {
+    std::vector<TableSharding> s(tables);
+    bool any = false;
+    for (std::size_t t = 0; t < tables; ++t)
+      if (gpu_sharding_allowed(uniform, w.model, w.optim, t, n)) {
+        s[t].type = uniform;
+        any = true;
+      }
+    if (!any) continue;
+    balance_table_wise(s, cost, fixed_loads(s, cost, n));
+    bases.push_back(s);
+  }
+  for (const std::vector<TableSharding>& b : bases) {
+    add(b);
+    for (double limit : kReplicateBytes) {
+      std::vector<TableSharding> s = b;
+      bool any = false;
+      for (std::size_t t = 0; t < tables; ++t)
+        if (bytes[t] <= limit && s[t].type == ShardingType::table_wise) {
+          s[t] = {ShardingType::replicated, 0};
+          any = true;
+        }
+      if (!any) continue;
+      balance_table_wise(s, cost, fixed_loads(s, cost, n));
+      add(s);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Several GPUs: for each (batch, row dtype) the shardings ranked by the terms they change,
+// then for each dense precision the fastest whose every rank fits.
+void plan_sharded(const Workload& workload, const PlanTarget& target, const PlanConstraints& constraints,
+                  PlanResult& result) {
+  const Hardware& hw = target.hw();
+  for (int64_t batch : candidate_batches(constraints)) {
+    if (batch < constraints.gpus) continue;
+    for (DType rows : constraints.rows) {
+      Recipe base = recipe_of_model(workload.model, batch, hw.name);
+      base.row_dtype = rows;
+      base.placement.assign(workload.model.tables.size(), TablePlacement::hbm);
+      base.gpus = constraints.gpus;
+      std::vector<std::pair<double, std::vector<TableSharding>>> ranked;
+      for (std::vector<TableSharding>& s : candidate_shardings(workload, base, target)) {
+        Recipe r = base;
+        r.sharding = s;
+        const double ms =
+            predict_step(sharded_step_work(workload.model, workload.optim, r, hw, workload.ids), target.step).step_ms;
+        ranked.emplace_back(ms, std::move(s));
+      }
+      std::stable_sort(ranked.begin(), ranked.end(),
+                       [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (DensePrecision dense : constraints.dense) {
+        if (dense == DensePrecision::tf32 && hw.dense_tflops.tf32 <= 0.0) continue;
+        Recipe r = base;
+        r.dense = dense;
+        std::optional<RecipeEvaluation> refused;
+        bool planned = false;
+        for (const auto& [ms, sharding] : ranked) {
+          r.sharding = sharding;
+          MemoryEstimate memory = estimate_memory(workload.model, workload.optim, r, hw, workload.ids);
+          if (!memory.fits(hw, constraints.headroom)) {
+            if (!refused || memory.device_bytes() < refused->memory.device_bytes()) {
+              refused = RecipeEvaluation{};
+              refused->recipe = r;
+              refused->refusal = memory.refusal(hw, constraints.headroom);
+              refused->memory = std::move(memory);
+            }
+            continue;
+          }
+          result.ranked.push_back(evaluate_recipe(workload, r, target, constraints));
+          planned = true;
+          break;
+        }
+        // Nothing fits: the sharding that needs the least memory on its fullest rank.
+        if (!planned && refused) result.refused.push_back(std::move(*refused));
+      }
+    }
+  }
+}
+
+}  // namespace
+
 PlanResult plan_recipes(const Workload& workload, const PlanTarget& target, const PlanConstraints& constraints) {
   validate_constraints(constraints);
   const Hardware& hw = target.hw();
   PlanResult result;
   result.hardware = hw.name;
+  if (constraints.gpus > 1) {
+    plan_sharded(workload, target, constraints, result);
+    std::stable_sort(result.ranked.begin(), result.ranked.end(),
+                     [](const RecipeEvaluation& a, const RecipeEvaluation& b) { return a.score > b.score; });
+    return result;
+  }
   const std::vector<int> order = host_placement_order(workload.model);
   for (int64_t batch : candidate_batches(constraints)) {
     for (DensePrecision dense : constraints.dense) {

@@ -3,11 +3,21 @@
 // precision, row precision, and, when allowed, tables moved to host memory until the rest
 // fits), filtered by the memory model and ranked by the step model's samples per second.
 //
+// With N GPUs (PlanConstraints::gpus) the batch is the global batch and each candidate
+// (batch, precisions) also gets a sharding: candidate_shardings proposes table_wise
+// placements balanced by each table's predicted embedding time (longest processing time
+// first) or by its bytes, variants that split the costliest or the largest tables
+// row_wise (column_wise where row_wise is not legal), the same with small tables
+// replicated, and uniform row_wise / column_wise; every one legal for the GPU engine.
+// They are ranked by the terms a sharding changes (sharded_step_work: the dense phases
+// are the same for all), and the fastest whose every rank fits is kept.
+//
 // Lower precision must pay for itself: a candidate's score is its samples/s divided by
 // (1 + lower_precision_gain) for every step down from full precision (16-bit rows: one
 // step; TF32 GEMMs: one; bf16 or fp16 GEMMs: two). A GPU whose memory holds fp32 rows keeps them
 // unless 16-bit rows are more than that gain faster.
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -28,12 +38,16 @@ inline constexpr int64_t kDefaultMinBatch = 1024;
 // A step down in precision must buy more than 10% throughput.
 inline constexpr double kDefaultLowerPrecisionGain = 0.10;
 
+// Every embedding row precision the GPU engine runs.
+inline constexpr DType kRowPrecisions[] = {DType::f32, DType::f16, DType::bf16};
+
 struct PlanConstraints {
+  int gpus = 1;  // GPUs of one host (the --hw hardware, its peer link between them)
   double headroom = kDefaultHeadroom;
   // fp32 and tf32 GEMMs by default; bf16 (which the GPU backend also runs) on request,
   // until its step and memory terms are calibrated. Every row precision.
   std::vector<DensePrecision> dense = {DensePrecision::fp32, DensePrecision::tf32};
-  std::vector<DType> rows = {DType::f32, DType::f16, DType::bf16};
+  std::vector<DType> rows = std::vector<DType>(std::begin(kRowPrecisions), std::end(kRowPrecisions));
   bool allow_host_tables = false;  // on request: host-resident tables are not calibrated yet
   int64_t min_batch = kDefaultMinBatch;
   int64_t max_batch = kDefaultMaxBatch;
@@ -45,7 +59,8 @@ void validate_constraints(const PlanConstraints& c);
 
 struct RecipeEvaluation {
   Recipe recipe;
-  MemoryEstimate memory;
+  MemoryEstimate memory;  // with several GPUs: the rank that needs the most device memory
+  std::vector<MemoryEstimate> rank_memory;  // every rank's (one with one GPU)
   bool fits = false;
   StepPrediction step;  // computed for every evaluation that fits, and by evaluate_recipe
   double score = 0.0;   // samples/s discounted for lowered precision
@@ -74,6 +89,12 @@ struct PlanResult {
 std::vector<int64_t> candidate_batches(const PlanConstraints& c);
 // The order in which tables move to host memory: fewest lookups per byte first.
 std::vector<int> host_placement_order(const ModelConfig& model);
+
+// The shardings tried for `base` (its batch, row dtype and placement; gpus > 1), each
+// legal for the GPU engine (gpu_sharding_allowed), without duplicates. The first is the
+// default round-robin table_wise placement (dist::plan_sharding's).
+std::vector<std::vector<TableSharding>> candidate_shardings(const Workload& workload, const Recipe& base,
+                                                            const PlanTarget& target);
 
 PlanResult plan_recipes(const Workload& workload, const PlanTarget& target, const PlanConstraints& constraints);
 

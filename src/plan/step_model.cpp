@@ -7,8 +7,10 @@
 #include "core/error.h"
 #include "optim/sparse_update.h"
 #include "perf/gemm_problem.h"
+#include "plan/comm_model.h"
 #include "plan/gpu_model_layout.h"
 #include "plan/kernel_workspaces.h"
+#include "plan/sharded_layout.h"
 
 namespace hetrec {
 namespace {
@@ -46,6 +48,14 @@ constexpr double kSortPassBytes = 5 * kIndexBytes;
 // Per id of the backward's capacity: segment heads written and read by their scan,
 // segment starts, chunk counts, their scan and the chunk owners (embedding_bag_backward.cu).
 constexpr double kSegmentBookkeepingBytes = 15 * kIndexBytes;
+// Several GPUs: the pooled pieces' gather into X and its transpose (kernels/
+// pooled_pieces.cu) read and write each piece element once, one launch each.
+constexpr double kPieceCopyBytes = 2 * kFloatBytes;
+// The small all-reduces of every data-parallel step (GpuDlrm::enqueue_step): the skip
+// flag (int32), the loss (double) and, with fp16 dense compute, the overflow flag (int32).
+constexpr double kSkipFlagBytes = 4.0, kLossBytesOnLink = 8.0, kOverflowFlagBytes = 4.0;
+static_assert(kDefaultCollectiveLatencyUs == kAssumedPeerStepLatencyS * 1e6,
+              "the latency factor starts at the communication model's assumption");
 
 std::string gemm_label(const std::string& layer, const char* kind, const GemmProblem& p) {
   return layer + " " + kind + " GEMM M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k);
@@ -53,13 +63,21 @@ std::string gemm_label(const std::string& layer, const char* kind, const GemmPro
 
 class WorkBuilder {
  public:
-  WorkBuilder(const GemmSelector& gemm, const Recipe& recipe) : gemm_(gemm), recipe_(recipe) {
-    const Hardware& hw = gemm.hardware();
+  // `gemm` may be null when no GEMM is priced (sharded_step_work).
+  WorkBuilder(const Hardware& hw, const GemmSelector* gemm, const Recipe& recipe)
+      : hw_(hw), gemm_(gemm), recipe_(recipe), launches_(static_cast<std::size_t>(recipe.gpus) + 1) {
     hbm_bytes_per_us_ = hw.hbm_tbs * kBytesPerUsPerTbs;
     host_bytes_per_us_ = hw.host_gbs_per_direction * kBytesPerUsPerGbs;
+    peer_bytes_per_us_ = hw.peer_gbs_per_direction * kBytesPerUsPerGbs;
     if (hbm_bytes_per_us_ <= 0.0 || host_bytes_per_us_ <= 0.0)
       throw ConfigError(hw.path + ": the step model needs memory.hbm_tbs and links.host_gbs_per_direction > 0");
+    if (recipe.gpus > 1 && peer_bytes_per_us_ <= 0.0)
+      throw ConfigError(hw.path + ": a recipe for " + std::to_string(recipe.gpus) +
+                        " GPUs needs links.peer_gbs_per_direction > 0");
   }
+
+  // Terms added from now on are rank r's own (kAllRanks: every rank's).
+  void set_rank(int r) { rank_ = r; }
 
   // D (m x n) = op(A) op(B). `sixteen_bit`: the operands are bf16 or fp16 copies (the
   // recipe's 16-bit precision); D is fp32 in every precision (model/gpu/).
@@ -77,8 +95,9 @@ class WorkBuilder {
     p.allow_tf32 = recipe_.dense == DensePrecision::tf32;
     p.accumulate = accumulate;
     p.epilogue = epilogue;
-    const GemmEstimate e = gemm_.select(p).estimate;
-    add(phase, gemm_factor(gemm_precision(p, gemm_.hardware())), e.time_us - e.launch_us, gemm_label(layer, kind, p));
+    if (!gemm_) throw InternalError("step model: a GEMM priced without a GEMM model");
+    const GemmEstimate e = gemm_->select(p).estimate;
+    add(phase, gemm_factor(gemm_precision(p, hw_)), e.time_us - e.launch_us, gemm_label(layer, kind, p));
     launches(phase, 1);
   }
   // The rounding pass that makes one 16-bit operand copy of `elements` fp32 values. bf16
@@ -100,28 +119,45 @@ class WorkBuilder {
   void host(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
     add(phase, factor, bytes / host_bytes_per_us_, what);
   }
-  void launches(StepPhase phase, int count) { launches_[static_cast<std::size_t>(phase)] += count; }
+  // A collective between the GPUs: its busiest rank's bytes over the peer link and its
+  // latency steps.
+  void collective(StepPhase phase, const CollectiveCost& cost, const std::string& what) {
+    add(phase, StepFactor::peer_link, cost.link_bytes / peer_bytes_per_us_, what + " (bytes on the busiest link)");
+    add(phase, StepFactor::collective_latency_us, cost.latency_steps, what + " (latency steps)");
+  }
+  void launches(StepPhase phase, int count) {
+    launches_[static_cast<std::size_t>(rank_ + 1)][static_cast<std::size_t>(phase)] += count;
+  }
 
-  StepWork finish() {
-    for (StepPhase p : kAllStepPhases) {
-      const int n = launches_[static_cast<std::size_t>(p)];
-      if (n > 0) add(p, StepFactor::kernel_overhead_us, n, std::to_string(n) + " kernel launches");
+  StepWork finish(bool with_step_overhead = true) {
+    for (std::size_t r = 0; r < launches_.size(); ++r) {
+      rank_ = static_cast<int>(r) - 1;
+      for (StepPhase p : kAllStepPhases) {
+        const int n = launches_[r][static_cast<std::size_t>(p)];
+        if (n > 0) add(p, StepFactor::kernel_overhead_us, n, std::to_string(n) + " kernel launches");
+      }
     }
-    add(StepPhase::overhead, StepFactor::step_overhead_us, 1.0, "host work per step");
-    work_.hardware = gemm_.hardware().name;
+    rank_ = kAllRanks;
+    if (with_step_overhead) add(StepPhase::overhead, StepFactor::step_overhead_us, 1.0, "host work per step");
+    work_.hardware = hw_.name;
     work_.batch = recipe_.batch;
+    work_.gpus = recipe_.gpus;
     return std::move(work_);
   }
 
  private:
   void add(StepPhase phase, StepFactor factor, double base, const std::string& what) {
-    if (base > 0.0) work_.terms.push_back({phase, factor, base, what});
+    if (base > 0.0) work_.terms.push_back({phase, factor, base, what, rank_});
   }
-  const GemmSelector& gemm_;
+  const Hardware& hw_;
+  const GemmSelector* gemm_;
   const Recipe& recipe_;
   double hbm_bytes_per_us_ = 0.0;
   double host_bytes_per_us_ = 0.0;
-  std::array<int, kStepPhaseCount> launches_{};
+  double peer_bytes_per_us_ = 0.0;
+  int rank_ = kAllRanks;
+  // Launches per phase: [0] every rank's, [r + 1] rank r's.
+  std::vector<std::array<int, kStepPhaseCount>> launches_;
   StepWork work_;
 };
 
@@ -216,53 +252,110 @@ void dot_interaction(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   w.launches(StepPhase::interaction_bwd, 1);
 }
 
-void embeddings(WorkBuilder& w, const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
-                const GpuModelLayout& g, const IdDistribution& ids) {
-  const double b = static_cast<double>(recipe.batch);
-  const double row_bytes = static_cast<double>(g.dim) * static_cast<double>(dtype_size(recipe.row_dtype));
-  const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.dim)) * kFloatBytes;
-  const double grad_row_bytes = g.dim * kFloatBytes;
-  double occurrences = 0.0, hbm_gather = 0.0, hbm_rows = 0.0, host_read = 0.0, host_update = 0.0, distinct_rows = 0.0;
+// One group of shards (one GpuEmbeddings: model/gpu/gpu_embeddings.h) on one rank: its
+// lookup (kernels/embedding_bag_forward.cu), then its sort and fused sparse update
+// (embedding_bag_backward.cu). With one GPU the group is every table for the whole batch.
+void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& recipe, const ShardGroup& g,
+                     const std::string& label) {
+  const double row_bytes = static_cast<double>(g.width) * static_cast<double>(dtype_size(recipe.row_dtype));
+  const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.width)) * kFloatBytes;
+  const double grad_row_bytes = g.width * kFloatBytes;
+  const double tables = static_cast<double>(g.shards.size());
+  double lookups = 0.0, occurrences = 0.0, hbm_gather = 0.0, hbm_rows = 0.0, host_read = 0.0, host_update = 0.0,
+         distinct_rows = 0.0;
   int64_t total_rows = 0;
-  for (std::size_t t = 0; t < model.tables.size(); ++t) {
-    const TableConfig& c = model.tables[t];
-    const double occ = b * c.hotness;
-    const double unique = expected_unique_rows(ids, c.rows, occ);
-    occurrences += occ;
-    distinct_rows += unique;
-    total_rows += c.rows;
+  for (const ShardLoad& s : g.shards) {
+    lookups += s.lookup_ids;
+    occurrences += s.update_ids;
+    distinct_rows += s.update_unique;
+    total_rows += s.rows;
     // The lookup issues one row read per id; duplicates served from L2 take the same
     // issue slots (measured: the H200 lookup runs at the rate of all row reads).
-    hbm_gather += occ * row_bytes;
-    if (recipe.placement[t] == TablePlacement::hbm) {
-      hbm_rows += unique * 2 * (row_bytes + state_bytes);  // read and write each distinct row once
+    hbm_gather += s.lookup_ids * row_bytes;
+    if (!s.host) {
+      hbm_rows += s.update_unique * 2 * (row_bytes + state_bytes);  // read and write each distinct row once
     } else {
-      host_read += unique * row_bytes;                     // first touch crosses the link
-      host_update += unique * (row_bytes + state_bytes);   // read, then written back (full duplex)
+      host_read += s.lookup_unique * row_bytes;                       // first touch crosses the link
+      host_update += s.update_unique * (row_bytes + state_bytes);     // read, then written back (full duplex)
     }
   }
+  const double lb = g.lookup_samples, ub = g.update_samples;
   const auto fwd = StepPhase::embedding_fwd;
-  w.hbm(fwd, StepFactor::embedding_forward, hbm_gather, "row reads (every id)");
-  w.hbm(fwd, StepFactor::embedding_forward, (occurrences + b * g.num_tables) * kIndexBytes, "ids and offsets");
-  w.hbm(fwd, StepFactor::embedding_forward, b * g.num_tables * grad_row_bytes, "pooled output (fp32)");
-  w.host(fwd, StepFactor::host_tables, host_read, "distinct rows of host tables over the link");
+  w.hbm(fwd, StepFactor::embedding_forward, hbm_gather, label + "row reads (every id)");
+  w.hbm(fwd, StepFactor::embedding_forward, (lookups + lb * tables) * kIndexBytes, label + "ids and offsets");
+  w.hbm(fwd, StepFactor::embedding_forward, lb * tables * grad_row_bytes, label + "pooled output (fp32)");
+  w.host(fwd, StepFactor::host_tables, host_read, label + "distinct rows of host tables over the link");
   w.launches(fwd, 1);
 
   const auto bwd = StepPhase::embedding_bwd_update;
   const double capacity = std::floor(occurrences * kIdCapacityGrowth) + 1.0;
   const int passes = plan_kernels::radix_sort_passes(plan_kernels::embedding_sort_key_bits(total_rows));
-  w.hbm(bwd, StepFactor::embedding_backward, occurrences * 3 * kIndexBytes + b * g.num_tables * kIndexBytes,
-        "sort keys (ids, offsets in; keys, bags out)");
+  w.hbm(bwd, StepFactor::embedding_backward, occurrences * 3 * kIndexBytes + ub * tables * kIndexBytes,
+        label + "sort keys (ids, offsets in; keys, bags out)");
   w.hbm(bwd, StepFactor::embedding_backward, occurrences * passes * kSortPassBytes,
-        "radix sort (" + std::to_string(passes) + " passes)");
-  w.hbm(bwd, StepFactor::embedding_backward, capacity * kSegmentBookkeepingBytes, "segments and chunks");
+        label + "radix sort (" + std::to_string(passes) + " passes)");
+  w.hbm(bwd, StepFactor::embedding_backward, capacity * kSegmentBookkeepingBytes, label + "segments and chunks");
   w.hbm(bwd, StepFactor::embedding_backward, occurrences * (kIndexBytes + grad_row_bytes),
-        "pooled-gradient row of every occurrence");
-  w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, "distinct rows and optimizer state, read and written");
-  w.host(bwd, StepFactor::host_tables, host_update, "distinct rows of host tables, read and written over the link");
+        label + "pooled-gradient row of every occurrence");
+  w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, label + "distinct rows and optimizer state, read and written");
+  w.host(bwd, StepFactor::host_tables, host_update,
+         label + "distinct rows of host tables, read and written over the link");
   // fp16 rows: the fused update rounds each distinct row's new values to fp16.
-  if (recipe.row_dtype == DType::f16) w.fp16_rounding(bwd, distinct_rows * g.dim, "updated fp16 rows");
+  if (recipe.row_dtype == DType::f16) w.fp16_rounding(bwd, distinct_rows * g.width, label + "updated fp16 rows");
   w.launches(bwd, plan_kernels::embedding_backward_launches(static_cast<int64_t>(capacity), total_rows));
+}
+
+const char* group_name(ShardGroupKind kind) {
+  switch (kind) {
+    case ShardGroupKind::whole: return "table/row-wise shards";
+    case ShardGroupKind::column: return "column shards";
+    case ShardGroupKind::replicated: return "replicated tables";
+  }
+  return "?";
+}
+
+std::string rank_label(int rank) { return "rank " + std::to_string(rank) + " "; }
+
+// Several GPUs: each rank's upload (model/gpu/gpu_dlrm.cpp stage: its samples' dense
+// features and labels; every group's bags over the global batch, and the replicated
+// tables' bags of its own samples too) and embedding work, then the pooled exchanges,
+// their gather into X and the gradients' way back. What a sharding changes; the dense
+// gradients' all-reduce is added by step_work.
+void sharded_terms(WorkBuilder& w, const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                   const GpuModelLayout& g, const IdDistribution& ids) {
+  const double bd = static_cast<double>(recipe.batch);
+  for (const RankShards& rs : rank_shards(model, recipe, ids)) {
+    w.set_rank(rs.rank);
+    const double local = static_cast<double>(rs.local_samples);
+    double bytes = local * (g.num_dense + 1) * kFloatBytes + kIndexBytes;  // dense, labels, one offset
+    for (const ShardGroup& grp : rs.groups) {
+      const double tables = static_cast<double>(grp.shards.size());
+      bytes += (bd * tables + 1 + std::ceil(grp.update_ids())) * kIndexBytes;
+      if (grp.kind == ShardGroupKind::replicated)
+        bytes += (local * tables + 1 + std::ceil(grp.lookup_ids())) * kIndexBytes;
+    }
+    const std::string label = rank_label(rs.rank);
+    w.host(StepPhase::upload, StepFactor::upload, bytes,
+           label + "dense and labels of its samples, its shards' bags of the global batch");
+    for (const ShardGroup& grp : rs.groups) embedding_group(w, optim, recipe, grp, label + group_name(grp.kind) + ": ");
+  }
+  w.set_rank(kAllRanks);
+  const ExchangeBytes e = exchange_bytes(model, recipe);
+  const double b_local = std::ceil(bd / recipe.gpus);
+  const double pieces = b_local * static_cast<double>(e.piece_columns);
+  const auto ex = StepPhase::embedding_exchange;
+  w.collective(ex, all_to_all_v_cost(e.whole), "all-to-all of table/row-wise pooled vectors");
+  w.collective(ex, all_to_all_v_cost(e.column), "all-to-all of column-wise pooled slices");
+  w.hbm(ex, StepFactor::elementwise, pieces * kPieceCopyBytes, "pooled pieces gathered into X");
+  w.launches(ex, 1);
+  const auto gx = StepPhase::embedding_grad_exchange;
+  w.hbm(gx, StepFactor::elementwise, pieces * kPieceCopyBytes, "X's gradient scattered into pieces");
+  w.launches(gx, 1);
+  // The reverse exchanges move the same bytes the other way: the busiest rank's largest
+  // direction is the same.
+  w.collective(gx, all_to_all_v_cost(e.whole), "all-to-all of table/row-wise pooled gradients");
+  w.collective(gx, all_to_all_v_cost(e.column), "all-to-all of column-wise pooled gradients");
+  w.collective(gx, all_to_all_v_cost(e.replicated), "all-gather of replicated tables' pooled gradients");
 }
 
 double dense_optimizer_bytes_per_element(OptimizerKind kind) {
@@ -281,17 +374,25 @@ std::string_view step_phase_name(StepPhase p) {
     case StepPhase::upload: return "upload";
     case StepPhase::bottom_mlp_fwd: return "bottom_mlp_fwd";
     case StepPhase::embedding_fwd: return "embedding_fwd";
+    case StepPhase::embedding_exchange: return "embedding_exchange";
     case StepPhase::interaction_fwd: return "interaction_fwd";
     case StepPhase::top_mlp_fwd: return "top_mlp_fwd";
     case StepPhase::loss: return "loss";
     case StepPhase::top_mlp_bwd: return "top_mlp_bwd";
     case StepPhase::interaction_bwd: return "interaction_bwd";
     case StepPhase::bottom_mlp_bwd: return "bottom_mlp_bwd";
+    case StepPhase::dense_all_reduce: return "dense_all_reduce";
+    case StepPhase::embedding_grad_exchange: return "embedding_grad_exchange";
     case StepPhase::embedding_bwd_update: return "embedding_bwd_update";
     case StepPhase::dense_optimizer: return "dense_optimizer";
     case StepPhase::overhead: return "overhead";
   }
   return "?";
+}
+
+bool communication_phase(StepPhase p) {
+  return p == StepPhase::embedding_exchange || p == StepPhase::dense_all_reduce ||
+         p == StepPhase::embedding_grad_exchange;
 }
 
 std::optional<StepPhase> parse_step_phase(std::string_view name) {
@@ -303,17 +404,25 @@ std::optional<StepPhase> parse_step_phase(std::string_view name) {
 StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe, const GemmSelector& gemm,
                    const IdDistribution& ids) {
   validate_recipe(recipe, model);
+  const std::string unsupported = gpu_sharding_unsupported(recipe, model, optim);
+  if (!unsupported.empty()) throw ConfigError("recipe for '" + recipe.hardware + "': " + unsupported);
   const GpuModelLayout g = gpu_model_layout(model);
-  const int64_t b = recipe.batch;
+  const bool several = recipe.gpus > 1;
+  // The dense phases run on this rank's share; the largest share is the slowest.
+  const int64_t b = several ? (recipe.batch + recipe.gpus - 1) / recipe.gpus : recipe.batch;
   const double bd = static_cast<double>(b);
-  WorkBuilder w(gemm, recipe);
+  WorkBuilder w(gemm.hardware(), &gemm, recipe);
 
-  const double upload_bytes = bd * (g.num_dense + 1) * kFloatBytes + (bd * g.num_tables + 1) * kIndexBytes +
-                              std::ceil(bd * g.ids_per_sample) * kIndexBytes;
-  w.host(StepPhase::upload, StepFactor::upload, upload_bytes, "dense, labels, offsets and ids");
+  if (several) {
+    sharded_terms(w, model, optim, recipe, g, ids);
+  } else {
+    const double upload_bytes = bd * (g.num_dense + 1) * kFloatBytes + (bd * g.num_tables + 1) * kIndexBytes +
+                                std::ceil(bd * g.ids_per_sample) * kIndexBytes;
+    w.host(StepPhase::upload, StepFactor::upload, upload_bytes, "dense, labels, offsets and ids");
+  }
 
   mlp_forward(w, StepPhase::bottom_mlp_fwd, "bottom_mlp", g.bottom, b);
-  embeddings(w, model, optim, recipe, g, ids);
+  if (!several) embedding_group(w, optim, recipe, rank_shards(model, recipe, ids).front().groups.front(), "");
   if (g.arch == Arch::dlrm) dot_interaction(w, g, b);
   else if (g.cross_layers > 0) cross_forward(w, g, b);
   mlp_forward(w, StepPhase::top_mlp_fwd, "top_mlp", g.top, b);
@@ -326,10 +435,24 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   if (recipe.dense == DensePrecision::fp16) {
     // Dynamic loss scaling: the dense gradients and the embedding part of the feature
     // gradient are unscaled and checked for overflow before any update; then the scale
-    // is updated (one thread).
+    // is updated (one thread). The unscale passes run in the bottom MLP's backward phase
+    // on the GPU; they are kept here, with the update, as calibrated.
     w.hbm(StepPhase::dense_optimizer, StepFactor::elementwise,
           (flat + bd * g.num_tables * g.dim) * kUnscaleBytes, "loss scale: unscale and overflow check");
     w.launches(StepPhase::dense_optimizer, 3);
+  }
+  if (several) {
+    // GpuDlrm::enqueue_step: the flat fp32 dense gradients summed over the ranks, then
+    // the step's flags and loss agreed (in the gradient exchange's phase).
+    w.collective(StepPhase::dense_all_reduce, ring_all_reduce_cost(flat * kFloatBytes, recipe.gpus),
+                 "ring all-reduce of the flat fp32 dense gradients");
+    w.collective(StepPhase::embedding_grad_exchange, ring_all_reduce_cost(kSkipFlagBytes, recipe.gpus),
+                 "all-reduce of the skip flag");
+    if (recipe.dense == DensePrecision::fp16)
+      w.collective(StepPhase::embedding_grad_exchange, ring_all_reduce_cost(kOverflowFlagBytes, recipe.gpus),
+                   "all-reduce of the fp16 overflow flag");
+    w.collective(StepPhase::embedding_grad_exchange, ring_all_reduce_cost(kLossBytesOnLink, recipe.gpus),
+                 "all-reduce of the loss");
   }
   w.hbm(StepPhase::dense_optimizer, StepFactor::elementwise,
         flat * (dense_optimizer_bytes_per_element(optim.dense) + (w.sixteen_bit() ? kHalfBytes : 0.0)),
@@ -341,6 +464,39 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   return w.finish();
 }
 
+StepWork sharded_step_work(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                           const Hardware& hw, const IdDistribution& ids) {
+  validate_recipe(recipe, model);
+  const std::string unsupported = gpu_sharding_unsupported(recipe, model, optim);
+  if (!unsupported.empty()) throw ConfigError("recipe for '" + recipe.hardware + "': " + unsupported);
+  WorkBuilder w(hw, nullptr, recipe);
+  const GpuModelLayout g = gpu_model_layout(model);
+  if (recipe.gpus > 1) {
+    sharded_terms(w, model, optim, recipe, g, ids);
+  } else {
+    embedding_group(w, optim, recipe, rank_shards(model, recipe, ids).front().groups.front(), "");
+  }
+  return w.finish(/*with_step_overhead=*/false);
+}
+
+double table_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                          const Hardware& hw, const IdDistribution& ids, const StepModelParams& params, std::size_t t) {
+  Recipe one = recipe;
+  one.gpus = 1;
+  one.sharding.clear();
+  validate_recipe(one, model);
+  WorkBuilder w(hw, nullptr, one);
+  ShardGroup g;
+  g.width = model.embedding_dim;
+  g.lookup_samples = g.update_samples = static_cast<double>(recipe.batch);
+  g.shards.push_back(
+      whole_table_load(model, t, recipe.placement.at(t) == TablePlacement::host, ids, static_cast<double>(recipe.batch)));
+  embedding_group(w, optim, one, g, "");
+  double us = 0.0;
+  for (const StepTerm& term : w.finish(/*with_step_overhead=*/false).terms) us += term_time_us(term, params);
+  return us;
+}
+
 double term_time_us(const StepTerm& term, const StepModelParams& params) {
   const double f = params.at(term.factor);
   return step_factor_is_overhead(term.factor) ? term.base * f : term.base / f;
@@ -350,12 +506,32 @@ StepPrediction predict_step(const StepWork& work, const StepModelParams& params)
   StepPrediction p;
   p.hardware = work.hardware;
   p.batch = work.batch;
-  for (const StepTerm& t : work.terms) p.phase_ms[static_cast<std::size_t>(t.phase)] += term_time_us(t, params) * 1e-3;
-  double device = 0.0;
-  for (StepPhase ph : kAllStepPhases)
-    if (ph != StepPhase::upload) device += p.phase(ph);
-  const double upload = p.phase(StepPhase::upload);
-  p.step_ms = params.upload_overlaps ? std::max(device, upload) : device + upload;
+  p.gpus = std::max(work.gpus, 1);
+  const auto ranks = static_cast<std::size_t>(p.gpus);
+  std::vector<std::array<double, kStepPhaseCount>> phases(ranks, std::array<double, kStepPhaseCount>{});
+  for (const StepTerm& t : work.terms) {
+    const double ms = term_time_us(t, params) * 1e-3;
+    const auto phase = static_cast<std::size_t>(t.phase);
+    if (t.rank == kAllRanks) {
+      for (auto& r : phases) r[phase] += ms;
+    } else {
+      if (t.rank < 0 || static_cast<std::size_t>(t.rank) >= ranks)
+        throw InternalError("predict_step: a term of rank " + std::to_string(t.rank) + " in a step of " +
+                            std::to_string(p.gpus) + " GPUs (" + t.what + ")");
+      phases[static_cast<std::size_t>(t.rank)][phase] += ms;
+    }
+  }
+  p.rank_step_ms.assign(ranks, 0.0);
+  for (std::size_t r = 0; r < ranks; ++r) {
+    double device = 0.0;
+    for (StepPhase ph : kAllStepPhases)
+      if (ph != StepPhase::upload) device += phases[r][static_cast<std::size_t>(ph)];
+    const double upload = phases[r][static_cast<std::size_t>(StepPhase::upload)];
+    p.rank_step_ms[r] = params.upload_overlaps ? std::max(device, upload) : device + upload;
+    if (p.rank_step_ms[r] > p.rank_step_ms[static_cast<std::size_t>(p.slowest_rank)]) p.slowest_rank = static_cast<int>(r);
+  }
+  p.phase_ms = phases[static_cast<std::size_t>(p.slowest_rank)];
+  p.step_ms = p.rank_step_ms[static_cast<std::size_t>(p.slowest_rank)];
   p.samples_per_s = p.step_ms > 0.0 ? static_cast<double>(work.batch) / (p.step_ms * 1e-3) : 0.0;
   return p;
 }

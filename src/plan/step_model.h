@@ -23,6 +23,16 @@
 //   upload        the batch's bytes over the host link (not overlapped: see
 //                 StepModelParams::upload_overlaps);
 //   overheads     one per kernel launch, one per step.
+//
+// With N GPUs (recipe.gpus > 1, the data-parallel engine of model/gpu/gpu_dlrm.cpp) the
+// terms are those of every rank: the dense phases on the largest share ceil(B/N) of the
+// global batch (the same terms on every rank), each rank's embedding work from its own
+// shards (plan/sharded_layout.h; rank-tagged terms), its upload (its dense features and
+// labels, its shards' bags of the global batch), and the collectives with the sharding's
+// byte counts (plan/comm_model.h): the pooled exchange (embedding_exchange), the dense
+// gradients' all-reduce (dense_all_reduce), the pooled gradients' exchange and the
+// replicated tables' all-gather (embedding_grad_exchange). The prediction is the step of
+// the slowest rank.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -38,27 +48,38 @@
 
 namespace hetrec {
 
-// The phases of GpuDlrm's profiled step (model/gpu/gpu_dlrm.cpp, kPhaseNames), plus the
-// per-step overhead outside them.
+// The phases of GpuDlrm's profiled step (model/gpu/gpu_dlrm.cpp, kPhaseNames), in step
+// order, plus the per-step overhead outside them. embedding_exchange, dense_all_reduce
+// and embedding_grad_exchange exist in data-parallel steps only (zero on one GPU).
 enum class StepPhase {
   upload,
   bottom_mlp_fwd,
   embedding_fwd,
+  embedding_exchange,
   interaction_fwd,
   top_mlp_fwd,
   loss,
   top_mlp_bwd,
   interaction_bwd,
   bottom_mlp_bwd,
+  dense_all_reduce,
+  embedding_grad_exchange,
   embedding_bwd_update,
   dense_optimizer,
   overhead,
 };
-inline constexpr std::size_t kStepPhaseCount = 12;
+inline constexpr std::size_t kStepPhaseCount = 15;
 inline constexpr StepPhase kAllStepPhases[kStepPhaseCount] = {
-    StepPhase::upload,          StepPhase::bottom_mlp_fwd,  StepPhase::embedding_fwd,       StepPhase::interaction_fwd,
-    StepPhase::top_mlp_fwd,     StepPhase::loss,            StepPhase::top_mlp_bwd,         StepPhase::interaction_bwd,
-    StepPhase::bottom_mlp_bwd,  StepPhase::embedding_bwd_update, StepPhase::dense_optimizer, StepPhase::overhead};
+    StepPhase::upload,          StepPhase::bottom_mlp_fwd,       StepPhase::embedding_fwd,
+    StepPhase::embedding_exchange, StepPhase::interaction_fwd,   StepPhase::top_mlp_fwd,
+    StepPhase::loss,            StepPhase::top_mlp_bwd,          StepPhase::interaction_bwd,
+    StepPhase::bottom_mlp_bwd,  StepPhase::dense_all_reduce,     StepPhase::embedding_grad_exchange,
+    StepPhase::embedding_bwd_update, StepPhase::dense_optimizer, StepPhase::overhead};
+// Whether a phase is one of the data-parallel communication phases.
+bool communication_phase(StepPhase p);
+
+// A term of every rank (the dense phases, the collectives), as opposed to one rank's own.
+inline constexpr int kAllRanks = -1;
 
 std::string_view step_phase_name(StepPhase p);
 std::optional<StepPhase> parse_step_phase(std::string_view name);
@@ -70,20 +91,25 @@ struct StepTerm {
   // Overhead factors: a count (time = base x factor microseconds).
   double base = 0.0;
   std::string what;  // e.g. "top_mlp.0 wgrad GEMM M=1024 N=3456 K=65536"
+  int rank = kAllRanks;  // several GPUs: the rank whose work it is, or every rank
 };
 
 struct StepWork {
   std::string hardware;
-  int64_t batch = 0;
+  int64_t batch = 0;  // the global batch
+  int gpus = 1;
   std::vector<StepTerm> terms;
 };
 
 struct StepPrediction {
   std::string hardware;
   int64_t batch = 0;
-  std::array<double, kStepPhaseCount> phase_ms{};
-  double step_ms = 0.0;
-  double samples_per_s = 0.0;
+  int gpus = 1;
+  std::array<double, kStepPhaseCount> phase_ms{};  // the slowest rank's phases
+  double step_ms = 0.0;                            // the slowest rank's step
+  double samples_per_s = 0.0;                      // global batch / step
+  int slowest_rank = 0;
+  std::vector<double> rank_step_ms;  // every rank's step (one entry with one GPU)
 
   double phase(StepPhase p) const { return phase_ms[static_cast<std::size_t>(p)]; }
 };
@@ -93,6 +119,18 @@ struct StepPrediction {
 // GPU lacks).
 StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
                    const GemmSelector& gemm, const IdDistribution& ids);
+
+// The terms a sharding changes, without the dense phases (which are the same on every
+// rank for any sharding): each rank's upload and embedding work and the embedding
+// exchanges (not the dense all-reduce). The search ranks shardings by it: the step of
+// the slowest rank is the dense phases plus the largest of these. Needs no GEMM model.
+StepWork sharded_step_work(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                           const Hardware& hw, const IdDistribution& ids);
+
+// Predicted forward and backward time of table `t` alone on one GPU for the recipe's
+// global batch (the search balances table_wise shards by it).
+double table_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                          const Hardware& hw, const IdDistribution& ids, const StepModelParams& params, std::size_t t);
 
 double term_time_us(const StepTerm& term, const StepModelParams& params);
 StepPrediction predict_step(const StepWork& work, const StepModelParams& params);

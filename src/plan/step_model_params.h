@@ -29,13 +29,19 @@ enum class StepFactor {
   // the rounding runs in double precision so that host and device agree bit for bit, which
   // makes the pass compute-bound on the FP64 pipe rather than bandwidth-bound).
   fp16_rounding_us,
+  // Several GPUs: collectives between them (plan/comm_model.h), split as CollectiveCost:
+  // bytes on the busiest rank's link / (peer link rate x peer_link), plus one
+  // collective_latency_us per algorithm step.
+  peer_link,
+  collective_latency_us,
 };
-inline constexpr std::size_t kStepFactorCount = 12;
+inline constexpr std::size_t kStepFactorCount = 14;
 inline constexpr StepFactor kAllStepFactors[kStepFactorCount] = {
     StepFactor::gemm_fp32,          StepFactor::gemm_tf32,         StepFactor::gemm_16bit,
     StepFactor::elementwise,        StepFactor::interaction,       StepFactor::embedding_forward,
     StepFactor::embedding_backward, StepFactor::upload,            StepFactor::host_tables,
-    StepFactor::kernel_overhead_us, StepFactor::step_overhead_us, StepFactor::fp16_rounding_us};
+    StepFactor::kernel_overhead_us, StepFactor::step_overhead_us, StepFactor::fp16_rounding_us,
+    StepFactor::peer_link,          StepFactor::collective_latency_us};
 
 std::string_view step_factor_name(StepFactor f);
 // Overheads and the fp16 rounding multiply a count; every other factor divides a time at
@@ -63,6 +69,13 @@ inline constexpr double kDefaultStepOverheadUs = 100.0;
 // datasheet's 34 TFLOP/s FP64 (vector): about 3 us per million values. Estimate; the H200
 // fit is in docs/planner.md.
 inline constexpr double kDefaultFp16RoundingUs = 3.0;
+// NCCL point-to-point traffic between GPUs of one host: about 80% of the per-direction
+// peer link rate of the hardware file (protocol headers, chunking, the proxy's
+// pipelining). Estimate; no multi-GPU measurement yet.
+inline constexpr double kDefaultPeerLinkEfficiency = 0.8;
+// One step of a collective algorithm: plan/comm_model.h's kAssumedPeerStepLatencyS
+// (10 us, an assumption, not a measurement).
+inline constexpr double kDefaultCollectiveLatencyUs = 10.0;
 
 struct StepModelParams {
   std::string arch = "generic";
@@ -74,7 +87,8 @@ struct StepModelParams {
       kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // embedding fwd, bwd
       kDefaultUploadEfficiency,    kDefaultHostTableEfficiency,                         // upload, host_tables
       kDefaultKernelOverheadUs,    kDefaultStepOverheadUs,                              // overheads
-      kDefaultFp16RoundingUs};                                                          // fp16_rounding_us
+      kDefaultFp16RoundingUs,                                                           // fp16_rounding_us
+      kDefaultPeerLinkEfficiency,  kDefaultCollectiveLatencyUs};                        // collectives
   // Whether the next batch's upload runs while the device computes the current step.
   // false: GpuDlrm::train_step packs and copies the batch, then runs the step, then waits
   // for it (bench/README.md: "the host upload ... is not yet overlapped").

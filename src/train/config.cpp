@@ -394,6 +394,7 @@ void apply_recipe(Section r, RunConfig& cfg) {
         parse_dtype(r.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), r.key_name("dense_dtype"));
   if (r.has("allow_tf32")) cfg.model.allow_tf32 = r.boolean("allow_tf32", false);
   if (r.has("host_tables")) cfg.model.host_tables = parse_host_tables(r, cfg.model);
+  if (r.has("gpus")) cfg.recipe_gpus = static_cast<int>(r.integer("gpus", 1, 1, 1 << 20));
   // Informational keys written by the planner.
   r.string("hardware", "");
   r.number("predicted_step_ms", 0.0, 0.0, 1e12);

@@ -21,6 +21,9 @@ struct RunConfig {
   // How tables are placed on the ranks of a distributed job ([recipe.sharding]; the
   // default, table_wise round-robin, when absent). Unused by a single process.
   dist::ShardingSpec sharding;
+  // The GPUs a planned recipe was made for (recipe.gpus; 0 when the recipe does not say).
+  // Informational: the job's size is the launcher's (mpirun -np).
+  int recipe_gpus = 0;
   std::string source;  // the file it came from (for messages)
 };
 

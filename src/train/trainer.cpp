@@ -128,6 +128,10 @@ TrainSummary Trainer::run() {
   const Logger& log = rank0 ? log_ : rank_log;
   std::unique_ptr<Model> model;
   DistributedModel* dmodel = nullptr;
+  const int world = group ? group->size() : 1;
+  if (cfg_.recipe_gpus > 0 && cfg_.recipe_gpus != world)
+    log.warn("the recipe was planned for " + std::to_string(cfg_.recipe_gpus) + " GPUs (recipe.gpus), this job has " +
+             std::to_string(world) + " rank" + (world == 1 ? "" : "s") + "; its predictions do not apply");
   if (group) {
     const dist::ShardingPlan plan =
         dist::plan_sharding(cfg_.sharding, cfg_.model.tables, cfg_.model.embedding_dim, group->size());

@@ -1,0 +1,434 @@
+// The planner for N GPUs of one host: recipes with a sharding through TOML and the
+// config parser, the step model's ranks and communication phases against hand counts,
+// the memory per rank, the sharding search, and `hetrec plan --gpus 2` end to end.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "../cli/cli_test_support.h"
+#include "core/error.h"
+#include "plan/comm_model.h"
+#include "plan/e2e_record.h"
+#include "plan/gpu_model_layout.h"
+#include "plan/memory_model.h"
+#include "plan/recipe_toml.h"
+#include "plan/search.h"
+#include "plan/sharded_layout.h"
+#include "plan/step_model.h"
+#include "plan_test_support.h"
+#include "train/config.h"
+
+namespace hetrec::test {
+namespace {
+
+using dist::ShardingType;
+
+const std::string kMlperfConfig = std::string(HETREC_SOURCE_DIR) + "/configs/dlrm_dcnv2_mlperf.toml";
+
+std::filesystem::path write_text(const std::string& name, const std::string& text) {
+  const auto dir = scratch_dir("multi_gpu_plan");
+  const auto path = dir / name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// A mixed sharding of the MLPerf model on 4 GPUs: every type, owners spread.
+Recipe mixed_recipe(const ModelConfig& m) {
+  Recipe r = recipe_of_model(m, 65536, "h200_sxm");
+  r.dense = DensePrecision::tf32;
+  r.row_dtype = DType::bf16;
+  r.gpus = 4;
+  r.sharding.assign(m.tables.size(), TableSharding{});
+  for (std::size_t t = 0; t < m.tables.size(); ++t) r.sharding[t] = {ShardingType::table_wise, static_cast<int>((3 * t) % 4)};
+  r.sharding[20] = {ShardingType::row_wise, 0};
+  r.sharding[0] = {ShardingType::row_wise, 0};
+  r.sharding[5] = {ShardingType::replicated, 0};
+  r.sharding[12] = {ShardingType::replicated, 0};
+  r.sharding[7] = {ShardingType::column_wise, 0};
+  return r;
+}
+
+TEST(MultiGpuRecipe, ShardingSurvivesTomlAndTheConfigParser) {
+  const RunConfig base = load_run_config(kMlperfConfig);
+  const Recipe r = mixed_recipe(base.model);
+  StepPrediction p;
+  p.step_ms = 12.5;
+  p.samples_per_s = 5.2e6;
+  const std::string text = recipe_to_toml(r, p, base.model);
+  EXPECT_NE(text.find("gpus = 4"), std::string::npos);
+  EXPECT_NE(text.find("[recipe.sharding.tables.t20]\ntype = \"row_wise\""), std::string::npos);
+  const auto path = write_text("recipe.toml", text);
+
+  // What `mpirun -np 4 hetrec train --recipe` reads.
+  const RunConfig cfg = load_run_config(kMlperfConfig, {}, path.string());
+  EXPECT_EQ(cfg.recipe_gpus, 4);
+  EXPECT_EQ(cfg.train.batch_size, 65536);
+  EXPECT_EQ(cfg.model.row_dtype, DType::bf16);
+  EXPECT_TRUE(cfg.model.allow_tf32);
+  const dist::ShardingSpec want = sharding_spec(r, base.model);
+  ASSERT_EQ(cfg.sharding.tables.size(), want.tables.size());
+  EXPECT_EQ(cfg.sharding.default_type, ShardingType::table_wise);
+  for (const auto& [name, choice] : want.tables) {
+    ASSERT_TRUE(cfg.sharding.tables.count(name)) << name;
+    EXPECT_EQ(cfg.sharding.tables.at(name).type, choice.type) << name;
+    EXPECT_EQ(cfg.sharding.tables.at(name).owner, choice.owner) << name;
+  }
+  // Resolved for the job's 4 ranks it is the recipe's plan, and reading it back into a
+  // recipe gives the recipe.
+  const dist::ShardingPlan from_config =
+      dist::plan_sharding(cfg.sharding, cfg.model.tables, cfg.model.embedding_dim, 4);
+  const dist::ShardingPlan from_recipe = sharding_plan(r, base.model);
+  for (std::size_t t = 0; t < from_recipe.tables.size(); ++t) {
+    EXPECT_EQ(from_config.tables[t].type, from_recipe.tables[t].type);
+    EXPECT_EQ(from_config.tables[t].owner, from_recipe.tables[t].owner);
+    EXPECT_EQ(from_config.tables[t].row_begin, from_recipe.tables[t].row_begin);
+    EXPECT_EQ(from_config.tables[t].col_begin, from_recipe.tables[t].col_begin);
+  }
+  Recipe back = recipe_of_model(cfg.model, cfg.train.batch_size, "h200_sxm");
+  apply_sharding(back, cfg.model, cfg.sharding, cfg.recipe_gpus);
+  EXPECT_EQ(back.sharding, r.sharding);
+
+  // One GPU writes what it always wrote: no gpus, no sharding.
+  Recipe one = r;
+  one.gpus = 1;
+  one.sharding.clear();
+  const std::string single = recipe_to_toml(one, p, base.model);
+  EXPECT_EQ(single.find("gpus"), std::string::npos);
+  EXPECT_EQ(single.find("sharding"), std::string::npos);
+  EXPECT_EQ(load_run_config(kMlperfConfig, {}, write_text("one.toml", single).string()).recipe_gpus, 0);
+}
+
+TEST(MultiGpuRecipe, ValidationNamesWhatIsWrong) {
+  const ModelConfig m = small_model();
+  Recipe r = recipe_of_model(m, 64, "h200_sxm");
+  r.gpus = 2;
+  EXPECT_THROW(validate_recipe(r, m), ConfigError);  // no sharding
+  r.sharding = {{ShardingType::table_wise, 2}, {ShardingType::table_wise, 0}};
+  EXPECT_THROW(validate_recipe(r, m), ConfigError);  // owner outside the GPUs
+  r.sharding[0].owner = 1;
+  EXPECT_NO_THROW(validate_recipe(r, m));
+  r.batch = 1;
+  EXPECT_THROW(validate_recipe(r, m), ConfigError);  // fewer samples than GPUs
+  // The GPU engine's unsupported combinations.
+  ModelConfig mean = small_model();
+  mean.tables[0].pooling = Pooling::mean;
+  Recipe rw = recipe_of_model(mean, 64, "h200_sxm");
+  rw.gpus = 2;
+  rw.sharding = {{ShardingType::row_wise, 0}, {ShardingType::table_wise, 0}};
+  OptimConfig sgd;
+  sgd.sparse = OptimizerKind::sgd;
+  EXPECT_NE(gpu_sharding_unsupported(rw, mean, sgd).find("mean"), std::string::npos);
+  Recipe cw = recipe_of_model(m, 64, "h200_sxm");
+  cw.gpus = 2;
+  cw.sharding = {{ShardingType::column_wise, 0}, {ShardingType::table_wise, 0}};
+  EXPECT_EQ(gpu_sharding_unsupported(cw, m, sgd), "");
+  EXPECT_NE(gpu_sharding_unsupported(cw, m, mlperf_optim()).find("row-wise Adagrad"), std::string::npos);
+  const PlanTarget t = shipped_target("h200_sxm");
+  EXPECT_THROW(step_work(m, mlperf_optim(), cw, t.gemm, IdDistribution{}), ConfigError);
+}
+
+double phase_of(const StepPrediction& p, StepPhase ph) { return p.phase(ph); }
+
+TEST(MultiGpuStepModel, OneGpuIsTheSingleDeviceModelAndRanksReuseItsTerms) {
+  const ModelConfig m = mlperf_model(2000000);
+  const OptimConfig o = mlperf_optim();
+  const PlanTarget t = shipped_target("h200_sxm");
+  const IdDistribution ids{IdLaw::zipf, 1.05};
+  const Recipe single = recipe_of_model(m, 32768, "h200_sxm");
+
+  // gpus = 1: a sharding spec changes nothing (the single-device engine has none).
+  Recipe with_spec = single;
+  dist::ShardingSpec rows;
+  rows.default_type = ShardingType::row_wise;
+  apply_sharding(with_spec, m, rows, 1);
+  EXPECT_TRUE(with_spec.sharding.empty());
+  const StepWork w1 = step_work(m, o, single, t.gemm, ids);
+  const StepPrediction p1 = predict_step(w1, t.step);
+  const StepPrediction p1b = predict_step(step_work(m, o, with_spec, t.gemm, ids), t.step);
+  EXPECT_EQ(p1.step_ms, p1b.step_ms);
+  EXPECT_EQ(p1.phase_ms, p1b.phase_ms);
+  ASSERT_EQ(p1.rank_step_ms.size(), 1u);
+  EXPECT_EQ(p1.rank_step_ms[0], p1.step_ms);
+  for (const StepTerm& term : w1.terms) {
+    EXPECT_EQ(term.rank, kAllRanks) << term.what;
+    EXPECT_FALSE(communication_phase(term.phase)) << term.what;
+  }
+
+  // Two GPUs with every table on rank 0: rank 0's embedding phases are exactly the single
+  // device's at the global batch, and the dense phases exactly the single device's at
+  // half the batch.
+  Recipe two = single;
+  two.gpus = 2;
+  two.sharding.assign(m.tables.size(), TableSharding{ShardingType::table_wise, 0});
+  const StepPrediction p2 = predict_step(step_work(m, o, two, t.gemm, ids), t.step);
+  EXPECT_EQ(p2.slowest_rank, 0);
+  EXPECT_EQ(phase_of(p2, StepPhase::embedding_fwd), phase_of(p1, StepPhase::embedding_fwd));
+  EXPECT_EQ(phase_of(p2, StepPhase::embedding_bwd_update), phase_of(p1, StepPhase::embedding_bwd_update));
+  const StepPrediction half = predict_step(step_work(m, o, recipe_of_model(m, 16384, "h200_sxm"), t.gemm, ids), t.step);
+  for (StepPhase ph : {StepPhase::bottom_mlp_fwd, StepPhase::interaction_fwd, StepPhase::top_mlp_fwd, StepPhase::loss,
+                       StepPhase::top_mlp_bwd, StepPhase::interaction_bwd, StepPhase::bottom_mlp_bwd,
+                       StepPhase::dense_optimizer})
+    EXPECT_EQ(phase_of(p2, ph), phase_of(half, ph)) << step_phase_name(ph);
+  for (StepPhase ph : {StepPhase::embedding_exchange, StepPhase::dense_all_reduce, StepPhase::embedding_grad_exchange})
+    EXPECT_GT(phase_of(p2, ph), 0.0) << step_phase_name(ph);
+  // Rank 1 holds nothing: it waits for rank 0 but has less of its own work.
+  ASSERT_EQ(p2.rank_step_ms.size(), 2u);
+  EXPECT_LT(p2.rank_step_ms[1], p2.rank_step_ms[0]);
+  EXPECT_EQ(p2.step_ms, p2.rank_step_ms[0]);
+}
+
+// Sum of a phase's collective terms as bytes (peer_link terms) and latency steps.
+struct CommCounts {
+  double bytes = 0.0, steps = 0.0;
+};
+CommCounts comm_counts(const StepWork& w, StepPhase phase, const std::string& what, double peer_bytes_per_us) {
+  CommCounts c;
+  for (const StepTerm& t : w.terms) {
+    if (t.phase != phase || t.what.find(what) == std::string::npos) continue;
+    if (t.factor == StepFactor::peer_link) c.bytes += t.base * peer_bytes_per_us;
+    if (t.factor == StepFactor::collective_latency_us) c.steps += t.base;
+  }
+  return c;
+}
+
+TEST(MultiGpuStepModel, CommunicationBytesMatchAHandCount) {
+  // Tables a (1000 rows, hotness 2) and b (300 rows, hotness 3), dim 8; 11 samples over
+  // 2 GPUs: rank 0 trains 5, rank 1 trains 6.
+  const ModelConfig m = small_model();
+  OptimConfig o;  // SGD: column_wise is allowed
+  o.sparse = OptimizerKind::sgd;
+  const PlanTarget t = shipped_target("h200_sxm");
+  const double peer = t.hw().peer_gbs_per_direction * 1e3;  // bytes per microsecond
+  const auto work = [&](ShardingType a, int owner_a, ShardingType b, int owner_b, int gpus, int64_t batch) {
+    Recipe r = recipe_of_model(m, batch, "h200_sxm");
+    r.gpus = gpus;
+    r.sharding = {{a, owner_a}, {b, owner_b}};
+    return step_work(m, o, r, t.gemm, IdDistribution{IdLaw::uniform, 0.0});
+  };
+  const double d4 = 8 * 4;  // one pooled vector, fp32
+  const auto fwd = StepPhase::embedding_exchange, bwd = StepPhase::embedding_grad_exchange;
+
+  // table_wise, both on rank 0: it sends rank 1's 6 samples x 2 tables; rank 1 sends nothing.
+  StepWork w = work(ShardingType::table_wise, 0, ShardingType::table_wise, 0, 2, 11);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "table/row-wise pooled", peer).bytes, 6 * 2 * d4);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "table/row-wise pooled", peer).steps, 1.0);
+  EXPECT_DOUBLE_EQ(comm_counts(w, bwd, "table/row-wise pooled gradients", peer).bytes, 6 * 2 * d4);
+  EXPECT_EQ(comm_counts(w, fwd, "column-wise", peer).steps, 0.0);  // no column exchange posted
+  EXPECT_EQ(comm_counts(w, bwd, "replicated", peer).steps, 0.0);
+  // One table on each rank: rank 0 sends 6 samples of a, rank 1 sends 5 of b: busiest 6.
+  w = work(ShardingType::table_wise, 0, ShardingType::table_wise, 1, 2, 11);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "table/row-wise pooled", peer).bytes, 6 * d4);
+
+  // row_wise: every rank holds a block of both tables: rank 0 sends 6 x 2, rank 1 5 x 2.
+  w = work(ShardingType::row_wise, 0, ShardingType::row_wise, 0, 2, 11);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "table/row-wise pooled", peer).bytes, 6 * 2 * d4);
+  EXPECT_DOUBLE_EQ(comm_counts(w, bwd, "table/row-wise pooled gradients", peer).bytes, 6 * 2 * d4);
+
+  // column_wise: 4 of 8 columns per rank: rank 0 sends rank 1's 6 samples x 2 tables x 4 columns.
+  w = work(ShardingType::column_wise, 0, ShardingType::column_wise, 0, 2, 11);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "column-wise pooled", peer).bytes, 6 * 2 * 4 * 4);
+  EXPECT_DOUBLE_EQ(comm_counts(w, bwd, "column-wise pooled gradients", peer).bytes, 6 * 2 * 4 * 4);
+  EXPECT_EQ(comm_counts(w, fwd, "table/row-wise", peer).steps, 0.0);
+
+  // replicated: nothing forward; backward every rank sends its samples' gradients to the
+  // other: rank 1 sends 6 x 2 vectors.
+  w = work(ShardingType::replicated, 0, ShardingType::replicated, 0, 2, 11);
+  EXPECT_EQ(comm_counts(w, fwd, "pooled", peer).bytes, 0.0);
+  EXPECT_DOUBLE_EQ(comm_counts(w, bwd, "replicated", peer).bytes, 6 * 2 * d4);
+  EXPECT_DOUBLE_EQ(comm_counts(w, bwd, "replicated", peer).steps, 1.0);
+
+  // The dense all-reduce: the flat fp32 gradients, 2(N-1)/N of them on the link, 2(N-1)
+  // steps; 4 GPUs, 16 samples, table_wise on ranks 1 and 3.
+  w = work(ShardingType::table_wise, 1, ShardingType::table_wise, 3, 4, 16);
+  const double flat = static_cast<double>(gpu_model_layout(m).dense_flat_elements) * 4;
+  EXPECT_DOUBLE_EQ(comm_counts(w, StepPhase::dense_all_reduce, "dense gradients", peer).bytes, 1.5 * flat);
+  EXPECT_DOUBLE_EQ(comm_counts(w, StepPhase::dense_all_reduce, "dense gradients", peer).steps, 6.0);
+  // Ranks 1 and 3 each send 4 samples to each of 3 others: 12 x one table.
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "table/row-wise pooled", peer).bytes, 12 * d4);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "table/row-wise pooled", peer).steps, 3.0);
+  // The same counts from the communication model's own functions.
+  const ExchangeBytes e = exchange_bytes(m, [&] {
+    Recipe r = recipe_of_model(m, 16, "h200_sxm");
+    r.gpus = 4;
+    r.sharding = {{ShardingType::table_wise, 1}, {ShardingType::table_wise, 3}};
+    return r;
+  }());
+  EXPECT_DOUBLE_EQ(all_to_all_v_cost(e.whole).link_bytes, 12 * d4);
+  EXPECT_DOUBLE_EQ(e.whole[1][0], 4 * d4);
+  EXPECT_EQ(e.whole[0][1], 0.0);
+}
+
+TEST(MultiGpuStepModel, RowBlocksFollowTheIdLaw) {
+  // Zipf ids are scrambled by the synthetic data: a block gets its share of rows. Power
+  // ids are not: the first block gets the hot rows.
+  const IdDistribution zipf{IdLaw::zipf, 1.05}, power{IdLaw::power, 3.0};
+  EXPECT_DOUBLE_EQ(row_block_id_share(zipf, 1000, 0, 500), 0.5);
+  EXPECT_NEAR(row_block_id_share(power, 1000, 0, 500), std::pow(0.5, 1.0 / 3.0), 1e-12);
+  EXPECT_NEAR(row_block_id_share(power, 1000, 0, 500) + row_block_id_share(power, 1000, 500, 1000), 1.0, 1e-12);
+  const double draws = 5000;
+  EXPECT_NEAR(row_block_unique_rows(power, 100000, 0, 50000, draws) +
+                  row_block_unique_rows(power, 100000, 50000, 100000, draws),
+              expected_unique_rows(power, 100000, draws), 1e-6 * draws);
+  EXPECT_NEAR(row_block_unique_rows(zipf, 100000, 0, 25000, draws), 0.25 * expected_unique_rows(zipf, 100000, draws),
+              1e-9 * draws);
+}
+
+TEST(MultiGpuMemory, TableWiseMemoryPerRankDropsWithGpus) {
+  const ModelConfig m = mlperf_model();
+  const OptimConfig o = mlperf_optim();
+  const Hardware hw = shipped_hardware("h200_sxm");
+  double previous = 0.0;
+  for (int gpus : {1, 2, 4, 8}) {
+    Recipe r = recipe_of_model(m, 65536, hw.name);
+    apply_sharding(r, m, dist::ShardingSpec{}, gpus);  // table_wise, round robin
+    const std::vector<MemoryEstimate> ranks = estimate_rank_memory(m, o, r, hw);
+    ASSERT_EQ(ranks.size(), static_cast<std::size_t>(gpus));
+    double most = 0.0, rows = 0.0;
+    for (const MemoryEstimate& e : ranks) {
+      most = std::max(most, e.device_bytes());
+      for (const MemoryConsumer& c : e.consumers)
+        if (c.name.rfind("embedding rows", 0) == 0 && c.space == MemorySpace::device) rows += c.bytes;
+    }
+    EXPECT_EQ(estimate_memory(m, o, r, hw).device_bytes(), most);
+    // Every row is on exactly one rank.
+    int64_t all_rows = 0;
+    for (const TableConfig& t : m.tables) all_rows += t.rows;
+    EXPECT_DOUBLE_EQ(rows, static_cast<double>(all_rows) * m.embedding_dim * 4);
+    if (gpus > 1) {
+      EXPECT_LT(most, previous) << gpus << " GPUs";
+    }
+    previous = most;
+  }
+  // Replicated tables are on every rank; exchange buffers appear with several GPUs.
+  Recipe r = recipe_of_model(m, 65536, hw.name);
+  dist::ShardingSpec spec;
+  spec.tables["t5"] = {ShardingType::replicated, -1};
+  apply_sharding(r, m, spec, 2);
+  for (const MemoryEstimate& e : estimate_rank_memory(m, o, r, hw)) {
+    bool replicated = false, exchange = false;
+    for (const MemoryConsumer& c : e.consumers) {
+      replicated = replicated || c.name.find("replicated tables") != std::string::npos;
+      exchange = exchange || c.name.rfind("exchange buffers", 0) == 0;
+    }
+    EXPECT_TRUE(replicated) << "rank " << e.rank;
+    EXPECT_TRUE(exchange) << "rank " << e.rank;
+  }
+}
+
+TEST(MultiGpuSearch, NeverUnsupportedAndNoWorseThanTableWise) {
+  // Skewed: one huge hot table, one large warm one, small cold ones; mean pooling on the
+  // hot one forbids row_wise, row-wise Adagrad forbids column_wise.
+  ModelConfig m = mlperf_model(2000000);
+  m.tables[20].rows = 20000000;
+  m.tables[20].hotness = 200;
+  OptimConfig o = mlperf_optim();
+  for (bool mean_hot : {false, true}) {
+    m.tables[20].pooling = mean_hot ? Pooling::mean : Pooling::sum;
+    const Workload w{m, o, IdDistribution{IdLaw::zipf, 1.05}};
+    const PlanTarget t = shipped_target("h200_sxm");
+    PlanConstraints c;
+    c.gpus = 2;
+    c.min_batch = 16384;
+    const PlanResult plan = plan_recipes(w, t, c);
+    ASSERT_FALSE(plan.ranked.empty());
+    for (const RecipeEvaluation& e : plan.ranked) {
+      EXPECT_EQ(e.recipe.gpus, 2);
+      EXPECT_EQ(gpu_sharding_unsupported(e.recipe, m, o), "");
+      EXPECT_EQ(e.recipe.sharded_tables(ShardingType::column_wise), 0);  // row-wise Adagrad
+      if (mean_hot) {
+        EXPECT_NE(e.recipe.sharding[20].type, ShardingType::row_wise);
+      }
+      EXPECT_TRUE(e.fits);
+      ASSERT_EQ(e.rank_memory.size(), 2u);
+      for (const MemoryEstimate& r : e.rank_memory) EXPECT_TRUE(r.fits(t.hw(), c.headroom));
+      // The same batch and precisions with the default table_wise placement.
+      Recipe table_wise = e.recipe;
+      apply_sharding(table_wise, m, dist::ShardingSpec{}, 2);
+      const RecipeEvaluation base = evaluate_recipe(w, table_wise, t, c);
+      EXPECT_LE(e.step.step_ms, base.step.step_ms * (1 + 1e-12)) << describe_recipe(e.recipe, m);
+    }
+    const RecipeEvaluation& best = plan.best();
+    Recipe table_wise = best.recipe;
+    apply_sharding(table_wise, m, dist::ShardingSpec{}, 2);
+    const double base_ms = evaluate_recipe(w, table_wise, t, c).step.step_ms;
+    // Sum pooling: splitting the hot table row_wise beats round robin. Mean pooling: it
+    // must stay whole, and round robin may be the best placement (it balances the
+    // exchange, which a rank holding everything but the hot table would not).
+    if (mean_hot) {
+      EXPECT_LE(best.step.step_ms, base_ms * (1 + 1e-12)) << describe_recipe(best.recipe, m);
+    } else {
+      EXPECT_EQ(best.recipe.sharding[20].type, ShardingType::row_wise) << describe_recipe(best.recipe, m);
+      EXPECT_LT(best.step.step_ms, base_ms) << describe_recipe(best.recipe, m);
+    }
+  }
+}
+
+TEST(MultiGpuPlan, DistributedE2eRecordsParseWithTheirSharding) {
+  // What `mpirun -np 2 e2e_bench --profile` writes (bench/e2e_bench.cpp).
+  const std::string record = R"({"benchmark": "e2e", "date": "2026-11-30", "gpu": "NVIDIA H200",
+    "metrics": {"config": "configs/dlrm_dcnv2_capped.toml", "batch": 65536, "precision": "tf32", "row_dtype": "",
+      "step_ms": 30.0, "cuda_graph": false, "world_size": 2,
+      "sharding": "t0:table_wise@1, t1:row_wise, t2:replicated, t3:column_wise",
+      "phase_ms": {"embedding_fwd": 1.0, "embedding_exchange": 0.8, "dense_all_reduce": 0.2,
+                   "embedding_grad_exchange": 0.9}}})";
+  const auto path = write_text("e2e-distributed.json", record);
+  const E2eRecord r = read_e2e_record(path.string());
+  EXPECT_EQ(r.world_size, 2);
+  ModelConfig m = mlperf_model(2000000);
+  m.tables.resize(4);
+  OptimConfig o;
+  o.sparse = OptimizerKind::sgd;
+  const PlanTarget t = shipped_target("h200_sxm");
+  const StepMeasurement meas = e2e_measurement(r, m, o, t.gemm);
+  EXPECT_EQ(meas.work.gpus, 2);
+  EXPECT_EQ(meas.phase_ms.at(StepPhase::embedding_exchange), 0.8);
+  EXPECT_EQ(meas.phase_ms.at(StepPhase::dense_all_reduce), 0.2);
+  const StepPrediction p = predict_step(meas.work, t.step);
+  EXPECT_GT(p.phase(StepPhase::embedding_exchange), 0.0);
+  EXPECT_GT(p.phase(StepPhase::dense_all_reduce), 0.0);
+  // A bad entry names the key.
+  std::string bad = record;
+  bad.replace(bad.find("t1:row_wise"), 11, "t1-row_wise");
+  try {
+    e2e_measurement(read_e2e_record(write_text("bad.json", bad).string()), m, o, t.gemm);
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("metrics.sharding"), std::string::npos) << e.what();
+  }
+}
+
+TEST(MultiGpuPlan, HetrecPlanForTwoGpusWritesARecipeTrainAccepts) {
+  const auto dir = scratch_dir("plan_gpus2");
+  const auto recipe = dir / "plan.toml";
+  const auto json = dir / "evaluation.json";
+  const RunResult r = run_hetrec("plan --config configs/dlrm_dcnv2_mlperf.toml --hw h200_sxm --gpus 2 --out " +
+                                     recipe.string(),
+                                 dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("embedding_exchange"), std::string::npos);
+  EXPECT_NE(r.out.find("dense_all_reduce"), std::string::npos);
+  EXPECT_NE(r.out.find("rank 1 (GiB, ms)"), std::string::npos);
+  const RunConfig cfg = load_run_config(kMlperfConfig, {}, recipe.string());
+  EXPECT_EQ(cfg.recipe_gpus, 2);
+  EXPECT_EQ(cfg.sharding.tables.size(), cfg.model.tables.size());
+  const dist::ShardingPlan plan = dist::plan_sharding(cfg.sharding, cfg.model.tables, cfg.model.embedding_dim, 2);
+  EXPECT_EQ(plan.tables.size(), cfg.model.tables.size());
+
+  // --evaluate predicts the written recipe with its own gpus and sharding.
+  const RunResult e = run_hetrec("plan --config configs/dlrm_dcnv2_mlperf.toml --hw h200_sxm --evaluate " +
+                                     recipe.string() + " --json " + json.string(),
+                                 dir);
+  ASSERT_EQ(e.code, 0) << e.out << e.err;
+  const std::string text = slurp(json);
+  EXPECT_NE(text.find("\"gpus\": 2"), std::string::npos);
+  EXPECT_NE(text.find("\"dense_all_reduce\""), std::string::npos);
+  EXPECT_NE(text.find("\"ranks\""), std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetrec::test
