@@ -72,10 +72,10 @@ std::unique_ptr<DistributedModel> make_distributed_model(const RunConfig& cfg, c
   const std::string ranks = std::to_string(host.size()) + " ranks";
 #if defined(HETREC_WITH_GPU)
   if (use_gpu(cfg)) {
-    auto nccl = std::make_unique<dist::NcclProcessGroup>(host, cfg.train.collective_timeout_s);
-    auto model = make_distributed_gpu_model(cfg.model, cfg.optim, gpu_options(cfg), plan, host, *nccl);
-    if (device_out) *device_out = gpu_description(cfg, nccl->device()) + " x " + ranks + " (" + nccl->describe() + ")";
-    device_group = std::move(nccl);
+    auto devices = std::make_unique<dist::NcclProcessGroup>(host, cfg.train.collective_timeout_s);
+    auto model = make_distributed_gpu_model(cfg.model, cfg.optim, gpu_options(cfg), plan, host, *devices);
+    if (device_out) *device_out = gpu_description(cfg, devices->device()) + " x " + ranks + " (" + devices->describe() + ")";
+    device_group = std::move(devices);
     return model;
   }
   if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
