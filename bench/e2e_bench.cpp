@@ -177,6 +177,7 @@ int run(int argc, char** argv) {
   double loss = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     const auto s0 = std::chrono::steady_clock::now();
+    model->prepare_next(batches[static_cast<std::size_t>((i + 1) % kBatchSets)]);
     loss = model->train_step(batches[static_cast<std::size_t>(i % kBatchSets)], rates);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - s0).count();
     if (i < warmup) continue;
@@ -201,6 +202,15 @@ int run(int argc, char** argv) {
     host->all_gather(&step, sizeof step, rank_step_ms.data(), "all_gather(median step time)");
     step = *std::max_element(rank_step_ms.begin(), rank_step_ms.end());
   }
+  // Every rank's median phases (rank-major), so the slow rank of a step shows.
+  std::vector<double> my_phases;
+  for (const auto& samples : phases) my_phases.push_back(median(samples));
+  std::vector<double> rank_phases(my_phases.size() * static_cast<std::size_t>(ranks));
+  if (host && !my_phases.empty())
+    host->all_gather(my_phases.data(), static_cast<int64_t>(my_phases.size() * sizeof(double)), rank_phases.data(),
+                     "all_gather(median phase times)");
+  else
+    rank_phases = my_phases;
   if (!rank0) return 0;
   // Floor: one GPU's share of the batch (the exchanges come on top).
   const Floor fl = step_floor(m, batch / ranks, opts.precision == cublaslt::Precision::tf32);
@@ -211,10 +221,17 @@ int run(int argc, char** argv) {
   std::printf("floor %.3f ms (%.1f GFLOP, %.2f GB): step / floor = %.2f\n", fl.ms, fl.flops / 1e9, fl.bytes / 1e9,
               step / fl.ms);
   nlohmann::json phase_json = nlohmann::json::object();
+  nlohmann::json rank_phase_json = nlohmann::json::array();
+  for (int r = 0; r < ranks; ++r) rank_phase_json.push_back(nlohmann::json::object());
   for (std::size_t k = 0; k < phases.size(); ++k) {
-    const double v = median(phases[k]);
-    phase_json[phase_names[k]] = v;
-    std::printf("  %-22s %8.3f ms\n", phase_names[k].c_str(), v);
+    phase_json[phase_names[k]] = my_phases[k];
+    std::printf("  %-24s", phase_names[k].c_str());
+    for (int r = 0; r < ranks; ++r) {
+      const double v = rank_phases[static_cast<std::size_t>(r) * my_phases.size() + k];
+      rank_phase_json[static_cast<std::size_t>(r)][phase_names[k]] = v;
+      std::printf(" %8.3f", v);
+    }
+    std::printf(" ms%s\n", k == 0 && ranks > 1 ? " (per rank)" : "");
   }
 
   std::string command;
@@ -245,7 +262,8 @@ int run(int argc, char** argv) {
                     {"sharding", placement},
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},
-                    {"phase_ms", phase_json}};
+                    {"phase_ms", phase_json},
+                    {"rank_phase_ms", rank_phase_json}};
   if (json_out.empty())
     json_out = "bench/results/e2e-" + today("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";
   std::ofstream f(json_out);

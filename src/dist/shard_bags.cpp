@@ -22,22 +22,18 @@ std::string bad_id_message(const Batch& batch, const ShardLookup& s, int64_t sam
 
 }  // namespace
 
-void cut_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, int64_t begin, int64_t count,
-                    Batch& out) {
+ShardBagsLayout measure_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, int64_t begin,
+                                   int64_t count) {
   const auto num = static_cast<int64_t>(shards.size());
-  out.size = count;
-  out.num_dense = 0;
-  out.num_tables = static_cast<int>(num);
-  out.first_sample = batch.first_sample + begin;
-  out.dense.clear();
-  out.labels.clear();
-  out.offsets.resize(static_cast<std::size_t>(num * count + 1));
-  out.offsets[0] = 0;
-  const int64_t chunks = std::max<int64_t>(1, (count + kSamplesPerChunk - 1) / kSamplesPerChunk);
-
-  // Pass 1: the ids each (shard, chunk of samples) keeps; whole tables keep their range,
-  // row blocks count theirs (and report the first id outside the table).
-  std::vector<int64_t> kept(static_cast<std::size_t>(num * chunks) + 1, 0);
+  ShardBagsLayout layout;
+  layout.begin = begin;
+  layout.count = count;
+  layout.chunks = std::max<int64_t>(1, (count + kSamplesPerChunk - 1) / kSamplesPerChunk);
+  const int64_t chunks = layout.chunks;
+  // The ids each (shard, chunk of samples) keeps: whole tables their range, row blocks
+  // those in the block (and the first id outside the table is reported).
+  std::vector<int64_t>& kept = layout.first_id;
+  kept.assign(static_cast<std::size_t>(num * chunks) + 1, 0);
   std::vector<std::string> error(static_cast<std::size_t>(num * chunks));
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int64_t k = 0; k < num; ++k)
@@ -64,17 +60,23 @@ void cut_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, 
   for (const std::string& e : error)
     if (!e.empty()) throw DataError(e);
   for (std::size_t i = 1; i < kept.size(); ++i) kept[i] += kept[i - 1];  // first id of each (shard, chunk)
-  out.ids.resize(static_cast<std::size_t>(kept.back()));
+  return layout;
+}
 
-  // Pass 2: every (shard, chunk) writes its ids and bag ends at the positions pass 1 fixed.
+void write_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, const ShardBagsLayout& layout,
+                      int32_t* out_offsets, int32_t* out_ids) {
+  const auto num = static_cast<int64_t>(shards.size());
+  const int64_t begin = layout.begin, count = layout.count, chunks = layout.chunks;
+  out_offsets[0] = 0;
+  // Every (shard, chunk) writes its ids and bag ends at the positions the layout fixed.
 #pragma omp parallel for collapse(2) schedule(dynamic, 1)
   for (int64_t k = 0; k < num; ++k)
     for (int64_t c = 0; c < chunks; ++c) {
       const ShardLookup& s = shards[static_cast<std::size_t>(k)];
       const int64_t first = c * kSamplesPerChunk, last = std::min(count, (c + 1) * kSamplesPerChunk);
-      const int64_t at = kept[static_cast<std::size_t>(k * chunks + c)];
-      int32_t* offsets = out.offsets.data() + k * count + 1;  // bag ends
-      int32_t* ids = out.ids.data() + at;
+      const int64_t at = layout.first_id[static_cast<std::size_t>(k * chunks + c)];
+      int32_t* offsets = out_offsets + k * count + 1;  // bag ends
+      int32_t* ids = out_ids + at;
       if (!s.row_block) {
         const int64_t lo = batch.bag_begin(s.table, begin + first);
         const int64_t hi = batch.bag_begin(s.table, begin + last);
@@ -92,6 +94,20 @@ void cut_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, 
         offsets[b] = static_cast<int32_t>(at + n);
       }
     }
+}
+
+void cut_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, int64_t begin, int64_t count,
+                    Batch& out) {
+  const ShardBagsLayout layout = measure_shard_bags(batch, shards, begin, count);
+  out.size = count;
+  out.num_dense = 0;
+  out.num_tables = static_cast<int>(shards.size());
+  out.first_sample = batch.first_sample + begin;
+  out.dense.clear();
+  out.labels.clear();
+  out.offsets.resize(static_cast<std::size_t>(static_cast<int64_t>(shards.size()) * count + 1));
+  out.ids.resize(static_cast<std::size_t>(layout.ids()));
+  write_shard_bags(batch, shards, layout, out.offsets.data(), out.ids.data());
 }
 
 }  // namespace hetrec::dist

@@ -21,6 +21,23 @@ struct ShardLookup {
   std::string name;        // the table's name, for messages
 };
 
+// Where every shard's ids go, from a first pass over the batch (measure_shard_bags):
+// ids are cut in chunks of samples, in parallel.
+struct ShardBagsLayout {
+  int64_t begin = 0, count = 0;  // the samples
+  int64_t chunks = 0;            // chunks of samples per shard
+  std::vector<int64_t> first_id;  // [shard * chunks + chunk]: first id it writes; back(): the id count
+  int64_t ids() const { return first_id.empty() ? 0 : first_id.back(); }
+};
+
+// Pass 1: counts the ids each shard keeps. Throws DataError as cut_shard_bags does.
+ShardBagsLayout measure_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, int64_t begin,
+                                   int64_t count);
+// Pass 2: writes shards.size() x count + 1 offsets and layout.ids() ids (the CSR of cut_shard_bags)
+// to `offsets` and `ids` (e.g. page-locked staging memory).
+void write_shard_bags(const Batch& batch, const std::vector<ShardLookup>& shards, const ShardBagsLayout& layout,
+                      int32_t* offsets, int32_t* ids);
+
 // Writes into `out` (buffers reused between calls) the bags of `shards` for samples
 // [begin, begin + count) of `batch`: out.size = count, out.num_tables = shards.size(),
 // no dense features and no labels. Throws DataError naming the table, the sample and

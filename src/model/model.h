@@ -35,6 +35,13 @@ class Model {
   // the batch (computed before the update). The embedding backward is fused with the
   // sparse optimizer: no dense gradient of a table exists.
   virtual double train_step(const Batch& batch, const StepRates& rates) = 0;
+  // Called before a train_step: `next` is the batch the train_step after it will
+  // receive (the caller keeps `next` alive and unchanged until the coming train_step
+  // returns). A backend may prepare it while that step runs on the device (the GPU
+  // backend packs it for its copy to the device); the following train_step checks that
+  // its batch is the one prepared (batch_fingerprint) and stages any other batch as
+  // usual. Optional: train_step works the same without it.
+  virtual void prepare_next(const Batch& next) { (void)next; }
   // Inference: writes one logit per sample into `logits` (size batch.size).
   virtual void predict(const Batch& batch, std::span<float> logits) = 0;
   // Every tensor a checkpoint must hold for an exact resume, in a fixed order.

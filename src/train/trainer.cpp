@@ -270,7 +270,8 @@ TrainSummary Trainer::run() {
 
   if (tc.checkpoint_at_start && step == 0) save("initial");
 
-  Batch batch;
+  Batch batch, next;    // next: read ahead, so the model can stage it while `batch` trains
+  bool have_next = false;
   std::vector<double> step_ms;  // each train_step of this run
   const auto t_start = Clock::now();
   auto t_window = t_start;
@@ -279,13 +280,21 @@ TrainSummary Trainer::run() {
   int64_t window_steps = 0;
   double rate = 0.0;
   while (total_steps < 0 || step < total_steps) {
-    if (!pipeline.next(batch)) {
+    if (have_next) {
+      std::swap(batch, next);
+      have_next = false;
+    } else if (!pipeline.next(batch)) {
       if (position == 0) throw DataError("training data is empty: " + pipeline.describe());
       ++epoch;
       position = 0;
       if (tc.steps == 0 && epoch >= tc.epochs) break;
       pipeline.seek(0);
       continue;
+    }
+    // The batch after this one, within the epoch and the step budget.
+    if ((total_steps < 0 || step + 1 < total_steps) && pipeline.next(next)) {
+      have_next = true;
+      model->prepare_next(next);
     }
     const StepRates rates = scheduled_rates(cfg_.optim, step);
     double loss = 0.0;

@@ -127,8 +127,12 @@ void train_and_compare(const Case& c) {
 
   // Sizes: eager, captured, replayed, a size not divisible by the ranks, back again.
   const int64_t sizes[] = {64, 64, 64, 37, 64, 64};
+  // The data-parallel model is told each next batch (packed while the step runs).
+  std::vector<Batch> batches;
+  for (uint64_t step = 0; step < 6; ++step) batches.push_back(random_batch(model, sizes[step], step + 1));
   for (uint64_t step = 0; step < 6; ++step) {
-    const Batch batch = random_batch(model, sizes[step], step + 1);
+    const Batch& batch = batches[step];
+    if (step + 1 < 6) distributed->prepare_next(batches[step + 1]);
     const StepRates rates = scheduled_rates(optim, static_cast<int64_t>(step));
     const double loss = distributed->train_step(batch, rates);
     const double ref_loss = reference->train_step(batch, rates);

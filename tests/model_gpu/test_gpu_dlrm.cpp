@@ -183,6 +183,37 @@ TEST(GpuModel, GraphReplayEqualsEagerBitForBit) {
     EXPECT_EQ(0, std::memcmp(a[i].tensor.raw(), b[i].tensor.raw(), a[i].tensor.nbytes())) << a[i].name;
 }
 
+TEST(GpuModel, BatchesPackedAheadTrainExactlyAsStagedOnes) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = small_model(Arch::dlrm, DType::f32);
+  OptimConfig o;
+  o.adagrad_initial_accumulator = 0.1;
+  auto ahead = make_gpu_model(m, o);
+  auto plain = make_gpu_model(m, o);
+  std::vector<Batch> batches;
+  for (int step = 0; step < 8; ++step)
+    batches.push_back(make_batch(m, step == 5 ? 37 : 128, 700 + static_cast<uint64_t>(step)));
+  // A wrong announcement: step 3 announces a batch that step 4 is not given (staged as
+  // usual); a prediction between steps replaces the packed batch.
+  const Batch decoy = make_batch(m, 128, 7777);
+  for (int step = 0; step < 8; ++step) {
+    const auto i = static_cast<std::size_t>(step);
+    if (step + 1 < 8) ahead->prepare_next(step == 3 ? decoy : batches[i + 1]);
+    const StepRates r = rates(0.01 * (step + 1));
+    EXPECT_EQ(ahead->train_step(batches[i], r), plain->train_step(batches[i], r)) << "step " << step;
+    if (step == 6) {
+      std::vector<float> x(static_cast<std::size_t>(decoy.size)), y(x.size());
+      ahead->predict(decoy, x);
+      plain->predict(decoy, y);
+      EXPECT_EQ(x, y);
+    }
+  }
+  const auto a = ahead->state(), b = plain->state();
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i)
+    EXPECT_EQ(0, std::memcmp(a[i].tensor.raw(), b[i].tensor.raw(), a[i].tensor.nbytes())) << a[i].name;
+}
+
 TEST(GpuModel, StateWrittenByTheCallerIsTakenBack) {
   HETREC_REQUIRE_GPU();
   const ModelConfig m = small_model(Arch::dlrm, DType::f32);

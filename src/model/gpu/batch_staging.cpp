@@ -36,12 +36,23 @@ std::size_t staging_bytes(int64_t samples, int64_t ids, int num_dense, int num_t
 BatchStaging::BatchStaging(int num_dense, int num_tables, Allocator& device)
     : num_dense_(num_dense), num_tables_(num_tables), device_alloc_(device) {}
 
-bool BatchStaging::reserve(int64_t samples, int64_t ids) {
-  if (samples <= sample_capacity_ && ids <= id_capacity_) return false;
-  if (samples > sample_capacity_) sample_capacity_ = samples;
-  if (ids > id_capacity_) id_capacity_ = static_cast<int64_t>(static_cast<double>(ids) * kGrowth) + 1;
+void BatchStaging::wait_for_copies() {
   if (copies_in_flight_) copies_done_.synchronize();
-  staging_ = gpu::PinnedBuffer(staging_bytes(sample_capacity_, id_capacity_, num_dense_, num_tables_));
+  copies_in_flight_ = false;
+}
+
+void BatchStaging::reserve_host(int64_t samples, int64_t ids) {
+  wait_for_copies();  // the staging memory is about to be rewritten
+  if (samples <= host_samples_ && ids <= host_ids_) return;
+  host_samples_ = std::max(samples, host_samples_);
+  if (ids > host_ids_) host_ids_ = static_cast<int64_t>(static_cast<double>(ids) * kGrowth) + 1;
+  staging_ = gpu::PinnedBuffer(staging_bytes(host_samples_, host_ids_, num_dense_, num_tables_));
+}
+
+bool BatchStaging::reserve_device(int64_t samples, int64_t ids) {
+  if (samples <= sample_capacity_ && ids <= id_capacity_) return false;
+  sample_capacity_ = std::max(samples, sample_capacity_);
+  if (ids > id_capacity_) id_capacity_ = std::max(ids, host_ids_);
   dense_ = Tensor::empty({sample_capacity_ * num_dense_ + 1}, DType::f32, device_alloc_);
   labels_ = Tensor::empty({sample_capacity_}, DType::f32, device_alloc_);
   offsets_ = Tensor::empty({sample_capacity_ * num_tables_ + 1}, DType::i32, device_alloc_);
@@ -49,43 +60,63 @@ bool BatchStaging::reserve(int64_t samples, int64_t ids) {
   return true;
 }
 
-bool BatchStaging::upload(const Batch& batch, bool with_labels, gpu::Stream& copy_stream, gpu::Event& ready) {
+void BatchStaging::pack(const Batch& batch, bool with_labels) {
   const int64_t b = batch.size;
   const auto ids = static_cast<int64_t>(batch.ids.size());
-  const bool grew = reserve(b, ids);
-  if (copies_in_flight_) copies_done_.synchronize();  // the staging memory is about to be rewritten
+  reserve_host(b, ids);
+  packed_samples_ = b;
+  packed_ids_ = ids;
+  packed_labels_ = with_labels;
+  packed_dense_bytes_ = static_cast<std::size_t>(b * num_dense_) * sizeof(float);
+  packed_label_bytes_ = with_labels ? static_cast<std::size_t>(b) * sizeof(float) : 0;
+  packed_offset_bytes_ = static_cast<std::size_t>(b * num_tables_ + 1) * sizeof(int32_t);
+  packed_id_bytes_ = static_cast<std::size_t>(ids) * sizeof(int32_t);
+  parallel_copy(dense_at(), batch.dense.data(), packed_dense_bytes_);
+  if (with_labels) std::memcpy(labels_at(), batch.labels.data(), packed_label_bytes_);
+  parallel_copy(offsets_at(), batch.offsets.data(), packed_offset_bytes_);
+  parallel_copy(ids_at(), batch.ids.data(), packed_id_bytes_);
+}
 
-  char* p = staging_.as<char>();
-  const std::size_t dense_bytes = static_cast<std::size_t>(b * num_dense_) * sizeof(float);
-  const std::size_t label_bytes = with_labels ? static_cast<std::size_t>(b) * sizeof(float) : 0;
-  const std::size_t offset_bytes = static_cast<std::size_t>(b * num_tables_ + 1) * sizeof(int32_t);
-  const std::size_t id_bytes = static_cast<std::size_t>(ids) * sizeof(int32_t);
-  char* s_dense = p;
-  char* s_labels = s_dense + dense_bytes;
-  char* s_offsets = s_labels + label_bytes;
-  char* s_ids = s_offsets + offset_bytes;
-  parallel_copy(s_dense, batch.dense.data(), dense_bytes);
-  if (with_labels) std::memcpy(s_labels, batch.labels.data(), label_bytes);
-  parallel_copy(s_offsets, batch.offsets.data(), offset_bytes);
-  parallel_copy(s_ids, batch.ids.data(), id_bytes);
+void BatchStaging::pack_shard_bags(const Batch& global, const std::vector<dist::ShardLookup>& shards, int64_t begin,
+                                   int64_t count) {
+  HETREC_CHECK(static_cast<int>(shards.size()) == num_tables_ && num_dense_ == 0, "shard bags fit the staging");
+  const dist::ShardBagsLayout layout = dist::measure_shard_bags(global, shards, begin, count);
+  reserve_host(count, layout.ids());
+  packed_samples_ = count;
+  packed_ids_ = layout.ids();
+  packed_labels_ = false;
+  packed_dense_bytes_ = 0;
+  packed_label_bytes_ = 0;
+  packed_offset_bytes_ = static_cast<std::size_t>(count * num_tables_ + 1) * sizeof(int32_t);
+  packed_id_bytes_ = static_cast<std::size_t>(packed_ids_) * sizeof(int32_t);
+  dist::write_shard_bags(global, shards, layout, reinterpret_cast<int32_t*>(offsets_at()),
+                         reinterpret_cast<int32_t*>(ids_at()));
+}
 
+bool BatchStaging::copy_packed(gpu::Stream& copy_stream, gpu::Event& ready) {
+  const bool grew = reserve_device(packed_samples_, packed_ids_);
   const gpu::stream_t s = copy_stream.get();
-  gpu::memcpy_async(dense_.raw(), s_dense, dense_bytes, gpu::CopyKind::host_to_device, s);
-  if (with_labels) gpu::memcpy_async(labels_.raw(), s_labels, label_bytes, gpu::CopyKind::host_to_device, s);
-  gpu::memcpy_async(offsets_.raw(), s_offsets, offset_bytes, gpu::CopyKind::host_to_device, s);
-  gpu::memcpy_async(ids_.raw(), s_ids, id_bytes, gpu::CopyKind::host_to_device, s);
+  gpu::memcpy_async(dense_.raw(), dense_at(), packed_dense_bytes_, gpu::CopyKind::host_to_device, s);
+  if (packed_labels_) gpu::memcpy_async(labels_.raw(), labels_at(), packed_label_bytes_, gpu::CopyKind::host_to_device, s);
+  gpu::memcpy_async(offsets_.raw(), offsets_at(), packed_offset_bytes_, gpu::CopyKind::host_to_device, s);
+  gpu::memcpy_async(ids_.raw(), ids_at(), packed_id_bytes_, gpu::CopyKind::host_to_device, s);
   copies_done_.record(s);
   ready.record(s);
   copies_in_flight_ = true;
 
-  device_.size = b;
+  device_.size = packed_samples_;
   device_.dense = dense_.data<float>();
-  device_.labels = with_labels ? labels_.data<float>() : nullptr;
+  device_.labels = packed_labels_ ? labels_.data<float>() : nullptr;
   device_.bags.offsets = offsets_.data<int32_t>();
   device_.bags.ids = ids_.data<int32_t>();
-  device_.bags.batch = b;
+  device_.bags.batch = packed_samples_;
   device_.bags.max_ids = id_capacity_;
   return grew;
+}
+
+bool BatchStaging::upload(const Batch& batch, bool with_labels, gpu::Stream& copy_stream, gpu::Event& ready) {
+  pack(batch, with_labels);
+  return copy_packed(copy_stream, ready);
 }
 
 }  // namespace hetrec::gpu_model

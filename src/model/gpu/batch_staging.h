@@ -1,12 +1,16 @@
 #pragma once
-// Moves a host Batch to the device: the batch is packed into page-locked staging memory,
-// copied asynchronously on a copy stream, and an event marks the copies done, so the
+// Moves a host Batch to the device in two steps: pack() copies it into page-locked
+// staging memory (the host's share of the work, which the model can do for the next
+// batch while the device runs the current step), and copy_packed() copies the packed
+// batch asynchronously on a copy stream, with an event marking the copies done, so the
 // compute stream waits only for its own inputs. Device buffers keep their addresses
 // until a batch outgrows them (which a captured step graph depends on).
 #include <cstdint>
+#include <vector>
 
 #include "core/tensor.h"
 #include "data/batch.h"
+#include "dist/shard_bags.h"
 #include "gpu/device_buffer.h"
 #include "gpu/event.h"
 #include "gpu/stream.h"
@@ -25,22 +29,43 @@ class BatchStaging {
  public:
   BatchStaging(int num_dense, int num_tables, Allocator& device);
 
-  // Copies `batch` (labels too when with_labels) on `copy_stream` and records `ready`
-  // there. Returns true when device buffers had to grow (their addresses changed). Waits
-  // for the previous copies to finish before refilling the staging memory.
+  // Packs `batch` (labels too when with_labels) into the staging memory, after the
+  // previous copies out of it have finished.
+  void pack(const Batch& batch, bool with_labels);
+  // Packs the bags of `shards` for samples [begin, begin + count) of `global`
+  // (dist/shard_bags.h; no dense features, no labels) straight into the staging memory.
+  void pack_shard_bags(const Batch& global, const std::vector<dist::ShardLookup>& shards, int64_t begin,
+                       int64_t count);
+  // Copies the packed batch on `copy_stream` and records `ready` there. Returns true when
+  // device buffers had to grow (their addresses changed).
+  bool copy_packed(gpu::Stream& copy_stream, gpu::Event& ready);
+  // pack, then copy_packed.
   bool upload(const Batch& batch, bool with_labels, gpu::Stream& copy_stream, gpu::Event& ready);
   const DeviceBatch& device() const { return device_; }
 
  private:
-  bool reserve(int64_t samples, int64_t ids);
+  // Room for `samples` and `ids` in the staging memory (reallocated when short).
+  void reserve_host(int64_t samples, int64_t ids);
+  bool reserve_device(int64_t samples, int64_t ids);
+  void wait_for_copies();
+  // Where each part of the packed batch lives in the staging memory.
+  char* dense_at() const { return staging_.as<char>(); }
+  char* labels_at() const { return dense_at() + packed_dense_bytes_; }
+  char* offsets_at() const { return labels_at() + packed_label_bytes_; }
+  char* ids_at() const { return offsets_at() + packed_offset_bytes_; }
+
   int num_dense_;
   int num_tables_;
   Allocator& device_alloc_;
-  int64_t sample_capacity_ = 0;
-  int64_t id_capacity_ = 0;
+  int64_t host_samples_ = 0, host_ids_ = 0;      // staging memory capacity
+  int64_t sample_capacity_ = 0, id_capacity_ = 0;  // device buffer capacity
   gpu::PinnedBuffer staging_;
   Tensor dense_, labels_, offsets_, ids_;
   DeviceBatch device_;
+  // The packed batch.
+  int64_t packed_samples_ = 0, packed_ids_ = 0;
+  bool packed_labels_ = false;
+  std::size_t packed_dense_bytes_ = 0, packed_label_bytes_ = 0, packed_offset_bytes_ = 0, packed_id_bytes_ = 0;
   bool copies_in_flight_ = false;
   gpu::Event copies_done_{false};
 };

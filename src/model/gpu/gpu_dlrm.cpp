@@ -6,12 +6,14 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/seed_streams.h"
 #include "data/batch_checks.h"
+#include "data/batch_fingerprint.h"
 #include "data/batch_slice.h"
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
@@ -183,14 +185,15 @@ class GpuDlrm final : public GpuModel {
   }
 
   double train_step(const Batch& batch, const StepRates& rates) override {
+    const Batch* next = std::exchange(next_, nullptr);
     check_batch(batch, /*need_labels=*/true);
     take_back_state();
-    // Ids are range-checked on the device (a bad one raises the skip flag); the offsets
-    // must be sound before any kernel reads through them.
-    check_bag_offsets(batch, config_.num_tables());
     const auto upload_start = std::chrono::steady_clock::now();
-    // Data parallel: `batch` is the global batch; this rank computes its share.
-    const int64_t b = stage(batch, /*training=*/true);
+    // Packed during the previous step (prepare_next), or now. Data parallel: `batch` is the
+    // global batch; this rank computes its share.
+    const int64_t b = packed_ && *packed_ == batch_fingerprint(batch) ? packed_samples_ : pack(batch, /*training=*/true);
+    packed_.reset();
+    copy_packed();
     if (options_.profile_phases) {
       batch_ready_.synchronize();
       upload_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - upload_start).count();
@@ -228,6 +231,7 @@ class GpuDlrm final : public GpuModel {
       enqueue_step(b);  // first step of this size: eager (plans GEMMs, warms every path)
       eager_batch_ = key;
     }
+    pack_next(next);
     finish("train step " + std::to_string(step_.data<int64_t>()[0]));
 
     const StepOutput out = *output_host_.as<StepOutput>();
@@ -268,8 +272,10 @@ class GpuDlrm final : public GpuModel {
       return;
     }
     take_back_state();
-    check_bag_offsets(batch, config_.num_tables());
-    const int64_t b = stage(batch, /*training=*/false);
+    next_ = nullptr;
+    const int64_t b = pack(batch, /*training=*/false);  // replaces a batch packed ahead
+    packed_.reset();
+    copy_packed();
     compute_.wait(batch_ready_);
     const gpu::stream_t s = compute_.get();
     gpu::memset_async(scalars_.raw(), 0, sizeof(kernels::StepScalars), s);
@@ -295,6 +301,8 @@ class GpuDlrm final : public GpuModel {
                       "): ids outside their tables reached the device");
     }
   }
+
+  void prepare_next(const Batch& next) override { next_ = &next; }
 
   // Data parallel: the replicated tensors only (the tables are in embedding_shards()).
   std::vector<NamedTensor> state() override {
@@ -466,11 +474,13 @@ class GpuDlrm final : public GpuModel {
 
   int ranks() const { return data_parallel_.devices ? data_parallel_.devices->size() : 1; }
 
-  // Stages what the step reads and sizes the buffers; returns this rank's sample count.
-  // Data parallel: dense features and labels of the rank's share of the global batch,
-  // the shards' bags for every sample.
-  int64_t stage(const Batch& batch, bool training) {
-    bool moved = false;
+  // Packs what the step reads into the staging memory (the host's share of staging);
+  // returns this rank's sample count. Data parallel: dense features and labels of the
+  // rank's share of the global batch, the shards' bags for every sample. Ids are
+  // range-checked on the device (a bad one raises the skip flag); the offsets must be
+  // sound before anything reads through them.
+  int64_t pack(const Batch& batch, bool training) {
+    check_bag_offsets(batch, config_.num_tables());
     int64_t b = batch.size;
     if (sharded_) {
       const int n = ranks(), r = data_parallel_.devices->rank();
@@ -489,15 +499,39 @@ class GpuDlrm final : public GpuModel {
       if (training) local_.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + begin + b);
       local_.offsets.assign(1, 0);
       local_.ids.clear();
-      moved |= staging_.upload(local_, training, copy_, batch_ready_);
-      moved |= sharded_->stage(batch, begin, b, training, copy_, batch_ready_, compute_.get());
-      global_batch_ = batch.size;
+      staging_.pack(local_, training);
+      sharded_->pack(batch, begin, b, training);
+      packed_global_ = batch.size;
     } else {
-      moved |= staging_.upload(batch, training, copy_, batch_ready_);
+      staging_.pack(batch, training);
     }
-    moved |= reserve(b, sharded_ ? 0 : staging_.device().bags.max_ids);
-    if (moved) invalidate_graph();
+    packed_samples_ = b;
     return b;
+  }
+
+  // Copies the packed batch to the device and sizes the buffers for it.
+  void copy_packed() {
+    bool moved = staging_.copy_packed(copy_, batch_ready_);
+    if (sharded_) {
+      moved |= sharded_->copy_packed(copy_, batch_ready_, compute_.get());
+      global_batch_ = packed_global_;
+    }
+    moved |= reserve(packed_samples_, sharded_ ? 0 : staging_.device().bags.max_ids);
+    if (moved) invalidate_graph();
+  }
+
+  // While the device runs the step just enqueued: packs the batch prepare_next named, so
+  // the next train_step only copies it. A batch that cannot be packed is left for that
+  // train_step, which reports the error as its own.
+  void pack_next(const Batch* next) {
+    if (!next) return;
+    try {
+      if (next->labels.size() != static_cast<std::size_t>(next->size)) return;
+      pack(*next, /*training=*/true);
+      packed_ = batch_fingerprint(*next);
+    } catch (const Error&) {
+      packed_.reset();
+    }
   }
 
   // Waits for the step's device work; data parallel, bounded by the collective timeout
@@ -717,7 +751,11 @@ class GpuDlrm final : public GpuModel {
   std::unique_ptr<gpu_model::ShardedGpuEmbeddings> sharded_;   // data parallel: this rank's shards
   DataParallel data_parallel_;
   Batch local_;                 // data parallel: dense features and labels of this rank's share
-  int64_t global_batch_ = 0;    // data parallel: samples of the staged global batch
+  int64_t global_batch_ = 0;    // data parallel: samples of the global batch on the device
+  int64_t packed_global_ = 0;   // data parallel: samples of the packed global batch
+  int64_t packed_samples_ = 0;  // this rank's samples of the packed batch
+  const Batch* next_ = nullptr;                 // prepare_next: the batch to pack during the next step
+  std::optional<BatchFingerprint> packed_;      // the batch packed ahead, if any
   Tensor all_logits_;           // data parallel: every sample's logit (predict)
   gpu_model::TunedKernels tuned_;
   kernels::DotInteractionShape dot_shape_;
@@ -770,6 +808,7 @@ class DistributedGpuDlrm final : public DistributedGpuModel {
   std::vector<ShardTensor> embedding_shards() override { return engine_->embedding_shards(); }
   std::vector<NamedTensor> gather_full_state() override { return engine_->gather_full_state(); }
   std::vector<std::pair<std::string, double>> phase_ms() const override { return engine_->phase_ms(); }
+  void prepare_next(const Batch& next) override { engine_->prepare_next(next); }
 
  private:
   std::unique_ptr<GpuDlrm> engine_;

@@ -116,12 +116,11 @@ void ShardedGpuEmbeddings::make_group(Group& g, const ModelConfig& model, const 
   g.staging = std::make_unique<BatchStaging>(0, static_cast<int>(g.lookups.size()), device);
 }
 
-bool ShardedGpuEmbeddings::stage(const Batch& global, int64_t local_begin, int64_t local_count, bool training,
-                                 gpu::Stream& copy, gpu::Event& ready, gpu::stream_t compute) {
-  bool moved = false;
+void ShardedGpuEmbeddings::pack(const Batch& global, int64_t local_begin, int64_t local_count, bool training) {
   global_ = global.size;
   local_ = local_count;
   local_begin_ = local_begin;
+  packed_training_ = training;
   share_.resize(static_cast<std::size_t>(ranks_));
   for (int h = 0; h < ranks_; ++h)
     share_[static_cast<std::size_t>(h)] = share_begin(global.size, h + 1, ranks_) - share_begin(global.size, h, ranks_);
@@ -130,23 +129,28 @@ bool ShardedGpuEmbeddings::stage(const Batch& global, int64_t local_begin, int64
     // Replicated shards are looked up for the local samples; their global bags serve the
     // update only.
     if (g == &replica_ && !training) continue;
-    dist::cut_shard_bags(global, g->lookups, 0, global.size, g->host_bags);
-    moved |= g->staging->upload(g->host_bags, /*with_labels=*/false, copy, ready);
+    g->staging->pack_shard_bags(global, g->lookups, 0, global.size);
+  }
+  if (replica_local_staging_) replica_local_staging_->pack_shard_bags(global, replica_.lookups, local_begin, local_count);
+}
+
+bool ShardedGpuEmbeddings::copy_packed(gpu::Stream& copy, gpu::Event& ready, gpu::stream_t compute) {
+  bool moved = false;
+  for (Group* g : {&whole_, &column_, &replica_}) {
+    if (!g->tables || (g == &replica_ && !packed_training_)) continue;
+    moved |= g->staging->copy_packed(copy, ready);
     const int64_t max_ids = g->staging->device().bags.max_ids;
-    if (training && max_ids > g->id_capacity) {
+    if (packed_training_ && max_ids > g->id_capacity) {
       g->workspace = Tensor::empty(
           {static_cast<int64_t>(kernels::embedding_backward_workspace_bytes(max_ids, g->width))}, DType::u8, device_);
       g->id_capacity = max_ids;
       moved = true;
     }
   }
-  if (replica_local_staging_) {
-    dist::cut_shard_bags(global, replica_.lookups, local_begin, local_count, replica_local_bags_);
-    moved |= replica_local_staging_->upload(replica_local_bags_, /*with_labels=*/false, copy, ready);
-  }
-  moved |= reserve(global.size, local_count);
-  if (moved || pieces_for_global_ != global.size) {
-    build_pieces(global.size, compute);
+  if (replica_local_staging_) moved |= replica_local_staging_->copy_packed(copy, ready);
+  moved |= reserve(global_, local_);
+  if (moved || pieces_for_global_ != global_) {
+    build_pieces(global_, compute);
     moved = true;
   }
   return moved;

@@ -47,11 +47,13 @@ class ShardedGpuEmbeddings {
                        gpu::Communicator& comm, Allocator& device, gpu::stream_t stream);
 
   // Host, before a step or prediction: cuts this rank's shard bags from the global batch
-  // and copies them on `copy` (recording `ready`); this rank's samples are [local_begin,
-  // local_begin + local_count). Returns true when a device buffer moved or the exchange
-  // layout changed (a captured graph is then stale). The batch's offsets must be sound.
-  bool stage(const Batch& global, int64_t local_begin, int64_t local_count, bool training, gpu::Stream& copy,
-             gpu::Event& ready, gpu::stream_t compute);
+  // straight into the staging memory (pack; the model may do it for the next batch while
+  // the device runs the current step), then copies them on `copy` (recording `ready`).
+  // This rank's samples are [local_begin, local_begin + local_count). copy_packed returns
+  // true when a device buffer moved or the exchange layout changed (a captured graph is
+  // then stale). The batch's offsets must be sound.
+  void pack(const Batch& global, int64_t local_begin, int64_t local_count, bool training);
+  bool copy_packed(gpu::Stream& copy, gpu::Event& ready, gpu::stream_t compute);
 
   // Forward, in two parts (timed apart): this rank's lookups (raising *bad_ids for an id
   // outside its shard), then the exchange that places the pooled vectors of the local
@@ -86,7 +88,6 @@ class ShardedGpuEmbeddings {
     int width = 0;
     std::unique_ptr<GpuEmbeddings> tables;
     std::unique_ptr<BatchStaging> staging;  // the shards' bags over the global batch
-    Batch host_bags;
     Tensor workspace;  // the fused backward's scratch
     int64_t id_capacity = 0;
   };
@@ -113,7 +114,7 @@ class ShardedGpuEmbeddings {
   std::vector<int> replicated_;     // replicated tables, in slot order
   Group whole_, column_, replica_;
   std::unique_ptr<BatchStaging> replica_local_staging_;  // replicated bags of the local samples
-  Batch replica_local_bags_;
+  bool packed_training_ = false;                          // the packed batch includes the update's bags
 
   int64_t global_ = 0, local_ = 0, local_begin_ = 0;  // the staged batch
   std::vector<int64_t> share_;                       // samples of each rank
