@@ -14,18 +14,28 @@
 
 namespace hetrec {
 
-#if defined(HETREC_WITH_GPU)
 namespace {
 
-// True when the configured device asks for the GPU backend and one is visible; throws
-// ConfigError when train.device = "gpu" and none is.
-bool use_gpu(const RunConfig& cfg) {
+// True when the GPU backend runs this config: it was built, a device is visible and
+// train.device is "auto" or "gpu". Throws ConfigError when "gpu" cannot be had; says so
+// when "auto" falls back to the CPU.
+bool use_gpu(const RunConfig& cfg, const Logger& log) {
+#if defined(HETREC_WITH_GPU)
   const bool gpu_present = gpu::has_device();
   if (cfg.train.device == DeviceChoice::gpu && !gpu_present)
     throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": no GPU is visible to this process");
-  return cfg.train.device != DeviceChoice::cpu && gpu_present;
+  if (cfg.train.device != DeviceChoice::cpu && gpu_present) return true;
+  if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
+#else
+  if (cfg.train.device == DeviceChoice::gpu)
+    throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": this build has no GPU backend "
+                      "(configure with the 'cuda' preset)");
+  (void)log;
+#endif
+  return false;
 }
 
+#if defined(HETREC_WITH_GPU)
 GpuModelOptions gpu_options(const RunConfig& cfg) {
   GpuModelOptions options;
   options.precision = cfg.model.allow_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
@@ -41,24 +51,19 @@ std::string gpu_description(const RunConfig& cfg, int device) {
           : cfg.model.allow_tf32                ? " (tf32 GEMMs)"
                                                 : " (fp32)");
 }
-
-}  // namespace
 #endif
 
+}  // namespace
+
 std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::string* device_out) {
+  if (use_gpu(cfg, log)) {
 #if defined(HETREC_WITH_GPU)
-  if (use_gpu(cfg)) {
     const GpuModelOptions options = gpu_options(cfg);
     auto model = make_gpu_model(cfg.model, cfg.optim, options);
     if (device_out) *device_out = gpu_description(cfg, options.device);
     return model;
-  }
-  if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
-#else
-  if (cfg.train.device == DeviceChoice::gpu)
-    throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": this build has no GPU backend "
-                      "(configure with the 'cuda' preset)");
 #endif
+  }
   if (!cfg.model.host_tables.empty())
     log.info("model.host_tables: the CPU backend keeps every table in host memory; the placement applies to the GPU");
   if (device_out) *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads)";
@@ -70,21 +75,15 @@ std::unique_ptr<DistributedModel> make_distributed_model(const RunConfig& cfg, c
                                                          std::unique_ptr<dist::ProcessGroup>& device_group,
                                                          const Logger& log, std::string* device_out) {
   const std::string ranks = std::to_string(host.size()) + " ranks";
+  if (use_gpu(cfg, log)) {
 #if defined(HETREC_WITH_GPU)
-  if (use_gpu(cfg)) {
     auto devices = std::make_unique<dist::NcclProcessGroup>(host, cfg.train.collective_timeout_s);
     auto model = make_distributed_gpu_model(cfg.model, cfg.optim, gpu_options(cfg), plan, host, *devices);
     if (device_out) *device_out = gpu_description(cfg, devices->device()) + " x " + ranks + " (" + devices->describe() + ")";
     device_group = std::move(devices);
     return model;
-  }
-  if (cfg.train.device == DeviceChoice::auto_select) log.info("no GPU visible: training on the CPU");
-#else
-  if (cfg.train.device == DeviceChoice::gpu)
-    throw ConfigError(cfg.source + ": config key 'train.device' = \"gpu\": this build has no GPU backend "
-                      "(configure with the 'cuda' preset)");
 #endif
-  (void)log;
+  }
   device_group.reset();  // the CPU model exchanges over `host`
   if (device_out)
     *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads per rank) x " + ranks + " (" +

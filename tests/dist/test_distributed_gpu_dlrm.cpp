@@ -24,6 +24,7 @@
 #include "dist/sharding.h"
 #include "gpu/device.h"
 #include "model/gpu/gpu_dlrm.h"
+#include "../model_gpu/dlrm_test_inputs.h"
 
 namespace hetrec {
 namespace {
@@ -32,48 +33,6 @@ constexpr double kTimeoutS = 120.0;
 constexpr double kAbsTol = 2e-6;
 constexpr double kRelTol = 1e-4;
 constexpr double kRelTol16 = 4e-3;  // one 16-bit ulp (bf16 rows: 2^-8) and a little
-
-ModelConfig small_model(Arch arch) {
-  ModelConfig m;
-  m.arch = arch;
-  m.num_dense = 13;
-  m.embedding_dim = 16;  // column_wise over 2 ranks: 8 columns each
-  const int64_t rows[] = {1000, 50, 3000, 7, 20000};
-  for (int t = 0; t < 5; ++t) {
-    TableConfig c;
-    c.name = "C" + std::to_string(t + 1);
-    c.rows = rows[t];
-    c.pooling = t == 3 ? Pooling::mean : Pooling::sum;
-    m.tables.push_back(c);
-  }
-  m.bottom_mlp = {32, 16};
-  m.top_mlp = {64, 32, 1};
-  m.cross_layers = 2;
-  m.init_seed = 2024;
-  return m;
-}
-
-// Random global batch: bags of 0 to 3 skewed ids (rows repeat within and across ranks'
-// shares), random dense features and labels.
-Batch random_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
-  Batch b;
-  b.reset(size, m.num_dense, m.num_tables());
-  b.first_sample = static_cast<int64_t>(seed) * 1000;
-  Rng rng(seed, 17);
-  for (float& x : b.dense) x = static_cast<float>(std::log1p(10.0 * rng.uniform()));
-  for (float& y : b.labels) y = rng.uniform() < 0.35 ? 1.0f : 0.0f;
-  for (int t = 0; t < m.num_tables(); ++t)
-    for (int64_t s = 0; s < size; ++s) {
-      const auto len = static_cast<int64_t>(rng.below(4));
-      for (int64_t k = 0; k < len; ++k) {
-        const double u = rng.uniform();
-        const auto rows = static_cast<double>(m.tables[static_cast<std::size_t>(t)].rows);
-        b.ids.push_back(static_cast<int32_t>(std::min(rows - 1, std::floor(rows * u * u * u))));
-      }
-      b.offsets[static_cast<std::size_t>(t * size + s + 1)] = static_cast<int32_t>(b.ids.size());
-    }
-  return b;
-}
 
 dist::ShardingSpec all_of(dist::ShardingType type) {
   dist::ShardingSpec s;
@@ -115,8 +74,7 @@ void train_and_compare(const Case& c) {
   auto host = dist::make_process_group(kTimeoutS);
   const int n = host->size();
   dist::NcclProcessGroup devices(*host, kTimeoutS);
-  ModelConfig model = small_model(c.arch);
-  model.row_dtype = c.row_dtype;
+  ModelConfig model = small_model(c.arch, c.row_dtype);
   model.dense_dtype = c.dense_dtype;
   const OptimConfig optim = optim_for(c.sparse);
   const auto plan = dist::plan_sharding(c.sharding, model.tables, model.embedding_dim, n);
@@ -129,7 +87,7 @@ void train_and_compare(const Case& c) {
   const int64_t sizes[] = {64, 64, 64, 37, 64, 64};
   // The data-parallel model is told each next batch (packed while the step runs).
   std::vector<Batch> batches;
-  for (uint64_t step = 0; step < 6; ++step) batches.push_back(random_batch(model, sizes[step], step + 1));
+  for (uint64_t step = 0; step < 6; ++step) batches.push_back(make_batch(model, sizes[step], step + 1));
   for (uint64_t step = 0; step < 6; ++step) {
     const Batch& batch = batches[step];
     if (step + 1 < 6) distributed->prepare_next(batches[step + 1]);
@@ -140,7 +98,7 @@ void train_and_compare(const Case& c) {
     else EXPECT_NEAR(loss, ref_loss, 1e-5 * (1 + std::abs(ref_loss))) << "step " << step;
   }
   for (int64_t size : {50, 1}) {
-    const Batch eval = random_batch(model, size, 99);
+    const Batch eval = make_batch(model, size, 99);
     std::vector<float> scores(static_cast<std::size_t>(size), NAN), ref_scores(static_cast<std::size_t>(size), NAN);
     distributed->predict(eval, scores);
     reference->predict(eval, ref_scores);
@@ -213,7 +171,7 @@ TEST(DistributedGpuDlrm, UnsupportedPlacementsNameTheKey) {
   HETREC_REQUIRE_DEVICES();
   auto host = dist::make_process_group(kTimeoutS);
   dist::NcclProcessGroup devices(*host, kTimeoutS);
-  const ModelConfig model = small_model(Arch::dlrm);
+  const ModelConfig model = small_model(Arch::dlrm, DType::f32);
   dist::ShardingSpec rows;
   rows.default_type = dist::ShardingType::row_wise;  // C4 is mean-pooled
   const auto row_plan = dist::plan_sharding(rows, model.tables, model.embedding_dim, host->size());
@@ -237,18 +195,18 @@ TEST(DistributedGpuDlrm, BadIdFailsOnEveryRankWithoutAnUpdate) {
   HETREC_REQUIRE_DEVICES();
   auto host = dist::make_process_group(kTimeoutS);
   dist::NcclProcessGroup devices(*host, kTimeoutS);
-  const ModelConfig model = small_model(Arch::dlrm);
+  const ModelConfig model = small_model(Arch::dlrm, DType::f32);
   const OptimConfig optim = optim_for(OptimizerKind::adagrad);
   dist::ShardingSpec spec = all_of(dist::ShardingType::table_wise);
   spec.tables["C3"] = {dist::ShardingType::row_wise, -1};
   const auto plan = dist::plan_sharding(spec, model.tables, model.embedding_dim, host->size());
   auto distributed = make_distributed_gpu_model(model, optim, {}, plan, *host, devices);
-  distributed->train_step(random_batch(model, 32, 5), scheduled_rates(optim, 0));
+  distributed->train_step(make_batch(model, 32, 5), scheduled_rates(optim, 0));
   const auto before = distributed->gather_full_state();
   // An id past table C2 (table_wise: caught on its owner's device) and one past C3
   // (row_wise: caught on the host by every rank).
   for (int table : {1, 2}) {
-    Batch bad = random_batch(model, 32, 6);
+    Batch bad = make_batch(model, 32, 6);
     const int64_t at = bad.bag_begin(table, 20);
     bad.ids.insert(bad.ids.begin() + at, static_cast<int32_t>(model.tables[static_cast<std::size_t>(table)].rows));
     for (std::size_t i = static_cast<std::size_t>(table * 32 + 21); i < bad.offsets.size(); ++i) ++bad.offsets[i];
