@@ -65,7 +65,7 @@ for stage in "$@"; do
       gpus=$(nvidia-smi -L | wc -l)
       for np in 1 $gpus; do
         for t in dist_test_nccl_process_group dist_test_distributed_gpu_dlrm; do
-          timeout 300 mpirun -np "$np" "$bin/$t" --gtest_brief=1 > "$out/mpirun-np$np-$t.log" 2>&1
+          timeout 300 mpirun -np "$np" "$bin/$t" --gtest_brief=1 --gtest_color=no > "$out/mpirun-np$np-$t.log" 2>&1
           echo "mpirun -np $np $t rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/mpirun-np$np-$t.log" | sort -u | tr '\n' ' ')"
         done
       done
