@@ -110,9 +110,17 @@ class MpiPending final : public PendingCollective {
  public:
   MpiPending(const MpiProcessGroup& group, std::string op) : group_(group), op_(std::move(op)) {}
   ~MpiPending() override {
-    // A collective must complete before its buffers go away; an abandoned one (an error
-    // elsewhere) is waited for without the error check.
-    if (request_ != MPI_REQUEST_NULL) MPI_Wait(&request_, MPI_STATUS_IGNORE);
+    // A collective must complete before its buffers go away. One left by an error
+    // elsewhere (this destructor runs while that error unwinds) is waited for within the
+    // group's timeout, without the error check; past it, or once the group has given up
+    // on another collective, it is left: the job is being ended (abort_job), and a blocking
+    // wait would hang this rank on a dead or stopped peer instead.
+    if (request_ == MPI_REQUEST_NULL || group_.abandoned()) return;
+    try {
+      group_.wait(request_, op_);
+    } catch (const Error&) {
+      // Already reported by the error being unwound.
+    }
   }
   MpiPending(const MpiPending&) = delete;
   MpiPending& operator=(const MpiPending&) = delete;

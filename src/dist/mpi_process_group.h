@@ -39,6 +39,8 @@ class MpiProcessGroup final : public ProcessGroup {
   // Waits for `request` (polling, with the group's deadline); throws DeviceError naming
   // the operation on an MPI error or a timeout.
   void wait(MPI_Request& request, std::string_view op) const;
+  // True once a collective timed out: the communicator is unusable.
+  bool abandoned() const { return abandoned_; }
   // Throws DeviceError naming the rank and the operation unless rc is MPI_SUCCESS.
   void check(int rc, std::string_view op) const;
 
