@@ -1,7 +1,8 @@
 #include "data/batch_fingerprint.h"
 
-#include <cstring>
 #include <vector>
+
+#include "core/checksum.h"
 
 namespace hetrec {
 namespace {
@@ -9,21 +10,14 @@ namespace {
 // Values sampled from each array.
 constexpr std::size_t kSamplesPerArray = 64;
 
-// FNV-1a over the bytes of up to kSamplesPerArray evenly spaced elements.
+// The CRC-32C of up to kSamplesPerArray evenly spaced elements and the last one (the end
+// of the ids and of the offsets), extending `crc`.
 template <class T>
-uint64_t mix(uint64_t h, const std::vector<T>& v) {
-  if (v.empty()) return h;
+uint32_t extend(uint32_t crc, const std::vector<T>& v) {
+  if (v.empty()) return crc;
   const std::size_t step = v.size() > kSamplesPerArray ? v.size() / kSamplesPerArray : 1;
-  for (std::size_t i = 0; i < v.size(); i += step) {
-    unsigned char bytes[sizeof(T)];
-    std::memcpy(bytes, &v[i], sizeof(T));
-    for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  }
-  // The last element too (the end of the ids and of the offsets).
-  unsigned char bytes[sizeof(T)];
-  std::memcpy(bytes, &v.back(), sizeof(T));
-  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ull;
-  return h;
+  for (std::size_t i = 0; i < v.size(); i += step) crc = crc32c(&v[i], sizeof(T), crc);
+  return crc32c(&v.back(), sizeof(T), crc);
 }
 
 }  // namespace
@@ -35,12 +29,7 @@ BatchFingerprint batch_fingerprint(const Batch& batch) {
   f.ids = static_cast<int64_t>(batch.ids.size());
   f.dense = static_cast<int64_t>(batch.dense.size());
   f.num_tables = batch.num_tables;
-  uint64_t h = 14695981039346656037ull;
-  h = mix(h, batch.dense);
-  h = mix(h, batch.labels);
-  h = mix(h, batch.offsets);
-  h = mix(h, batch.ids);
-  f.hash = h;
+  f.hash = extend(extend(extend(extend(0, batch.dense), batch.labels), batch.offsets), batch.ids);
   return f;
 }
 

@@ -77,6 +77,22 @@ void BatchStaging::pack(const Batch& batch, bool with_labels) {
   parallel_copy(ids_at(), batch.ids.data(), packed_id_bytes_);
 }
 
+void BatchStaging::pack_dense(const Batch& batch, int64_t begin, int64_t count, bool with_labels) {
+  HETREC_CHECK(num_tables_ == 0 && batch.num_dense == num_dense_ && begin >= 0 && begin + count <= batch.size,
+               "dense rows fit the staging");
+  reserve_host(count, 0);
+  packed_samples_ = count;
+  packed_ids_ = 0;
+  packed_labels_ = with_labels;
+  packed_dense_bytes_ = static_cast<std::size_t>(count * num_dense_) * sizeof(float);
+  packed_label_bytes_ = with_labels ? static_cast<std::size_t>(count) * sizeof(float) : 0;
+  packed_offset_bytes_ = sizeof(int32_t);
+  packed_id_bytes_ = 0;
+  parallel_copy(dense_at(), batch.dense.data() + begin * num_dense_, packed_dense_bytes_);
+  if (with_labels) std::memcpy(labels_at(), batch.labels.data() + begin, packed_label_bytes_);
+  *reinterpret_cast<int32_t*>(offsets_at()) = 0;
+}
+
 void BatchStaging::pack_shard_bags(const Batch& global, const std::vector<dist::ShardLookup>& shards, int64_t begin,
                                    int64_t count) {
   HETREC_CHECK(static_cast<int>(shards.size()) == num_tables_ && num_dense_ == 0, "shard bags fit the staging");

@@ -32,6 +32,10 @@ class BatchStaging {
   // Packs `batch` (labels too when with_labels) into the staging memory, after the
   // previous copies out of it have finished.
   void pack(const Batch& batch, bool with_labels);
+  // Packs the dense features (and labels when with_labels) of samples [begin, begin +
+  // count) of `batch`, no bags (a staging built for 0 tables: a rank's share of a global
+  // batch whose bags its shards stage).
+  void pack_dense(const Batch& batch, int64_t begin, int64_t count, bool with_labels);
   // Packs the bags of `shards` for samples [begin, begin + count) of `global`
   // (dist/shard_bags.h; no dense features, no labels) straight into the staging memory.
   void pack_shard_bags(const Batch& global, const std::vector<dist::ShardLookup>& shards, int64_t begin,

@@ -490,16 +490,7 @@ class GpuDlrm final : public GpuModel {
                         "one sample per rank");
       const int64_t begin = share_begin(batch.size, r, n);
       b = share_begin(batch.size, r + 1, n) - begin;
-      local_.size = b;
-      local_.num_dense = batch.num_dense;
-      local_.num_tables = 0;
-      local_.first_sample = batch.first_sample + begin;
-      local_.dense.assign(batch.dense.begin() + begin * batch.num_dense,
-                          batch.dense.begin() + (begin + b) * batch.num_dense);
-      if (training) local_.labels.assign(batch.labels.begin() + begin, batch.labels.begin() + begin + b);
-      local_.offsets.assign(1, 0);
-      local_.ids.clear();
-      staging_.pack(local_, training);
+      staging_.pack_dense(batch, begin, b, training);
       sharded_->pack(batch, begin, b, training);
       packed_global_ = batch.size;
     } else {
@@ -750,7 +741,6 @@ class GpuDlrm final : public GpuModel {
   std::unique_ptr<gpu_model::GpuEmbeddings> embeddings_;       // one device: every table
   std::unique_ptr<gpu_model::ShardedGpuEmbeddings> sharded_;   // data parallel: this rank's shards
   DataParallel data_parallel_;
-  Batch local_;                 // data parallel: dense features and labels of this rank's share
   int64_t global_batch_ = 0;    // data parallel: samples of the global batch on the device
   int64_t packed_global_ = 0;   // data parallel: samples of the packed global batch
   int64_t packed_samples_ = 0;  // this rank's samples of the packed batch

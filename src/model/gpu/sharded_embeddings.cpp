@@ -119,7 +119,6 @@ void ShardedGpuEmbeddings::make_group(Group& g, const ModelConfig& model, const 
 void ShardedGpuEmbeddings::pack(const Batch& global, int64_t local_begin, int64_t local_count, bool training) {
   global_ = global.size;
   local_ = local_count;
-  local_begin_ = local_begin;
   packed_training_ = training;
   share_.resize(static_cast<std::size_t>(ranks_));
   for (int h = 0; h < ranks_; ++h)

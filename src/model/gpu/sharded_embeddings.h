@@ -116,7 +116,7 @@ class ShardedGpuEmbeddings {
   std::unique_ptr<BatchStaging> replica_local_staging_;  // replicated bags of the local samples
   bool packed_training_ = false;                          // the packed batch includes the update's bags
 
-  int64_t global_ = 0, local_ = 0, local_begin_ = 0;  // the staged batch
+  int64_t global_ = 0, local_ = 0;  // samples of the packed global batch and of this rank's share
   std::vector<int64_t> share_;                       // samples of each rank
   int64_t global_capacity_ = 0, local_capacity_ = 0;
   // Exchange buffers (floats). whole/column: pooled_ [B x S_r w] (this rank's shards for
