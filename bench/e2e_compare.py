@@ -5,6 +5,7 @@ file bench/results/e2e-<date>-<tag>.json with samples/s of each and the ratios.
 
 Usage: bench/e2e_compare.py --e2e-bench build/cuda/bench/e2e_bench --config configs/dlrm_dcnv2_capped.toml
                             --batch 16384 --tag dcnv2-capped-b16k [--precision tf32] [--modes eager,compile]
+                            [--e2e-arg=--set --e2e-arg='model.dense_dtype="bf16"']
 """
 import argparse
 import datetime
@@ -27,6 +28,9 @@ def main():
     ap.add_argument("--rows", default="")
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--modes", default="eager,compile")
+    ap.add_argument("--e2e-arg", action="append", default=[],
+                    help="an extra e2e_bench argument, e.g. --e2e-arg=--set --e2e-arg='model.dense_dtype=\"bf16\"' "
+                         "(repeatable; recorded in the command)")
     ap.add_argument("--torch-timeout", type=int, default=300, help="seconds for the PyTorch baseline")
     ap.add_argument("--commit", default=os.environ.get("HETREC_COMMIT", "unknown"))
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
@@ -38,6 +42,7 @@ def main():
                "--precision", args.precision, "--commit", args.commit, "--json-out", hetrec_json]
         if args.rows:
             cmd += ["--rows", args.rows]
+        cmd += args.e2e_arg
         subprocess.run(cmd, check=True)
         with open(hetrec_json) as f:
             result = json.load(f)
@@ -65,7 +70,8 @@ def main():
     result["date"] = datetime.date.today().isoformat()
     result["command"] = " ".join(["bench/e2e_compare.py", "--e2e-bench", "build/cuda/bench/e2e_bench", "--config",
                                   args.config, "--batch", str(args.batch), "--tag", args.tag, "--precision",
-                                  args.precision] + (["--rows", args.rows] if args.rows else []))
+                                  args.precision] + (["--rows", args.rows] if args.rows else []) +
+                                 [f"--e2e-arg={a}" for a in args.e2e_arg])
     os.makedirs(args.out_dir, exist_ok=True)
     path = os.path.join(args.out_dir, f"e2e-{datetime.date.today():%Y%m%d}-{args.tag}.json")
     with open(path, "w") as f:

@@ -37,8 +37,10 @@ constexpr uint64_t rounding_table_key(uint64_t seed, int64_t step, int table) {
 constexpr uint64_t rounding_row_key(uint64_t table_key, int64_t row) {
   return hash_combine(table_key, static_cast<uint64_t>(row));
 }
+// The draw of elements 2 pair and 2 pair + 1.
+constexpr uint64_t rounding_draw(uint64_t row_key, int pair) { return mix64(row_key + static_cast<uint64_t>(pair)); }
 constexpr uint32_t rounding_bits(uint64_t row_key, int element) {
-  const uint64_t draw = mix64(row_key + static_cast<uint64_t>(element >> 1));
+  const uint64_t draw = rounding_draw(row_key, element >> 1);
   return (element & 1) ? static_cast<uint32_t>(draw) : static_cast<uint32_t>(draw >> 32);
 }
 

@@ -61,7 +61,8 @@ std::string shape_text(const Problem& p) {
          (p.trans_a ? " A^T" : " A") + (p.trans_b ? " B^T" : " B") + " lda=" + std::to_string(p.lda) +
          " ldb=" + std::to_string(p.ldb) + " ldd=" + std::to_string(p.ldd) + " D " +
          std::string(dtype_name(p.d_type)) + " precision " + precision_name(p.precision) +
-         " epilogue " + std::to_string(static_cast<int>(p.epilogue));
+         " epilogue " + std::to_string(static_cast<int>(p.epilogue)) +
+         (uses_bias(p.epilogue) ? " bias " + std::string(dtype_name(p.bias_type)) : std::string());
 }
 
 DType operand_dtype(Precision p) {
@@ -93,7 +94,7 @@ std::size_t relu_aux_bytes(int64_t m, int64_t n) { return static_cast<std::size_
 std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                                 cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                                 cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
-                                                const Alignment& alignment) {
+                                                const Alignment& alignment, bool sixteen_bit_d) {
   cublasLtMatmulPreference_t pref = nullptr;
   HETREC_BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   std::optional<cublasLtMatmulAlgo_t> chosen;
@@ -112,8 +113,15 @@ std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasL
                                                            sizeof(align_d)));
     HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &align_d,
                                                            sizeof(align_d)));
+    if (sixteen_bit_d) {
+      // No split-K (scheme none) or partials added in the fp32 compute type.
+      const uint32_t schemes = CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+      HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &schemes,
+                                                             sizeof(schemes)));
+    }
 #else
     (void)alignment;
+    (void)sixteen_bit_d;
 #endif
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
@@ -154,7 +162,10 @@ std::unique_ptr<MatmulDescriptors> make_descriptors(const Problem& p) {
   set_desc(m->desc, CUBLASLT_MATMUL_DESC_TRANSA, op_first);
   set_desc(m->desc, CUBLASLT_MATMUL_DESC_TRANSB, op_second);
   set_desc(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, epilogue_of(p.epilogue));
-  if (uses_bias(p.epilogue) && p.d_type != DType::f32) set_desc(m->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, CUDA_R_32F);
+  if (uses_bias(p.epilogue) && p.bias_type != DType::f32 && p.bias_type != p.d_type)
+    throw InternalError("cublaslt: a bias must be fp32 or of D's type: " + shape_text(p));
+  if (uses_bias(p.epilogue) && p.d_type != DType::f32)
+    set_desc(m->desc, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, data_type(p.bias_type));
   if (uses_aux(p.epilogue)) set_desc(m->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, relu_aux_ld(p.n));
   // Stored shapes in the column-major view: B is (b_cols x b_rows) with ld ldb, A is
   // (a_cols x a_rows) with ld lda, D is (n x m) with ld ldd.
@@ -204,7 +215,8 @@ Gemm::~Gemm() {
 
 Gemm::Key Gemm::key_of(const Problem& p, const Alignment& al) {
   return Key{p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd, static_cast<int>(p.d_type),
-             static_cast<int>(p.precision), static_cast<int>(p.epilogue), al.a, al.b, al.d, al.aux, al.bias};
+             static_cast<int>(p.precision), static_cast<int>(p.epilogue), al.a, al.b, al.d, al.aux, al.bias,
+             static_cast<int>(p.bias_type)};
 }
 
 Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
@@ -214,7 +226,7 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
   auto plan = std::make_unique<Plan>();
   plan->desc = make_descriptors(p);
   plan->algo = select_algo(handle_, plan->desc->desc, plan->desc->a, plan->desc->b, plan->desc->d,
-                           workspace_.defined() ? workspace_.nbytes() : 0, al);
+                           workspace_.defined() ? workspace_.nbytes() : 0, al, p.d_type != DType::f32);
   Plan& ref = *plan;
   plans_.emplace(key, std::move(plan));
   return ref;
@@ -228,7 +240,7 @@ void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream) {
   al.b = alignment_of(o.b);
   al.d = alignment_of(o.d);
   if (uses_aux(p.epilogue)) al.aux = alignment_of(o.aux);
-  if (uses_bias(p.epilogue)) al.bias = alignment_of(o.bias ? static_cast<const void*>(o.bias) : o.bias_grad);
+  if (uses_bias(p.epilogue)) al.bias = alignment_of(o.bias ? o.bias : o.bias_grad);
   Plan& pl = plan(p, al);
   if (!pl.algo) throw DeviceError("cuBLASLt has no algorithm for " + shape_text(p));
   set_operand_pointers(p, o, pl.desc->desc);

@@ -56,6 +56,9 @@ struct Problem {
   DType d_type = DType::f32;
   Precision precision = Precision::fp32;
   Epilogue epilogue = Epilogue::none;
+  // The bias vector's type (bias epilogues): fp32, or D's 16-bit type. cuBLASLt fuses an
+  // fp32 bias into a 16-bit D for few shapes, a bias of D's own type for all.
+  DType bias_type = DType::f32;
 };
 
 struct Operands {
@@ -64,7 +67,7 @@ struct Operands {
   void* d = nullptr;
   float alpha = 1.0f;
   float beta = 0.0f;  // 0: D is only written (NaN in it does not propagate)
-  const float* bias = nullptr;  // bias, relu_bias, relu_aux_bias: n values
+  const void* bias = nullptr;   // bias, relu_bias, relu_aux_bias: n values of Problem::bias_type
   float* bias_grad = nullptr;   // drelu_bgrad: n values; bgrad_a: m values
   void* aux = nullptr;          // relu_aux_bias (written), drelu_bgrad (read): relu_aux_bytes(m, n)
   const float* a_scale = nullptr;  // fp8_e4m3: device pointers to A's and B's dequantisation scales
@@ -104,10 +107,13 @@ struct Alignment {
 // The seam for the analytical kernel selector (perf/): picks the algorithm for one
 // problem. Today it returns cuBLASLt's own heuristic's first choice, or nothing when the
 // library has no algorithm (e.g. an epilogue it does not fuse for these types).
+// sixteen_bit_d: D is bf16 or fp16, so split-K algorithms that add their partial sums in
+// D's type (rounding each partial: errors of a unit of the partials' magnitude, far
+// beyond one of the result's) are left out; partials are then added in fp32.
 std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
                                                 cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                                 cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
-                                                const Alignment& alignment);
+                                                const Alignment& alignment, bool sixteen_bit_d);
 
 // One cuBLASLt handle with its workspace and a cache of per-problem plans (descriptors
 // and the selected algorithm), so a training step never queries the heuristic twice for
@@ -130,7 +136,7 @@ class Gemm {
  private:
   struct Plan;
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int, int,
-                         int, int, int>;
+                         int, int, int, int>;
   Plan& plan(const Problem& problem, const Alignment& alignment);
   static Key key_of(const Problem& p, const Alignment& al);
 

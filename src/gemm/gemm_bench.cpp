@@ -307,7 +307,7 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
          {"d_type", std::string(dtype_name(s.d_type))}, {"copies", sb.copies}};
 
   const auto heuristic = cublaslt::select_algo(handle_, desc->desc, desc->a, desc->b, desc->d, kWorkspaceBytes,
-                                               cublaslt::Alignment{});
+                                               cublaslt::Alignment{}, s.d_type != DType::f32);
   if (!heuristic) {
     j["skipped"] = "cuBLASLt's heuristic has no algorithm for this shape";
     progress = "skipped (no heuristic algorithm)";

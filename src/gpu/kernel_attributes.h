@@ -8,4 +8,9 @@ namespace hetrec::gpu {
 // shared memory per block; above 48 KB a kernel must opt in before its launch.
 void allow_dynamic_shared_memory(const void* kernel, std::size_t bytes);
 
+// How many blocks of `threads` threads (and `dynamic_shared_bytes` of dynamic shared
+// memory) of `kernel` one multiprocessor holds at once, from its register and shared
+// memory use: what a persistent grid should launch per multiprocessor.
+int resident_blocks_per_multiprocessor(const void* kernel, int threads, std::size_t dynamic_shared_bytes);
+
 }  // namespace hetrec::gpu

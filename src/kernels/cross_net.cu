@@ -1,7 +1,12 @@
 #include "kernels/cross_net.h"
 
+#include <string>
+
+#include "core/error.h"
 #include "gpu/check.h"
+#include "kernels/column_chunks.cuh"
 #include "kernels/launch.h"
+#include "kernels/row_vector.cuh"
 
 namespace hetrec::kernels {
 
@@ -9,70 +14,92 @@ namespace {
 
 constexpr int kThreads = 256;
 
+template <class Op>
 __global__ void __launch_bounds__(kThreads)
-    cross_forward_kernel(const float* __restrict__ x0, int64_t x0_stride, const float* __restrict__ x,
-                         int64_t x_stride, const float* __restrict__ z, float* __restrict__ out, int64_t out_stride,
-                         int64_t batch, int64_t width) {
+    cross_forward_kernel(const float* __restrict__ x0, const float* __restrict__ x, const Op* __restrict__ z,
+                         float* __restrict__ out, Op* __restrict__ out_op, int64_t elements) {
   const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (e >= batch * width) return;
-  const int64_t b = e / width;
-  const int64_t c = e - b * width;
-  out[b * out_stride + c] = fmaf(x0[b * x0_stride + c], z[e], x[b * x_stride + c]);
+  if (e >= elements) return;
+  const float v = fmaf(x0[e], to_float(z[e]), x[e]);
+  if (out) out[e] = v;
+  if (out_op) out_op[e] = from_float<Op>(v);
 }
 
-__global__ void __launch_bounds__(kThreads)
-    cross_backward_kernel(const float* __restrict__ g, int64_t g_stride, const float* __restrict__ x0,
-                          int64_t x0_stride, const float* __restrict__ z, float* __restrict__ dz,
-                          float* __restrict__ dx0, int64_t dx0_stride, int64_t batch, int64_t width, bool accumulate) {
-  const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (e >= batch * width) return;
-  const int64_t b = e / width;
-  const int64_t c = e - b * width;
-  const float gv = g[b * g_stride + c];
-  dz[e] = gv * x0[b * x0_stride + c];
-  float* d = dx0 + b * dx0_stride + c;
-  *d = accumulate ? fmaf(gv, z[e], *d) : gv * z[e];
+template <class Op>
+struct CrossBackwardPass {
+  float* g;
+  const Op* h;
+  const float* x0;
+  const Op* z;
+  float* acc;
+  bool accumulate;
+  float* dx0;
+  Op* dz;
+  int64_t width;
+  __device__ float operator()(int64_t r, int64_t c) const {
+    const int64_t e = r * width + c;
+    float gv = g[e];
+    if (h) {
+      gv += to_float(h[e]);
+      if (!dx0) g[e] = gv;
+    }
+    const float d = gv * x0[e];
+    dz[e] = from_float<Op>(d);
+    const float zv = to_float(z[e]);
+    const float direct = accumulate ? fmaf(gv, zv, acc[e]) : gv * zv;
+    if (dx0) dx0[e] = direct + gv;
+    else acc[e] = direct;
+    return d;
+  }
+};
+
+template <class Op>
+void forward_typed(const CrossShape& s, const float* x0, const float* x, const void* z, float* out, void* out_op,
+                   gpu::stream_t stream) {
+  const int64_t n = s.batch * s.width;
+  cross_forward_kernel<Op><<<grid_for(n, kThreads), kThreads, 0, stream>>>(
+      x0, x, static_cast<const Op*>(z), out, static_cast<Op*>(out_op), n);
+  HETREC_GPU_CHECK_LAUNCH("cross_forward_kernel");
 }
 
-__global__ void __launch_bounds__(kThreads)
-    add_kernel(const float* __restrict__ a, int64_t a_stride, const float* __restrict__ b, int64_t b_stride,
-               float* __restrict__ out, int64_t out_stride, int64_t batch, int64_t width) {
-  const int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (e >= batch * width) return;
-  const int64_t r = e / width;
-  const int64_t c = e - r * width;
-  const float v = a[r * a_stride + c];
-  out[r * out_stride + c] = b ? v + b[r * b_stride + c] : v;
+template <class Op>
+void backward_typed(const CrossShape& s, const CrossBackward& a, void* workspace, std::size_t workspace_bytes,
+                    gpu::stream_t stream) {
+  const CrossBackwardPass<Op> pass{a.g,   static_cast<const Op*>(a.h), a.x0, static_cast<const Op*>(a.z),
+                                   a.acc, a.accumulate,                a.dx0, static_cast<Op*>(a.dz),
+                                   s.width};
+  run_column_chunks(pass, s.batch, s.width, a.bias_grad, workspace, workspace_bytes, stream, "cross_backward");
 }
 
 }  // namespace
 
-void add_matrices(const CrossShape& s, const float* a, int64_t a_stride, const float* b, int64_t b_stride,
-                  float* out, int64_t out_stride, gpu::stream_t stream) {
-  const int64_t n = s.batch * s.width;
-  if (n == 0) return;
-  add_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(a, a_stride, b, b_stride, out, out_stride, s.batch,
-                                                            s.width);
-  HETREC_GPU_CHECK_LAUNCH("add_kernel");
+void cross_forward(const CrossShape& s, const float* x0, const float* x, const void* z, float* out, void* out_op,
+                   DType op_type, gpu::stream_t stream) {
+  if (s.batch * s.width == 0) return;
+  if (op_type == DType::f32 && out_op) throw InternalError("cross_forward: fp32 mode writes no operand copy");
+  switch (op_type) {
+    case DType::f32: return forward_typed<float>(s, x0, x, z, out, out_op, stream);
+    case DType::bf16: return forward_typed<Bf16Bits>(s, x0, x, z, out, out_op, stream);
+    case DType::f16: return forward_typed<F16Bits>(s, x0, x, z, out, out_op, stream);
+    default: break;
+  }
+  throw InternalError("cross_forward: the operand type must be fp32, bf16 or fp16, got " +
+                      std::string(dtype_name(op_type)));
 }
 
-void cross_forward(const CrossShape& s, const float* x0, int64_t x0_stride, const float* x, int64_t x_stride,
-                   const float* z, float* out, int64_t out_stride, gpu::stream_t stream) {
-  const int64_t n = s.batch * s.width;
-  if (n == 0) return;
-  cross_forward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(x0, x0_stride, x, x_stride, z, out, out_stride,
-                                                                      s.batch, s.width);
-  HETREC_GPU_CHECK_LAUNCH("cross_forward_kernel");
-}
-
-void cross_backward(const CrossShape& s, const float* g, int64_t g_stride, const float* x0, int64_t x0_stride,
-                    const float* z, float* dz, float* dx0, int64_t dx0_stride, bool accumulate,
+void cross_backward(const CrossShape& s, const CrossBackward& args, void* workspace, std::size_t workspace_bytes,
                     gpu::stream_t stream) {
-  const int64_t n = s.batch * s.width;
-  if (n == 0) return;
-  cross_backward_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(g, g_stride, x0, x0_stride, z, dz, dx0,
-                                                                       dx0_stride, s.batch, s.width, accumulate);
-  HETREC_GPU_CHECK_LAUNCH("cross_backward_kernel");
+  if (!args.g || !args.x0 || !args.z || !args.dz || !args.bias_grad || (!args.dx0 && !args.acc) ||
+      (args.accumulate && !args.acc))
+    throw InternalError("cross_backward: incomplete arguments");
+  switch (args.op_type) {
+    case DType::f32: return backward_typed<float>(s, args, workspace, workspace_bytes, stream);
+    case DType::bf16: return backward_typed<Bf16Bits>(s, args, workspace, workspace_bytes, stream);
+    case DType::f16: return backward_typed<F16Bits>(s, args, workspace, workspace_bytes, stream);
+    default: break;
+  }
+  throw InternalError("cross_backward: the operand type must be fp32, bf16 or fp16, got " +
+                      std::string(dtype_name(args.op_type)));
 }
 
 }  // namespace hetrec::kernels

@@ -1,9 +1,13 @@
 #pragma once
 // The element-wise parts of a DCNv2 cross layer, x_{l+1} = x0 * z_l + x_l with
 // z_l = W_l x_l + b_l (its GEMMs, bias included, run through cuBLASLt). All matrices are
-// batch x width, row-major with the given row strides.
+// batch x width, row-major and contiguous. Each part is one pass that also writes the
+// next GEMM's operand (fp32, or a bf16/fp16 copy), so no separate rounding pass reads
+// the fp32 values again.
+#include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "gpu/platform.h"
 
 namespace hetrec::kernels {
@@ -13,20 +17,34 @@ struct CrossShape {
   int64_t width = 0;
 };
 
-// out = x0 * z + x.
-void cross_forward(const CrossShape& s, const float* x0, int64_t x0_stride, const float* x, int64_t x_stride,
-                   const float* z, float* out, int64_t out_stride, gpu::stream_t stream);
+// v = x0 * z + x; out = v (fp32, skipped when null) and out_op = v in op_type (skipped
+// when null). z is in op_type: fp32, or bf16/fp16 bit patterns in 16-bit mode, where the
+// GEMM that makes z writes it in 16 bits as an autocast Linear does.
+void cross_forward(const CrossShape& s, const float* x0, const float* x, const void* z, float* out, void* out_op,
+                   DType op_type, gpu::stream_t stream);
 
-// From g = dL/dx_{l+1}: dz = g * x0 (the gradient of z_l, written), and the direct part
-// of dL/dx0: dx0 = g * z (accumulate = false) or dx0 += g * z (accumulate = true).
-// z and dz are batch x width contiguous; g and dx0 use the given strides.
-void cross_backward(const CrossShape& s, const float* g, int64_t g_stride, const float* x0, int64_t x0_stride,
-                    const float* z, float* dz, float* dx0, int64_t dx0_stride, bool accumulate,
+// One layer's backward, given the chain gradient of its output in pieces: G = g + h
+// (h, the layer above's term through its own input, may be null: G = g).
+//   dz = G * x0, written in op_type (the GEMMs' operand), and bias_grad = sum over the
+//   batch of the fp32 dz;
+//   the direct part of dL/dx0: direct = acc + G * z (accumulate) or G * z.
+// Every layer but the bottom one writes acc = direct, and g = G when h is given (the
+// running chain gradient). The bottom one writes dx0 = direct + G instead, to which its
+// last GEMM then adds its term through x_0. z, h and dz are in op_type (the GEMMs write
+// z and h in it); g, x0, acc and dx0 are fp32.
+struct CrossBackward {
+  float* g = nullptr;
+  const void* h = nullptr;
+  const float* x0 = nullptr;
+  const void* z = nullptr;
+  float* acc = nullptr;
+  bool accumulate = false;
+  float* dx0 = nullptr;  // set for the bottom layer only
+  void* dz = nullptr;
+  DType op_type = DType::f32;
+  float* bias_grad = nullptr;
+};
+void cross_backward(const CrossShape& s, const CrossBackward& args, void* workspace, std::size_t workspace_bytes,
                     gpu::stream_t stream);
-
-// out = a + b (b may be null: out = a). Used to combine the chain and direct gradients of
-// the cross net's input.
-void add_matrices(const CrossShape& s, const float* a, int64_t a_stride, const float* b, int64_t b_stride,
-                  float* out, int64_t out_stride, gpu::stream_t stream);
 
 }  // namespace hetrec::kernels

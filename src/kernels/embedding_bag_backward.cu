@@ -1,5 +1,6 @@
 #include "kernels/embedding_bag_backward.h"
 
+#include <algorithm>
 #include <bit>
 #include <string>
 
@@ -7,6 +8,7 @@
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/fp_ops.h"
+#include "gpu/kernel_attributes.h"
 #include "gpu/warp.h"
 #include "kernels/embedding_lanes.h"
 #include "kernels/launch.h"
@@ -23,32 +25,58 @@ constexpr int kBlockThreads = 256;
 static_assert(kBlockThreads % gpu::kWarpSize == 0, "the update's group reductions need whole warps");
 // Marks ids that failed validation: sorts after every real row and is skipped.
 constexpr uint32_t kInvalidKey = 0xFFFFFFFFu;
-// Persistent update grid: blocks per multiprocessor (enough warps to hide latency).
-constexpr int kUpdateBlocksPerSm = 8;
 // Occurrence gradients requested together before the first is added.
 constexpr int kGradsInFlight = 4;
 // Occurrences one group sums for one row before the row is split into chunks summed in
-// parallel: in a skewed batch a hot row occurs 10^4 times, which one group would sum for
-// milliseconds while the rest of the device idles.
+// parallel: in a skewed batch a hot row occurs 10^4 to 10^6 times, which one group would
+// sum for milliseconds while the rest of the device idles.
 constexpr uint32_t kLongSegment = 64;
+// Persistent update grids ask for this many resident blocks per multiprocessor (64
+// registers a thread): the update is bound by the latency of its dependent loads, so
+// more warps in flight beat more registers per thread (measured on the H200, the full
+// MLPerf step's embedding backward at batch 128K: 18.2 ms against 19.8 ms with the 75
+// registers the compiler picks unbounded).
+constexpr int kUpdateMinBlocksPerSm = 4;
+// Tables whose stochastic rounding key a block of the update keeps in shared memory
+// (8 bytes each: 32 KB, below the 48 KB a launch may use without opting in).
+constexpr int kMaxCachedTableKeys = 4096;
 constexpr std::size_t kAlign = 256;
 
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
-// Global row of every id (the sort key) and its bag t * B + b (the value).
+// Global row of every id (the sort key) and its bag t * B + b (the value). A block takes
+// kBlockThreads consecutive bags, whose ids form one contiguous range: its threads walk
+// that range id by id (coalesced reads and writes, whatever the bag lengths) and find
+// each id's bag by a binary search over the block's bag ends in shared memory.
 __global__ void __launch_bounds__(kBlockThreads)
     build_sort_keys_kernel(const int32_t* __restrict__ offsets, const int32_t* __restrict__ ids,
                            const int64_t* __restrict__ row_offsets, int64_t batch, int num_tables,
                            uint32_t* __restrict__ keys, uint32_t* __restrict__ bag_of) {
-  const int64_t bag = static_cast<int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x;
-  if (bag >= batch * num_tables) return;
-  const int t = static_cast<int>(bag / batch);
-  const int64_t first_row = row_offsets[t];
-  const int64_t rows = row_offsets[t + 1] - first_row;
-  for (int32_t p = offsets[bag]; p < offsets[bag + 1]; ++p) {
+  __shared__ int32_t bag_end[kBlockThreads];
+  __shared__ int64_t bag_first_row[kBlockThreads];
+  __shared__ int64_t bag_rows[kBlockThreads];
+  const int64_t num_bags = batch * num_tables;
+  const int64_t first_bag = static_cast<int64_t>(blockIdx.x) * kBlockThreads;
+  const int count = static_cast<int>(num_bags - first_bag < kBlockThreads ? num_bags - first_bag : kBlockThreads);
+  if (static_cast<int>(threadIdx.x) < count) {
+    const int64_t bag = first_bag + threadIdx.x;
+    const int t = static_cast<int>(bag / batch);
+    bag_end[threadIdx.x] = offsets[bag + 1];
+    bag_first_row[threadIdx.x] = row_offsets[t];
+    bag_rows[threadIdx.x] = row_offsets[t + 1] - row_offsets[t];
+  }
+  __syncthreads();
+  const int32_t end = bag_end[count - 1];
+  for (int32_t p = offsets[first_bag] + static_cast<int32_t>(threadIdx.x); p < end; p += kBlockThreads) {
+    int lo = 0, hi = count - 1;  // the first bag of the block that ends after p
+    while (lo < hi) {
+      const int mid = (lo + hi) / 2;
+      if (bag_end[mid] > p) hi = mid;
+      else lo = mid + 1;
+    }
     const int32_t id = ids[p];
-    keys[p] = id >= 0 && id < rows ? static_cast<uint32_t>(first_row + id) : kInvalidKey;
-    bag_of[p] = static_cast<uint32_t>(bag);
+    keys[p] = id >= 0 && id < bag_rows[lo] ? static_cast<uint32_t>(bag_first_row[lo] + id) : kInvalidKey;
+    bag_of[p] = static_cast<uint32_t>(first_bag + lo);
   }
 }
 
@@ -72,6 +100,11 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (i == 0) segment_start[*num_unique] = static_cast<uint32_t>(*num_items);
 }
 
+// The table of bag t * B + b (bags are numbered below 2^32, so a 32-bit division).
+__device__ inline int table_of_bag(uint32_t bag, int64_t batch) {
+  return static_cast<int>(bag / static_cast<uint32_t>(batch));
+}
+
 // a * b rounded once, never fused into a following add: keeps the update rules' rounding
 // identical to a plain host evaluation of the same expressions.
 __device__ inline float mul(float a, float b) { return gpu::mul_rn(a, b); }
@@ -84,46 +117,86 @@ __device__ inline void zero(float (&g)[UNITS][VEC]) {
     for (int i = 0; i < VEC; ++i) g[k][i] = 0.0f;
 }
 
-// Adds to g this lane's share of the pooled gradients of sorted occurrences
-// [begin, end), in order (divided by the bag length for mean-pooled tables).
-template <int VEC, int UNITS>
-__device__ inline void add_occurrences(float (&g)[UNITS][VEC], uint32_t begin, uint32_t end, int lane, int lanes,
-                                       const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
-                                       const uint8_t* __restrict__ mean_pooling, const float* __restrict__ grad,
-                                       int64_t grad_stride, int64_t batch, int dim) {
-  for (uint32_t p = begin; p < end; p += kGradsInFlight) {
-    float v[kGradsInFlight][UNITS][VEC];
-    float inv_len[kGradsInFlight];  // mean pooling: 1 / bag length, as the forward scaled
+// Adds to g this lane's share of the gradients of N occurrences starting at p, loading
+// all N before adding any (N loads in flight), in order; mean-pooled tables scale each
+// by 1 / its bag length, as the forward did.
+template <int N, int VEC, int UNITS>
+__device__ inline void add_batch(float (&g)[UNITS][VEC], uint32_t p, int lane, int lanes,
+                                 const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
+                                 int64_t first_bag, bool mean, const float* __restrict__ table_grad,
+                                 int64_t grad_stride, int dim) {
+  float v[N][UNITS][VEC];
+  float inv_len[N];
 #pragma unroll
-    for (int q = 0; q < kGradsInFlight; ++q) {
-      inv_len[q] = 1.0f;
-      const bool have = p + q < end;
-      const int64_t bag = have ? static_cast<int64_t>(sorted_bags[p + q]) : 0;
-      const int t = static_cast<int>(bag / batch);
-      const int64_t b = bag - static_cast<int64_t>(t) * batch;
-      if (have && mean_pooling[t]) inv_len[q] = 1.0f / static_cast<float>(offsets[bag + 1] - offsets[bag]);
-      const float* src = grad + b * grad_stride + static_cast<int64_t>(t) * dim;
+  for (int q = 0; q < N; ++q) {
+    const int64_t bag = static_cast<int64_t>(sorted_bags[p + q]);
+    inv_len[q] = mean ? 1.0f / static_cast<float>(offsets[bag + 1] - offsets[bag]) : 1.0f;
+    const float* src = table_grad + (bag - first_bag) * grad_stride;
 #pragma unroll
-      for (int k = 0; k < UNITS; ++k) {
-        const int e = (lane + k * lanes) * VEC;
-        if (have && e < dim) {
-          load_vec<VEC>(src + e, v[q][k]);
-        } else {
+    for (int k = 0; k < UNITS; ++k) {
+      const int e = (lane + k * lanes) * VEC;
+      if (e < dim) {
+        load_vec<VEC>(src + e, v[q][k]);
+      } else {
 #pragma unroll
-          for (int i = 0; i < VEC; ++i) v[q][k][i] = 0.0f;
-        }
+        for (int i = 0; i < VEC; ++i) v[q][k][i] = 0.0f;
       }
     }
+  }
+  if (mean) {
 #pragma unroll
-    for (int q = 0; q < kGradsInFlight; ++q)
+    for (int q = 0; q < N; ++q)
 #pragma unroll
       for (int k = 0; k < UNITS; ++k)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) g[k][i] += mul(v[q][k][i], inv_len[q]);
+  } else {
+#pragma unroll
+    for (int q = 0; q < N; ++q)
+#pragma unroll
+      for (int k = 0; k < UNITS; ++k)
+#pragma unroll
+        for (int i = 0; i < VEC; ++i) g[k][i] += v[q][k][i];
   }
 }
 
-// Rows occurring more than kLongSegment times are split into chunks of kLongSegment
+// Adds to g this lane's share of the pooled gradients of sorted occurrences
+// [begin, end), in order. Every occurrence of one row lies in the same table, so the
+// table (and its pooling) is worked out once per row by the caller, and an occurrence's
+// sample is its bag less the table's first bag: no division per occurrence. Whole
+// batches of kGradsInFlight first, then the rest in a batch of 2 and one of 1: most rows
+// of a skewed batch occur once or twice, and a fixed-width batch would spend most of its
+// instructions on empty slots.
+template <int VEC, int UNITS>
+__device__ inline void add_occurrences(float (&g)[UNITS][VEC], uint32_t begin, uint32_t end, int lane, int lanes,
+                                       const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
+                                       int table, bool mean, const float* __restrict__ grad, int64_t grad_stride,
+                                       int64_t batch, int dim) {
+  const int64_t first_bag = static_cast<int64_t>(table) * batch;
+  const float* table_grad = grad + static_cast<int64_t>(table) * dim;
+  uint32_t p = begin;
+  for (; p + kGradsInFlight <= end; p += kGradsInFlight)
+    add_batch<kGradsInFlight>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
+  if (p + 2 <= end) {
+    add_batch<2>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
+    p += 2;
+  }
+  if (p < end) add_batch<1>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
+}
+
+// The chunk length of a row occurring len > kLongSegment times: ceil(sqrt(len)), at least
+// kLongSegment. A row then has about sqrt(len) chunks of about sqrt(len) occurrences, so
+// neither one chunk's sum nor the sum of a row's chunk partials is a long serial chain
+// (a row met 650 000 times: 807 chunks of 807, not 10 157 partials of 64 added by one
+// group). Integer arithmetic only, so the chunks are the same on every launch.
+__device__ inline uint32_t chunk_length(uint32_t len) {
+  uint32_t r = static_cast<uint32_t>(sqrtf(static_cast<float>(len)));
+  while (static_cast<uint64_t>(r) * r < len) ++r;
+  while (r > 1 && static_cast<uint64_t>(r - 1) * (r - 1) >= len) --r;
+  return r > kLongSegment ? r : kLongSegment;
+}
+
+// Rows occurring more than kLongSegment times are split into chunks of chunk_length
 // occurrences: chunks[u] is their count (0 for a short row).
 __global__ void __launch_bounds__(kBlockThreads)
     count_chunks_kernel(const uint32_t* __restrict__ segment_start, const uint32_t* __restrict__ num_unique,
@@ -133,7 +206,10 @@ __global__ void __launch_bounds__(kBlockThreads)
   uint32_t c = 0;
   if (u < *num_unique) {
     const uint32_t len = segment_start[u + 1] - segment_start[u];
-    if (len > kLongSegment) c = (len + kLongSegment - 1) / kLongSegment;
+    if (len > kLongSegment) {
+      const uint32_t l = chunk_length(len);
+      c = (len + l - 1) / l;
+    }
   }
   chunks[u] = c;
 }
@@ -165,11 +241,15 @@ __global__ void __launch_bounds__(kBlockThreads)
   for (int64_t c = (static_cast<int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x) / lanes; c < count; c += groups) {
     const uint32_t u = owner[c];
     const uint32_t j = static_cast<uint32_t>(c) - chunk_start[u];
-    const uint32_t begin = segment_start[u] + j * kLongSegment;
-    const uint32_t end = begin + kLongSegment < segment_start[u + 1] ? begin + kLongSegment : segment_start[u + 1];
+    const uint32_t row_end = segment_start[u + 1];
+    const uint32_t length = chunk_length(row_end - segment_start[u]);
+    const uint32_t begin = segment_start[u] + j * length;
+    const uint32_t end = begin + length < row_end ? begin + length : row_end;
+    const int table = table_of_bag(sorted_bags[begin], batch);
     float g[UNITS][VEC];
     zero(g);
-    add_occurrences(g, begin, end, lane, lanes, sorted_bags, offsets, mean_pooling, grad, grad_stride, batch, dim);
+    add_occurrences(g, begin, end, lane, lanes, sorted_bags, offsets, table, mean_pooling[table] != 0, grad,
+                    grad_stride, batch, dim);
     float* dst = partial + c * dim;
 #pragma unroll
     for (int k = 0; k < UNITS; ++k) {
@@ -183,7 +263,7 @@ __global__ void __launch_bounds__(kBlockThreads)
 // lives on the device). All lanes of a warp run the same number of iterations, so the
 // group reductions below see every lane.
 template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT>
-__global__ void __launch_bounds__(kBlockThreads)
+__global__ void __launch_bounds__(kBlockThreads, kUpdateMinBlocksPerSm)
     sparse_update_kernel(Row* __restrict__ weights, float* __restrict__ accumulators, void* const* table_weights,
                          float* const* table_accumulators,
                          const uint32_t* __restrict__ sorted_keys, const uint32_t* __restrict__ sorted_bags,
@@ -193,10 +273,18 @@ __global__ void __launch_bounds__(kBlockThreads)
                          const int64_t* __restrict__ row_offsets, const uint8_t* __restrict__ mean_pooling,
                          const float* __restrict__ grad, int64_t grad_stride, int64_t batch, int dim, int lanes,
                          int64_t total_rows, const StepScalars* __restrict__ scalars, float eps, uint64_t seed,
-                         const ShardOrigin* __restrict__ shard_origins) {
+                         const ShardOrigin* __restrict__ shard_origins, int cached_table_keys) {
   if (scalars->skip_update) return;  // uniform over the grid
   const float lr = scalars->sparse_lr;
   const int64_t step = scalars->step;
+  // 16-bit rows: the stochastic rounding keys of the first cached_table_keys tables, made
+  // once per block rather than once per row (the rest are made per row).
+  extern __shared__ uint64_t table_keys[];
+  if constexpr (sizeof(Row) != sizeof(float)) {
+    for (int t = static_cast<int>(threadIdx.x); t < cached_table_keys; t += kBlockThreads)
+      table_keys[t] = sparse_rounding_table_key(seed, step, shard_origins ? shard_origins[t].table : t);
+    __syncthreads();
+  }
   const int groups_per_warp = gpu::kWarpSize / lanes;
   const int lane = gpu::lane_id() % lanes;
   const int group = gpu::lane_id() / lanes;
@@ -216,14 +304,15 @@ __global__ void __launch_bounds__(kBlockThreads)
     int table = 0;
     if (active) {
       const uint32_t begin = segment_start[u];
-      table = static_cast<int>(sorted_bags[begin] / batch);
+      table = table_of_bag(sorted_bags[begin], batch);
       const uint32_t n_chunks = chunks[u];
       if (n_chunks == 0) {
-        add_occurrences(g, begin, segment_start[u + 1], lane, lanes, sorted_bags, offsets, mean_pooling, grad,
-                        grad_stride, batch, dim);
+        add_occurrences(g, begin, segment_start[u + 1], lane, lanes, sorted_bags, offsets, table,
+                        mean_pooling[table] != 0, grad, grad_stride, batch, dim);
       } else {
         // A long row: its chunk sums, in chunk order.
         const float* src = partial + static_cast<int64_t>(chunk_start[u]) * dim;
+#pragma unroll 4
         for (uint32_t c = 0; c < n_chunks; ++c) {
 #pragma unroll
           for (int k = 0; k < UNITS; ++k) {
@@ -267,13 +356,17 @@ __global__ void __launch_bounds__(kBlockThreads)
     const int64_t local_row = static_cast<int64_t>(key) - row_offsets[table];
     uint64_t rounding_key = 0;
     if constexpr (sizeof(Row) != sizeof(float)) {
+      const uint64_t table_key =
+          table < cached_table_keys
+              ? table_keys[table]
+              : sparse_rounding_table_key(seed, step, shard_origins ? shard_origins[table].table : table);
       if (shard_origins) {
         // A shard draws as its block of the full table does (nn/embedding_collection.cpp).
         const ShardOrigin origin = shard_origins[table];
-        rounding_key = sparse_rounding_row_key(seed, step, origin.table, local_row + origin.row_offset) +
+        rounding_key = sparse_rounding_row_key_of(table_key, local_row + origin.row_offset) +
                        static_cast<uint64_t>(origin.col_offset / 2);
       } else {
-        rounding_key = sparse_rounding_row_key(seed, step, table, local_row);
+        rounding_key = sparse_rounding_row_key_of(table_key, local_row);
       }
     }
     Row* w_row = table_weights ? static_cast<Row*>(table_weights[table]) + local_row * dim
@@ -306,9 +399,19 @@ __global__ void __launch_bounds__(kBlockThreads)
         store_vec<VEC>(w_row + e, w);
       } else {
         Row out[VEC];
+        if constexpr (VEC % 2 == 0) {
+          // e is even: elements e + i and e + i + 1 share one draw.
 #pragma unroll
-        for (int i = 0; i < VEC; ++i)
-          out[i] = from_float_sr<Row>(w[i], sparse_rounding_bits(rounding_key, e + i));
+          for (int i = 0; i < VEC; i += 2) {
+            const uint64_t draw = sparse_rounding_pair_draw(rounding_key, (e + i) / 2);
+            out[i] = from_float_sr<Row>(w[i], static_cast<uint32_t>(draw >> 32));
+            out[i + 1] = from_float_sr<Row>(w[i + 1], static_cast<uint32_t>(draw));
+          }
+        } else {
+#pragma unroll
+          for (int i = 0; i < VEC; ++i)
+            out[i] = from_float_sr<Row>(w[i], sparse_rounding_bits(rounding_key, e + i));
+        }
         store_raw_vec<VEC>(w_row + e, out);
       }
     }
@@ -334,26 +437,34 @@ struct UpdateArgs {
   gpu::stream_t stream;
 };
 
-// Blocks of a persistent grid over `items` work items of `lanes` threads each.
-unsigned persistent_blocks(int64_t items, int lanes) {
-  const int64_t cap = static_cast<int64_t>(gpu::multiprocessor_count(gpu::current_device())) * kUpdateBlocksPerSm;
+// Blocks of a persistent grid of `kernel` over `items` work items of `lanes` threads each:
+// as many as the device holds at once, so every block runs from the start (a grid larger
+// than one wave leaves a partial last wave idling part of the device).
+unsigned persistent_blocks(const void* kernel, int64_t items, int lanes, std::size_t shared_bytes = 0) {
+  const int64_t cap = static_cast<int64_t>(gpu::multiprocessor_count(gpu::current_device())) *
+                      gpu::resident_blocks_per_multiprocessor(kernel, kBlockThreads, shared_bytes);
   const int64_t wanted = ceil_div<int64_t>(items > 0 ? items : 1, kBlockThreads / lanes);
-  return static_cast<unsigned>(wanted < cap ? wanted : cap);
+  return static_cast<unsigned>(wanted < cap ? wanted : cap > 0 ? cap : 1);
 }
 
 template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT>
 void launch_update(const UpdateArgs& a, int lanes) {
   const int dim = a.tables->dim;
-  chunk_partial_kernel<VEC, UNITS><<<persistent_blocks(a.max_chunks, lanes), kBlockThreads, 0, a.stream>>>(
-      a.owner, a.chunk_start, a.num_chunks, a.segment_start, a.sorted_bags, a.bags->offsets, a.tables->mean_pooling,
-      a.grad, a.grad_stride, a.bags->batch, dim, lanes, a.opt->scalars, a.partial);
+  const void* partial_kernel = reinterpret_cast<const void*>(&chunk_partial_kernel<VEC, UNITS>);
+  chunk_partial_kernel<VEC, UNITS><<<persistent_blocks(partial_kernel, a.max_chunks, lanes), kBlockThreads, 0,
+                                     a.stream>>>(a.owner, a.chunk_start, a.num_chunks, a.segment_start, a.sorted_bags,
+                                                 a.bags->offsets, a.tables->mean_pooling, a.grad, a.grad_stride,
+                                                 a.bags->batch, dim, lanes, a.opt->scalars, a.partial);
   HETREC_GPU_CHECK_LAUNCH("chunk_partial_kernel");
-  sparse_update_kernel<Row, VEC, UNITS, OPT><<<persistent_blocks(a.bags->max_ids, lanes), kBlockThreads, 0, a.stream>>>(
+  const void* update_kernel = reinterpret_cast<const void*>(&sparse_update_kernel<Row, VEC, UNITS, OPT>);
+  const int cached_keys = sizeof(Row) == sizeof(float) ? 0 : std::min(a.tables->num_tables, kMaxCachedTableKeys);
+  const std::size_t keys_bytes = static_cast<std::size_t>(cached_keys) * sizeof(uint64_t);
+  sparse_update_kernel<Row, VEC, UNITS, OPT><<<persistent_blocks(update_kernel, a.bags->max_ids, lanes, keys_bytes),
+                                               kBlockThreads, keys_bytes, a.stream>>>(
       static_cast<Row*>(a.tables->weights), a.opt->accumulators, a.tables->table_weights, a.opt->table_accumulators,
-      a.sorted_keys, a.sorted_bags, a.segment_start,
-      a.num_unique, a.chunks, a.chunk_start, a.partial, a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling,
-      a.grad, a.grad_stride, a.bags->batch, dim, lanes, a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed,
-      a.opt->shard_origins);
+      a.sorted_keys, a.sorted_bags, a.segment_start, a.num_unique, a.chunks, a.chunk_start, a.partial,
+      a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling, a.grad, a.grad_stride, a.bags->batch, dim, lanes,
+      a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed, a.opt->shard_origins, cached_keys);
   HETREC_GPU_CHECK_LAUNCH("sparse_update_kernel");
 }
 
@@ -403,8 +514,9 @@ struct Workspace {
   std::size_t scratch_bytes;
 };
 
-// Chunks of long rows: each holds kLongSegment occurrences but its row's last, and only
-// rows longer than kLongSegment have chunks, so there are fewer than 2 n / kLongSegment.
+// Chunks of long rows: each holds at least kLongSegment occurrences but its row's last,
+// and only rows longer than kLongSegment have chunks, so there are fewer than
+// 2 n / kLongSegment.
 int64_t max_chunks_for(int64_t capacity) { return 2 * ceil_div<int64_t>(capacity, kLongSegment) + 1; }
 
 std::size_t scratch_bytes_for(int64_t capacity) {

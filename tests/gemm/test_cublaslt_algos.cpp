@@ -158,7 +158,7 @@ TEST_P(CublasLtAlgos, EveryValidConfigurationMatchesTheReference) {
   // outside the enumeration's bounds (split-K not in {1,2,4,8,16}, a cluster shape outside
   // the fixed set, a custom option): then the test says which.
   const auto heuristic = cublaslt::select_algo(handle, desc->desc, desc->a, desc->b, desc->d, workspace.bytes(),
-                                               cublaslt::Alignment{});
+                                               cublaslt::Alignment{}, c.d_type != DType::f32);
   ASSERT_TRUE(heuristic.has_value());
   const auto hc = cublaslt::read_algo_config(*heuristic);
   std::string why;

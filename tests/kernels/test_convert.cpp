@@ -25,7 +25,7 @@ TEST(ConvertKernel, F32ToBf16MatrixRoundsToNearestEvenWithinTheBlock) {
   };
   uint64_t seed = 7;
   for (const Case c : {Case{1, 1, 1, 1}, Case{300, 13, 13, 16}, Case{77, 96, 101, 96}, Case{4096, 37, 40, 37},
-                       Case{1, 70001, 70001, 70001}}) {
+                       Case{1, 70001, 70001, 70001}, Case{257, 96, 96, 96} /* contiguous: 4 per thread */}) {
     Rng rng(++seed);
     std::vector<float> in(static_cast<std::size_t>(c.rows * c.ld_in));
     for (float& x : in) x = static_cast<float>(rng.normal() * std::exp(4.0 * rng.normal()));  // wide exponents
@@ -114,4 +114,21 @@ TEST(ConvertKernel, F32ToF16MatrixRoundsToNearestEvenAndOverflowsToInfinity) {
 }
 
 }  // namespace
+// A contiguous matrix takes the 4-values-per-thread path: every value equals the host
+// conversion, and nothing past the matrix is written.
+TEST(ConvertKernel, ContiguousF16MatrixMatchesTheHostConversion) {
+  HETREC_REQUIRE_GPU();
+  const int64_t rows = 301, cols = 64, n = rows * cols;
+  Rng rng(123);
+  std::vector<float> in(static_cast<std::size_t>(n));
+  for (float& x : in) x = static_cast<float>(rng.normal() * std::exp2(-20.0 + 40.0 * rng.uniform()));
+  gpu::DeviceBuffer din = testing::to_device(in);
+  gpu::DeviceBuffer dout = testing::to_device(std::vector<uint16_t>(static_cast<std::size_t>(n + 8), kPoison));
+  kernels::f32_to_16bit_matrix(din.as<float>(), cols, dout.as<uint16_t>(), cols, rows, cols, DType::f16, nullptr);
+  const auto got = testing::to_host<uint16_t>(dout, static_cast<std::size_t>(n + 8));
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(got[static_cast<std::size_t>(i)], f32_to_f16(in[static_cast<std::size_t>(i)])) << "i=" << i;
+  for (int64_t i = n; i < n + 8; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], kPoison) << "wrote past the end";
+}
+
 }  // namespace hetrec

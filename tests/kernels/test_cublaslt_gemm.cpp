@@ -140,6 +140,84 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
   }
 }
 
+// A 16-bit D with the bias in D's own type, as the 16-bit dense layers write the operand
+// their successor reads: every element equals the product plus the bias (and ReLU),
+// rounded once to the 16-bit type, to within one unit of that type. Shapes include the
+// small ones cuBLASLt has no fp32-bias algorithm for.
+TEST_P(CublasLtGemm, SixteenBitOutputWithSixteenBitBias) {
+  HETREC_REQUIRE_GPU();
+  const Precision prec = GetParam();
+  if (!sixteen_bit(prec)) GTEST_SKIP() << "16-bit D goes with 16-bit operands";
+  cublaslt::Gemm gemm(alloc_);
+  uint64_t seed = 3000;
+  for (const Case c : {Case{96, 64, 96, false, true}, Case{128, 64, 96, false, true}, Case{257, 136, 72, false, true},
+                       Case{1024, 512, 1024, false, true}}) {
+    for (Epilogue e : {Epilogue::none, Epilogue::bias, Epilogue::relu_bias}) {
+      const HostMatrix a = random_matrix(c.m, c.k, ++seed, prec);
+      const HostMatrix b = random_matrix(c.n, c.k, ++seed, prec);
+      const HostMatrix bias = random_matrix(1, c.n, ++seed, prec);  // exact 16-bit values
+      std::vector<uint16_t> poison(static_cast<std::size_t>(c.m * c.n), prec == Precision::bf16 ? 0x7FC0 : 0x7E00);
+      gpu::DeviceBuffer da = upload(a, prec), db = upload(b, prec), dbias = upload(bias, prec);
+      gpu::DeviceBuffer dd = testing::to_device(poison);
+      cublaslt::Problem p;
+      p.trans_b = true;
+      p.m = c.m;
+      p.n = c.n;
+      p.k = c.k;
+      p.lda = a.ld;
+      p.ldb = b.ld;
+      p.ldd = c.n;
+      p.d_type = prec == Precision::bf16 ? DType::bf16 : DType::f16;
+      p.bias_type = p.d_type;
+      p.precision = prec;
+      p.epilogue = e;
+      ASSERT_TRUE(gemm.supported(p)) << cublaslt::shape_text(p);
+      cublaslt::Operands o;
+      o.a = da.get();
+      o.b = db.get();
+      o.d = dd.get();
+      o.bias = dbias.get();
+      gemm.run(p, o, nullptr);
+      const auto got = testing::to_host<uint16_t>(dd, poison.size());
+      std::vector<double> ref(poison.size());
+      double ref_sq = 0.0;
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          double r = 0;
+          for (int64_t q = 0; q < c.k; ++q) r += a.at(i, q) * b.at(j, q);
+          if (e != Epilogue::none) r += bias.at(0, j);
+          if (e == Epilogue::relu_bias) r = std::max(r, 0.0);
+          ref[static_cast<std::size_t>(i * c.n + j)] = r;
+          ref_sq += r * r;
+        }
+      }
+      const double rms = std::sqrt(ref_sq / static_cast<double>(ref.size()));
+      // One unit of the 16-bit type at x is 2^-7 |x| (bf16), 2^-10 |x| (fp16). The library
+      // may round the product to that type before adding the bias, and a split-K reduction
+      // may round its partials, so an element may be off by a few units of the larger of
+      // its value and the bias, plus one unit of the typical magnitude; the whole matrix
+      // must still be within one unit in RMS.
+      const double unit = prec == Precision::bf16 ? 0x1p-7 : 0x1p-10;
+      double err_sq = 0.0;
+      for (int64_t i = 0; i < c.m; ++i) {
+        for (int64_t j = 0; j < c.n; ++j) {
+          const double r = ref[static_cast<std::size_t>(i * c.n + j)];
+          const double g = from_bits(got[static_cast<std::size_t>(i * c.n + j)], prec);
+          ASSERT_FALSE(std::isnan(g)) << "unwritten element " << i << "," << j;
+          const double bias_mag = e == Epilogue::none ? 0.0 : std::fabs(bias.at(0, j));
+          ASSERT_NEAR(g, r, 2 * unit * (std::fabs(r) + bias_mag) + unit * rms)
+              << cublaslt::shape_text(p) << " at " << i << "," << j;
+          err_sq += (g - r) * (g - r);
+          if (e == Epilogue::relu_bias) {
+            ASSERT_GE(g, 0.0);
+          }
+        }
+      }
+      EXPECT_LE(std::sqrt(err_sq / ref_sq), unit) << cublaslt::shape_text(p);
+    }
+  }
+}
+
 // relu_aux_bias stores the ReLU mask; drelu_bgrad applies it to another product of the
 // same output shape and sums the columns; bgrad_a sums op(A)'s rows (a weight GEMM's
 // bias gradient). Combinations the library does not fuse are reported, not failed: the

@@ -73,34 +73,136 @@ TEST(DotInteractionKernel, ForwardAndBackwardMatchDoubleReference) {
   }
 }
 
-TEST(CrossNetKernels, ElementwiseForwardAndBackward) {
+// 16-bit patterns of a float rounded to `t` (bf16 or fp16), and back; fp32 passes through.
+float round_to(float v, DType t) {
+  if (t == DType::bf16) return bf16_to_f32(f32_to_bf16(v));
+  if (t == DType::f16) return f16_to_f32(f32_to_f16(v));
+  return v;
+}
+std::vector<float> typed_to_host(const gpu::DeviceBuffer& b, std::size_t count, DType t) {
+  if (t == DType::f32) return testing::to_host<float>(b, count);
+  const auto bits = testing::to_host<uint16_t>(b, count);
+  std::vector<float> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = t == DType::bf16 ? bf16_to_f32(bits[i]) : f16_to_f32(bits[i]);
+  return out;
+}
+// A device buffer of n elements of type t, every one NaN.
+gpu::DeviceBuffer poisoned_typed(std::size_t n, DType t) {
+  if (t == DType::f32) return testing::poisoned_floats(n);
+  return testing::to_device(std::vector<uint16_t>(n, t == DType::bf16 ? uint16_t{0x7FC0} : uint16_t{0x7E00}));
+}
+
+// Values exactly representable in t, and their device copy in t.
+std::vector<float> representable(std::vector<float> v, DType t) {
+  for (float& x : v) x = round_to(x, t);
+  return v;
+}
+gpu::DeviceBuffer typed_to_device(const std::vector<float>& v, DType t) {
+  if (t == DType::f32) return testing::to_device(v);
+  std::vector<uint16_t> bits(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) bits[i] = t == DType::bf16 ? f32_to_bf16(v[i]) : f32_to_f16(v[i]);
+  return testing::to_device(bits);
+}
+
+// In each operand type (z read in it, the copy written in it): out = x0 * z + x in fp32
+// and its rounded copy; fp32 mode writes no copy, and a 16-bit-only run leaves the fp32
+// output untouched.
+TEST(CrossNetKernels, ForwardWritesTheSumAndItsOperandCopy) {
   HETREC_REQUIRE_GPU();
-  const int64_t batch = 300, width = 257, stride = 260;
-  const auto x0 = normals(static_cast<std::size_t>(batch * stride), 51), x = normals(static_cast<std::size_t>(batch * width), 52);
-  const auto z = normals(static_cast<std::size_t>(batch * width), 53), g = normals(static_cast<std::size_t>(batch * width), 54);
-  const auto acc0 = normals(static_cast<std::size_t>(batch * width), 55);
-  gpu::DeviceBuffer dx0 = testing::to_device(x0), dx = testing::to_device(x), dz_in = testing::to_device(z),
-                    dg = testing::to_device(g), dacc = testing::to_device(acc0);
-  gpu::DeviceBuffer out = testing::poisoned_floats(static_cast<std::size_t>(batch * width));
-  gpu::DeviceBuffer dz = testing::poisoned_floats(static_cast<std::size_t>(batch * width));
-  gpu::DeviceBuffer sum = testing::poisoned_floats(static_cast<std::size_t>(batch * width));
-  kernels::cross_forward({batch, width}, dx0.as<float>(), stride, dx.as<float>(), width, dz_in.as<float>(),
-                         out.as<float>(), width, nullptr);
-  kernels::cross_backward({batch, width}, dg.as<float>(), width, dx0.as<float>(), stride, dz_in.as<float>(),
-                          dz.as<float>(), dacc.as<float>(), width, /*accumulate=*/true, nullptr);
-  kernels::add_matrices({batch, width}, dg.as<float>(), width, dacc.as<float>(), width, sum.as<float>(), width, nullptr);
-  const auto o = testing::to_host<float>(out, out.bytes() / 4), gz = testing::to_host<float>(dz, dz.bytes() / 4),
-             ga = testing::to_host<float>(dacc, dacc.bytes() / 4), gs = testing::to_host<float>(sum, sum.bytes() / 4);
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t c = 0; c < width; ++c) {
-      const std::size_t e = static_cast<std::size_t>(b * width + c), e0 = static_cast<std::size_t>(b * stride + c);
-      const double ref_out = static_cast<double>(x0[e0]) * z[e] + x[e];
-      ASSERT_NEAR(o[e], ref_out, 1e-6 * (1 + std::fabs(ref_out)));
-      ASSERT_NEAR(gz[e], static_cast<double>(g[e]) * x0[e0], 1e-6 * (1 + std::fabs(g[e] * x0[e0])));
-      const double ref_acc = acc0[e] + static_cast<double>(g[e]) * z[e];
-      ASSERT_NEAR(ga[e], ref_acc, 1e-6 * (1 + std::fabs(ref_acc)));
-      ASSERT_NEAR(gs[e], g[e] + ref_acc, 1e-5 * (1 + std::fabs(ref_acc)));
+  const int64_t batch = 300, width = 257;
+  const std::size_t n = static_cast<std::size_t>(batch * width);
+  const auto x0 = normals(n, 51), x = normals(n, 52);
+  gpu::DeviceBuffer dx0 = testing::to_device(x0), dx = testing::to_device(x);
+  for (DType op : {DType::f32, DType::bf16, DType::f16}) {
+    const auto z = representable(normals(n, 53), op);
+    gpu::DeviceBuffer dz_in = typed_to_device(z, op);
+    gpu::DeviceBuffer out = testing::poisoned_floats(n);
+    gpu::DeviceBuffer out_op = poisoned_typed(n, op);
+    kernels::cross_forward({batch, width}, dx0.as<float>(), dx.as<float>(), dz_in.get(), out.as<float>(),
+                           op == DType::f32 ? nullptr : out_op.get(), op, nullptr);
+    const auto o = testing::to_host<float>(out, n);
+    const auto oc = typed_to_host(out_op, n, op);
+    for (std::size_t e = 0; e < n; ++e) {
+      const double ref = static_cast<double>(x0[e]) * z[e] + x[e];
+      ASSERT_NEAR(o[e], ref, 1e-6 * (1 + std::fabs(ref))) << dtype_name(op) << " e=" << e;
+      if (op == DType::f32) ASSERT_TRUE(std::isnan(oc[e])) << "fp32 mode wrote an operand copy";
+      else ASSERT_EQ(oc[e], round_to(o[e], op)) << dtype_name(op) << " e=" << e;
     }
+    if (op == DType::f32) continue;
+    gpu::DeviceBuffer out2 = testing::poisoned_floats(n), out_op2 = poisoned_typed(n, op);
+    kernels::cross_forward({batch, width}, dx0.as<float>(), dx.as<float>(), dz_in.get(), nullptr, out_op2.get(), op,
+                           nullptr);
+    const auto oc2 = typed_to_host(out_op2, n, op);
+    for (std::size_t e = 0; e < n; ++e) ASSERT_EQ(oc2[e], oc[e]);
+    for (float v : testing::to_host<float>(out2, n)) ASSERT_TRUE(std::isnan(v));
+  }
+}
+
+// The three positions of a layer in the backward: the top one (no term from above, no
+// accumulation), a middle one (adds the term from above, accumulates, keeps the running
+// chain gradient) and the bottom one (writes dx0 instead of the accumulator); z, h and dz
+// in each operand type, the bias gradient against a double reference.
+TEST(CrossNetKernels, BackwardPassesAgainstDoubleReference) {
+  HETREC_REQUIRE_GPU();
+  const int64_t batch = 700, width = 131;  // more rows than one column chunk
+  const std::size_t n = static_cast<std::size_t>(batch * width);
+  const auto g0 = normals(n, 61), x0 = normals(n, 63), acc0 = normals(n, 65);
+  gpu::DeviceBuffer dx0v = testing::to_device(x0);
+  const std::size_t ws_bytes = kernels::column_sum_workspace_bytes(batch, width);
+  gpu::DeviceBuffer ws(ws_bytes);
+  enum Position { top, middle, bottom };
+  for (DType op : {DType::f32, DType::bf16, DType::f16}) {
+    const auto h = representable(normals(n, 62), op), z = representable(normals(n, 64), op);
+    gpu::DeviceBuffer dh = typed_to_device(h, op), dzv = typed_to_device(z, op);
+    const double unit = op == DType::bf16 ? 0x1p-8 : op == DType::f16 ? 0x1p-11 : 0.0;  // half an ulp, relative
+    for (Position pos : {top, middle, bottom}) {
+      gpu::DeviceBuffer dg = testing::to_device(g0);
+      gpu::DeviceBuffer dacc = pos == top ? testing::poisoned_floats(n) : testing::to_device(acc0);
+      gpu::DeviceBuffer dx0 = testing::poisoned_floats(n), dz = poisoned_typed(n, op);
+      gpu::DeviceBuffer bias = testing::poisoned_floats(static_cast<std::size_t>(width));
+      kernels::CrossBackward a;
+      a.g = dg.as<float>();
+      a.h = pos == top ? nullptr : dh.get();
+      a.x0 = dx0v.as<float>();
+      a.z = dzv.get();
+      a.acc = dacc.as<float>();
+      a.accumulate = pos != top;
+      a.dx0 = pos == bottom ? dx0.as<float>() : nullptr;
+      a.dz = dz.get();
+      a.op_type = op;
+      a.bias_grad = bias.as<float>();
+      kernels::cross_backward({batch, width}, a, ws.get(), ws_bytes, nullptr);
+      const auto g = testing::to_host<float>(dg, n), acc = testing::to_host<float>(dacc, n);
+      const auto gx0 = testing::to_host<float>(dx0, n), gz = typed_to_host(dz, n, op);
+      const auto gb = testing::to_host<float>(bias, static_cast<std::size_t>(width));
+      std::vector<double> bias_ref(static_cast<std::size_t>(width), 0.0), bias_abs(static_cast<std::size_t>(width), 0.0);
+      for (std::size_t e = 0; e < n; ++e) {
+        const double G = pos == top ? g0[e] : static_cast<double>(g0[e]) + h[e];
+        const double d = G * x0[e];
+        bias_ref[e % static_cast<std::size_t>(width)] += d;
+        bias_abs[e % static_cast<std::size_t>(width)] += std::fabs(d);
+        ASSERT_NEAR(gz[e], d, 1e-6 * (1 + std::fabs(d)) + unit * std::fabs(d))
+            << dtype_name(op) << " pos " << pos << " e=" << e;
+        const double direct = (pos == top ? 0.0 : static_cast<double>(acc0[e])) + G * z[e];
+        if (pos == top) {
+          ASSERT_EQ(g[e], g0[e]) << "the top layer changed g";
+          ASSERT_NEAR(acc[e], direct, 1e-6 * (1 + std::fabs(direct)));
+          ASSERT_TRUE(std::isnan(gx0[e])) << "only the bottom layer writes dx0";
+        } else if (pos == middle) {
+          ASSERT_NEAR(g[e], G, 1e-6 * (1 + std::fabs(G))) << "the running chain gradient";
+          ASSERT_NEAR(acc[e], direct, 1e-6 * (1 + std::fabs(direct)));
+          ASSERT_TRUE(std::isnan(gx0[e]));
+        } else {
+          ASSERT_NEAR(gx0[e], direct + G, 1e-5 * (1 + std::fabs(direct + G)));
+          ASSERT_EQ(acc[e], acc0[e]) << "the bottom layer writes dx0, not the accumulator";
+        }
+      }
+      for (int64_t c = 0; c < width; ++c)
+        ASSERT_NEAR(gb[static_cast<std::size_t>(c)], bias_ref[static_cast<std::size_t>(c)],
+                    1e-6 * bias_abs[static_cast<std::size_t>(c)] + 1e-6)
+            << dtype_name(op) << " pos " << pos << " c=" << c;
+    }
+  }
 }
 
 TEST(ColumnSumKernels, PlainAndReluMasked) {
@@ -132,6 +234,48 @@ TEST(ColumnSumKernels, PlainAndReluMasked) {
       ASSERT_NEAR(s[static_cast<std::size_t>(c)], ref, 1e-6 * abs_sum + 1e-6) << rows << "x" << cols << " c=" << c;
       ASSERT_NEAR(ms[static_cast<std::size_t>(c)], ref_masked, 1e-6 * abs_sum + 1e-6);
     }
+  }
+}
+
+// The 16-bit dense path's ReLU backward: y read as the forward's 16-bit output, dz written
+// as the 16-bit operand (its own leading dimension), the sums of the fp32 values; equal to
+// the fp32 pass on the same (rounded) y, bit for bit in the sums.
+TEST(ColumnSumKernels, ReluBackwardWith16BitOperands) {
+  HETREC_REQUIRE_GPU();
+  const int64_t rows = 3000, cols = 72, ld_dy = cols + 5;
+  for (DType t : {DType::bf16, DType::f16}) {
+    const auto dy = normals(static_cast<std::size_t>(rows * ld_dy), 71);
+    const auto y32 = normals(static_cast<std::size_t>(rows * cols), 72);
+    std::vector<uint16_t> y16(y32.size());
+    std::vector<float> y_rounded(y32.size());
+    for (std::size_t i = 0; i < y32.size(); ++i) {
+      y16[i] = t == DType::bf16 ? f32_to_bf16(y32[i]) : f32_to_f16(y32[i]);
+      y_rounded[i] = round_to(y32[i], t);
+    }
+    gpu::DeviceBuffer ddy = testing::to_device(dy), dy16 = testing::to_device(y16);
+    gpu::DeviceBuffer dz = poisoned_typed(static_cast<std::size_t>(rows * cols), t);
+    gpu::DeviceBuffer sums = testing::poisoned_floats(static_cast<std::size_t>(cols));
+    const std::size_t ws_bytes = kernels::column_sum_workspace_bytes(rows, cols);
+    gpu::DeviceBuffer ws(ws_bytes);
+    kernels::relu_backward_column_sum(ddy.as<float>(), ld_dy, kernels::TypedMatrix{dy16.get(), t, cols},
+                                      kernels::TypedMatrix{dz.get(), t, cols}, rows, cols, sums.as<float>(), ws.get(),
+                                      ws_bytes, nullptr);
+    // The fp32 pass on the rounded y, in a separate buffer.
+    std::vector<float> dy_packed(static_cast<std::size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < cols; ++c)
+        dy_packed[static_cast<std::size_t>(r * cols + c)] = dy[static_cast<std::size_t>(r * ld_dy + c)];
+    gpu::DeviceBuffer dp = testing::to_device(dy_packed), dyr = testing::to_device(y_rounded);
+    gpu::DeviceBuffer sums32 = testing::poisoned_floats(static_cast<std::size_t>(cols));
+    kernels::relu_backward_column_sum(dp.as<float>(), dyr.as<float>(), dp.as<float>(), rows, cols, cols,
+                                      sums32.as<float>(), ws.get(), ws_bytes, nullptr);
+    const auto got = typed_to_host(dz, static_cast<std::size_t>(rows * cols), t);
+    const auto ref = testing::to_host<float>(dp, static_cast<std::size_t>(rows * cols));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      ASSERT_EQ(got[i], round_to(ref[i], t)) << dtype_name(t) << " i=" << i;
+    }
+    EXPECT_EQ(testing::to_host<float>(sums, static_cast<std::size_t>(cols)),
+              testing::to_host<float>(sums32, static_cast<std::size_t>(cols)));
   }
 }
 

@@ -130,7 +130,9 @@ struct UpdateCase {
   const char* name;
 };
 
-void run_update_case(DType dtype, int dim, OptimizerKind kind, uint64_t seed) {
+// batch: samples of the random batch; table 0 draws from 8 rows, so each of them occurs
+// about 3 batch / 8 times.
+void run_update_case(DType dtype, int dim, OptimizerKind kind, uint64_t seed, int64_t batch = 257) {
   ModelConfig m = testing::embedding_model(dim, dtype, seed);
   OptimConfig optim;
   optim.sparse = kind;
@@ -138,7 +140,6 @@ void run_update_case(DType dtype, int dim, OptimizerKind kind, uint64_t seed) {
   optim.adagrad_initial_accumulator = 0.01;
   const float lr = 0.05f;
   const int64_t step = 17;
-  const int64_t batch = 257;
   const int num = m.num_tables();
   const Batch b = testing::random_batch(m, batch, seed + 1);
 
@@ -289,6 +290,15 @@ TEST_P(EmbeddingKernels, BackwardAdagrad) {
 TEST_P(EmbeddingKernels, BackwardRowwiseAdagrad) {
   HETREC_REQUIRE_GPU();
   run_update_case(std::get<0>(GetParam()), std::get<1>(GetParam()), OptimizerKind::rowwise_adagrad, 203);
+}
+
+// Rows met about 15 000 times: their chunks are longer than the shortest (ceil(sqrt(len))
+// occurrences each, about 123), and the update adds over a hundred chunk partials per
+// row; sums and rules still match the double reference and the CPU collection.
+TEST(EmbeddingKernelsHotRows, VeryHotRowsAreSummedInSquareRootChunks) {
+  HETREC_REQUIRE_GPU();
+  run_update_case(DType::f32, 16, OptimizerKind::rowwise_adagrad, 204, 40000);
+  run_update_case(DType::bf16, 128, OptimizerKind::adagrad, 205, 40000);
 }
 
 // fp32/fp16/bf16 rows; widths on the 16-byte vector path (16, 128, 256), narrower than a

@@ -4,7 +4,8 @@
 # lib/ (the shared libraries they need beyond the CUDA toolkit). Stages, in order:
 #   tests    every GPU test program, then compute-sanitizer memcheck on a subset
 #   demo     `hetrec train --config configs/demo.toml` on the GPU
-#   e2e:CONFIG:BATCH:TAG   bench/e2e_compare.py (hetrec and the PyTorch baseline)
+#   e2e:CONFIG:BATCH:TAG[:ARG,ARG...]   bench/e2e_compare.py (hetrec and the PyTorch baseline;
+#                          ARGs go to e2e_bench, comma-separated)
 #   gemm:FILTER:SECONDS    `hetrec gemm bench` on the suite shapes matching FILTER (a regular
 #                          expression; empty = all) with a time budget, then xz-compressed
 #   recipes:SECONDS        bench/plan_recipes.py: planner predictions against hetrec train
@@ -45,9 +46,10 @@ for stage in "$@"; do
         > "$out/demo.log" 2> "$out/demo.err"
       echo "demo rc=$?"; tail -12 "$out/demo.log"; tr '\r' '\n' < "$out/demo.err" | tail -4 ;;
     e2e:*)
-      IFS=: read -r _ config batch tag <<< "$stage"
+      IFS=: read -r _ config batch tag args <<< "$stage"
+      IFS=, read -r -a extra <<< "${args:-}"
       timeout 400 python3 bench/e2e_compare.py --e2e-bench "$bin/e2e_bench" --config "$config" --batch "$batch" \
-        --tag "$tag" --commit "$commit" --out-dir "$out" 2>&1 | tail -4 ;;
+        --tag "$tag" --commit "$commit" --out-dir "$out" "${extra[@]/#/--e2e-arg=}" 2>&1 | tail -4 ;;
     gemm:*)
       IFS=: read -r _ filter budget <<< "$stage"
       args=(--out "$out/gemm-oracle.json" --time-budget "${budget:-300}")

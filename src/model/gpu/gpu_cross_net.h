@@ -5,9 +5,17 @@
 // CrossNet's order: per layer the kernel (or U, then V), then the bias.
 //
 // bf16 or fp16 precision (width and rank multiples of 8): every GEMM reads 16-bit
-// operands (copies of x_l, V x_l, dz and d(V x) made by kernels/convert.h, and the
-// parameters' 16-bit copy) and accumulates in fp32; x_l, z_l, V x_l, the element-wise
-// kernels and all gradients stay fp32.
+// operands and accumulates in fp32, and the GEMMs write their outputs in 16 bits as an
+// autocast Linear does (z_l = W_l x_l + b_l with the bias's 16-bit copy, V x_l, and in
+// the backward d(V x_l) and the chain term through x_l), except the parameter gradients
+// and the bottom layer's term into dL/dx0. The element-wise passes write the other
+// operands where they are produced (the forward x_{l+1} and its 16-bit copy, the backward
+// dz in 16 bits); only x_0 is rounded by a separate pass. The residual stream x_l, the
+// chain and direct gradients of x0 and every parameter gradient stay fp32.
+//
+// The backward keeps the chain gradient through x_l as the sum g + h of the running fp32
+// gradient and the layer above's GEMM term, added inside the next element-wise pass, so
+// the GEMMs write their term once instead of reading and rewriting the running sum.
 #include <cstdint>
 #include <vector>
 
@@ -24,49 +32,70 @@ class GpuCrossNet {
               cublaslt::Precision precision);
 
   int num_layers() const { return static_cast<int>(layers_.size()); }
+  // Whether the GEMMs run on 16-bit operands.
+  bool half() const { return op_type_ != DType::f32; }
+  DType operand_type() const { return op_type_; }
+  // 16-bit mode: the consumer reads x_L only through output16(), so its fp32 copy is
+  // neither stored nor written. Call before reserve().
+  void set_output_16bit_only(bool only);
+
   void reserve(int64_t batch, Allocator& device);
 
-  // x0: batch x width, contiguous. Returns x_L (owned, valid until the next forward).
+  // x0: batch x width, contiguous. Returns x_L in fp32 (owned, valid until the next
+  // forward), or null when set_output_16bit_only(true) in 16-bit mode.
   const float* forward(cublaslt::Gemm& gemm, const float* x0, int64_t batch, gpu::stream_t stream);
+  // 16-bit mode: x_L's 16-bit copy (batch x width), valid after forward; else null.
+  const void* output16() const;
   // g: dL/dx_L (batch x width, contiguous; overwritten). Writes every parameter gradient
   // and dx0 (batch x width, contiguous).
   void backward(cublaslt::Gemm& gemm, const float* x0, float* g, float* dx0, int64_t batch, const Scratch& scratch,
                 gpu::stream_t stream);
 
-  // Whether the GEMMs run on 16-bit operands.
-  bool half() const { return half_type_ != DType::f32; }
-
  private:
   struct Layer {
     const uint16_t *kernel16 = nullptr, *u16 = nullptr, *v16 = nullptr;  // 16-bit copies
     float *kernel = nullptr, *u = nullptr, *v = nullptr, *bias = nullptr;
+    const uint16_t* bias16 = nullptr;
     float *grad_kernel = nullptr, *grad_u = nullptr, *grad_v = nullptr, *grad_bias = nullptr;
   };
-  void gemm_run(cublaslt::Gemm& gemm, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
-                const void* b, int64_t ldb, float* d, int64_t ldd, float beta, const float* bias,
-                gpu::stream_t stream) const;
-  // 16-bit: a 16-bit copy of the batch x cols matrix m (contiguous) into `copy`; returns
-  // the GEMM operand (the copy, or m itself in fp32).
-  const void* operand(const float* m, int64_t batch, int64_t cols, const Tensor& copy, gpu::stream_t stream) const;
+  struct GemmCall {
+    bool ta = false, tb = false;
+    int64_t m = 0, n = 0, k = 0;
+    const void* a = nullptr;
+    int64_t lda = 0;
+    const void* b = nullptr;
+    int64_t ldb = 0;
+    void* d = nullptr;
+    int64_t ldd = 0;
+    DType d_type = DType::f32;
+    float beta = 0.0f;
+    const void* bias = nullptr;  // of d_type
+  };
+  void gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_t stream) const;
   // The GEMM operand of a parameter: its 16-bit copy in 16-bit mode.
   const void* weight(const float* fp32, const uint16_t* copy) const {
     return half() ? static_cast<const void*>(copy) : static_cast<const void*>(fp32);
   }
   const float* x(int l, const float* x0) const { return l == 0 ? x0 : xs_[static_cast<std::size_t>(l - 1)].data<float>(); }
+  // The GEMM operand of x_l: its 16-bit copy, or x_l itself in fp32.
+  const void* x_operand(int l, const float* x0) const {
+    return half() ? xs_op_[static_cast<std::size_t>(l)].raw() : static_cast<const void*>(x(l, x0));
+  }
 
   int width_;
   int rank_;
   cublaslt::Precision precision_;
-  DType half_type_ = DType::f32;  // bf16 or f16 when the GEMMs run in 16 bits
+  DType op_type_ = DType::f32;  // the GEMM operand type: f32, or bf16 / f16 in 16-bit mode
+  bool output_16bit_only_ = false;
   std::vector<Layer> layers_;
   int64_t capacity_ = 0;
-  std::vector<Tensor> xs_;   // x_1 .. x_L
-  std::vector<Tensor> zs_;   // z_0 .. z_{L-1}
-  std::vector<Tensor> vxs_;  // low rank: V_l x_l
-  Tensor dz_, dvx_, dx0_acc_;
-  std::vector<Tensor> xs16_;   // 16-bit: copies of x_0 .. x_{L-1}
-  std::vector<Tensor> vxs16_;  // 16-bit, low rank: copies of V_l x_l
-  Tensor dz16_, dvx16_;
+  std::vector<Tensor> xs_;     // fp32 x_1 .. x_L (x_L left out when output_16bit_only_)
+  std::vector<Tensor> zs_;     // z_0 .. z_{L-1} in the operand type
+  std::vector<Tensor> xs_op_;  // 16-bit: copies of x_0 .. x_L
+  std::vector<Tensor> vxs_;    // low rank: V_l x_l in the operand type
+  Tensor dz_, dvx_;            // operand type
+  Tensor h_;                   // operand type: a layer's chain term through its input
+  Tensor acc_;                 // fp32: the direct part of dL/dx0
 };
 
 }  // namespace hetrec::gpu_model

@@ -141,8 +141,11 @@ class GpuDlrm final : public GpuModel {
     if (cross)
       cross_ = std::make_unique<gpu_model::GpuCrossNet>(model.interaction_width(), model.cross_layers, model.cross_rank,
                                                         *dense_, cross_first, options.precision);
+    // A 16-bit cross net hands the top MLP its output as the 16-bit operand it writes anyway.
+    const bool cross_16bit = cross_ && cross_->half();
     top_ = std::make_unique<gpu_model::GpuMlp>(model.interaction_width(), model.top_mlp, false, *dense_, top_first,
-                                               options.precision);
+                                               options.precision, cross_16bit);
+    if (cross_16bit) cross_->set_output_16bit_only(top_->layer_16bit(0));
     if (data_parallel) {
       data_parallel_ = *data_parallel;
       sharded_ = std::make_unique<gpu_model::ShardedGpuEmbeddings>(model, optim, data_parallel->plan,
@@ -636,7 +639,8 @@ class GpuDlrm final : public GpuModel {
       top_in_ = cross_ ? cross_->forward(gemm_, x, batch, s) : x;
     }
     mark(kInteractionForward);
-    const float* logits = top_->forward(gemm_, top_in_, width, batch, nullptr, 0, s);
+    const float* logits =
+        top_->forward(gemm_, top_in_, width, batch, nullptr, 0, s, cross_ ? cross_->output16() : nullptr);
     mark(kTopForward);
     return logits;
   }

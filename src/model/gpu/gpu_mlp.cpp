@@ -9,8 +9,8 @@
 namespace hetrec::gpu_model {
 
 GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params,
-               int first_param, cublaslt::Precision precision)
-    : in_(in_features), widths_(std::move(widths)), precision_(precision) {
+               int first_param, cublaslt::Precision precision, bool input_16bit)
+    : in_(in_features), widths_(std::move(widths)), precision_(precision), input_16bit_(input_16bit) {
   if (precision == cublaslt::Precision::bf16) half_type_ = DType::bf16;
   if (precision == cublaslt::Precision::fp16) half_type_ = DType::f16;
   int in = in_features;
@@ -27,11 +27,15 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
     }
     l.weight = params.value(w);
     l.bias = params.value(w + 1);
+    l.bias16 = params.value_16bit(w + 1);
     l.grad_weight = params.grad(w);
     l.grad_bias = params.grad(w + 1);
     layers_.push_back(l);
     in = l.out;
   }
+  // A 16-bit layer whose successor is 16-bit too hands it its output in 16 bits only.
+  for (std::size_t i = 0; i + 1 < layers_.size(); ++i) layers_[i].out16 = layers_[i].half && layers_[i + 1].half;
+  operands16_.assign(layers_.size(), nullptr);
 }
 
 int GpuMlp::max_width() const {
@@ -43,12 +47,17 @@ int GpuMlp::max_width() const {
 void GpuMlp::reserve(int64_t batch, Allocator& device) {
   if (batch <= capacity_) return;
   activations_.clear();
-  for (const Layer& l : layers_) activations_.push_back(Tensor::empty({batch, l.out}, DType::f32, device));
+  for (const Layer& l : layers_)
+    activations_.push_back(Tensor::empty({batch, l.out}, l.out16 ? half_type_ : DType::f32, device));
   for (Tensor& g : grad_buffers_) g = Tensor::empty({batch, max_width()}, DType::f32, device);
   inputs16_.clear();
   bool any_half = false;
-  for (const Layer& l : layers_) {
-    inputs16_.push_back(l.half ? Tensor::empty({batch, l.in}, half_type_, device) : Tensor());
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    const Layer& l = layers_[i];
+    // A 16-bit layer rounds its own input unless the caller or the previous layer hands
+    // it over in 16 bits.
+    const bool handed = i == 0 ? input_16bit_ : layers_[i - 1].out16;
+    inputs16_.push_back(l.half && !handed ? Tensor::empty({batch, l.in}, half_type_, device) : Tensor());
     any_half = any_half || l.half;
   }
   grad16_ = any_half ? Tensor::empty({batch, max_width()}, half_type_, device) : Tensor();
@@ -56,14 +65,17 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
 }
 
 float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_t batch, float* out, int64_t ld_out,
-                       gpu::stream_t stream) {
+                       gpu::stream_t stream, const void* x16) {
   HETREC_CHECK(batch <= capacity_, "GpuMlp::forward beyond the reserved batch");
+  if (input_16bit_ && !layers_.empty() && layers_[0].half && !x16)
+    throw InternalError("GpuMlp::forward: the input's 16-bit copy is missing");
   const float* input = x;
   int64_t ld_in = ldx;
+  const void* input16 = input_16bit_ ? x16 : nullptr;  // the input's 16-bit copy when one exists
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     const bool last = i + 1 == layers_.size();
-    float* y = last && out ? out : activations_[i].data<float>();
+    void* y = last && out ? static_cast<void*>(out) : activations_[i].raw();
     const int64_t ld_y = last && out ? ld_out : l.out;
     cublaslt::Problem p;
     p.m = batch;
@@ -73,25 +85,36 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     p.lda = ld_in;
     p.ldb = l.in;
     p.ldd = ld_y;
+    p.d_type = l.out16 ? half_type_ : DType::f32;
     p.precision = l.half ? precision_ : fp32_precision();
     p.epilogue = l.relu ? cublaslt::Epilogue::relu_bias : cublaslt::Epilogue::bias;
     cublaslt::Operands o;
     o.a = input;
     o.b = l.weight;
     if (l.half) {
-      uint16_t* in16 = inputs16_[i].data<uint16_t>();
-      kernels::f32_to_16bit_matrix(input, ld_in, in16, l.in, batch, l.in, half_type_, stream);
-      o.a = in16;
+      if (!input16) {
+        uint16_t* in16 = inputs16_[i].data<uint16_t>();
+        kernels::f32_to_16bit_matrix(input, ld_in, in16, l.in, batch, l.in, half_type_, stream);
+        input16 = in16;
+      }
+      operands16_[i] = input16;
+      o.a = input16;
       o.b = l.weight16;
       p.lda = l.in;
     }
     o.d = y;
     o.bias = l.bias;
+    if (l.out16) {
+      // A 16-bit output adds the bias's 16-bit copy, as an autocast Linear does.
+      p.bias_type = half_type_;
+      o.bias = l.bias16;
+    }
     gemm.run(p, o, stream);
-    input = y;
+    input = l.out16 ? nullptr : static_cast<const float*>(y);
+    input16 = l.out16 ? y : nullptr;
     ld_in = ld_y;
     if (last) {
-      last_output_ = y;
+      last_output_ = static_cast<float*>(y);
       last_ld_ = ld_y;
     }
   }
@@ -104,35 +127,37 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
   int64_t ld_grad = ld_dy;
   int pingpong = 0;
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
-    const Layer& l = layers_[static_cast<std::size_t>(i)];
+    const std::size_t li = static_cast<std::size_t>(i);
+    const Layer& l = layers_[li];
     const bool last = i + 1 == static_cast<int>(layers_.size());
-    const float* y = last ? last_output_ : activations_[static_cast<std::size_t>(i)].data<float>();
+    void* y = last ? static_cast<void*>(last_output_) : activations_[li].raw();
     const int64_t ld_y = last ? last_ld_ : l.out;
-    const float* input = i == 0 ? x : activations_[static_cast<std::size_t>(i - 1)].data<float>();
-    const int64_t ld_in = i == 0 ? ldx : layers_[static_cast<std::size_t>(i - 1)].out;
+    // An fp32 layer's input (a 16-bit layer reads its forward operand instead).
+    const float* input = i == 0 ? x : (layers_[li - 1].out16 ? nullptr : activations_[li - 1].data<float>());
+    const int64_t ld_in = i == 0 ? ldx : layers_[li - 1].out;
 
-    // dz = dy * relu'(y) in place, and the bias gradient sum_b dz.
+    // dz = dy * relu'(y) and the bias gradient sum_b dz: written in place for an fp32
+    // layer, straight into the 16-bit operand for a 16-bit one.
+    const void* dz_operand = grad;
+    int64_t ld_dz = ld_grad;
+    if (l.half) {
+      dz_operand = grad16_.raw();
+      ld_dz = l.out;
+    }
     if (l.relu) {
-      if (ld_y != ld_grad) throw InternalError("GpuMlp::backward: output and gradient strides differ");
-      kernels::relu_backward_column_sum(grad, y, grad, batch, l.out, ld_grad, l.grad_bias, scratch.data,
+      const kernels::TypedMatrix y_in{y, l.out16 ? half_type_ : DType::f32, ld_y};
+      const kernels::TypedMatrix dz_out{const_cast<void*>(dz_operand), l.half ? half_type_ : DType::f32, ld_dz};
+      kernels::relu_backward_column_sum(grad, ld_grad, y_in, dz_out, batch, l.out, l.grad_bias, scratch.data,
                                         scratch.bytes, stream);
     } else {
       kernels::column_sum(grad, batch, l.out, ld_grad, l.grad_bias, scratch.data, scratch.bytes, stream);
+      if (l.half)
+        kernels::f32_to_16bit_matrix(grad, ld_grad, grad16_.data<uint16_t>(), l.out, batch, l.out, half_type_, stream);
     }
 
-    // 16-bit layers: the GEMMs read 16-bit copies of dz and of the layer's input.
-    const void* dz_operand = grad;
-    int64_t ld_dz = ld_grad;
-    const void* in_operand = input;
-    int64_t ld_in_operand = ld_in;
-    if (l.half) {
-      uint16_t* dz16 = grad16_.data<uint16_t>();
-      kernels::f32_to_16bit_matrix(grad, ld_grad, dz16, l.out, batch, l.out, half_type_, stream);
-      dz_operand = dz16;
-      ld_dz = l.out;
-      in_operand = inputs16_[static_cast<std::size_t>(i)].data<uint16_t>();
-      ld_in_operand = l.in;
-    }
+    // The weight GEMM reads the layer's input: the forward's 16-bit operand for a 16-bit layer.
+    const void* in_operand = l.half ? operands16_[li] : static_cast<const void*>(input);
+    const int64_t ld_in_operand = l.half ? l.in : ld_in;
     const cublaslt::Precision precision = l.half ? precision_ : fp32_precision();
 
     // dW (out x in) = dz^T x.

@@ -6,10 +6,18 @@
 //
 // bf16 or fp16 precision: a layer whose widths are multiples of 8 (16-byte leading
 // dimensions, what cuBLASLt's 16-bit tensor-core kernels want) runs its three GEMMs on
-// 16-bit operands with fp32 accumulation: its input and its output gradient are rounded
-// to 16-bit copies (kernels/convert.h) and its weight is read from the parameters' 16-bit
-// copy. The GEMM outputs, the ReLU and bias-gradient pass and the activations stay fp32.
-// Other layers (e.g. the 13-wide first layer, the 1-wide logit layer) run in fp32.
+// 16-bit operands with fp32 accumulation, its weight read from the parameters' 16-bit
+// copy. Operands are written in 16 bits where they are produced:
+//  - a 16-bit layer feeding another writes its (ReLU) output only as the 16-bit operand
+//    its successor reads, adding the bias's 16-bit copy as an autocast Linear does; its
+//    backward masks with that copy (rounding keeps every sign; only values below fp16's
+//    smallest subnormal become zero);
+//  - the ReLU and bias-gradient pass writes a 16-bit layer's output gradient straight in
+//    16 bits;
+//  - an input from elsewhere is rounded by kernels/convert.h unless the caller hands in
+//    its 16-bit copy.
+// The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first
+// layer, the 1-wide logit layer) run in fp32.
 #include <cstdint>
 #include <vector>
 
@@ -33,8 +41,10 @@ struct Scratch {
 class GpuMlp {
  public:
   // Layer i's weight (out x in) and bias are parameters first_param + 2i and + 2i + 1.
+  // input_16bit: the caller hands forward() a 16-bit copy of the input (used when the
+  // first layer runs in 16 bits, so the MLP keeps none of its own).
   GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params, int first_param,
-         cublaslt::Precision precision);
+         cublaslt::Precision precision, bool input_16bit = false);
 
   int in_features() const { return in_; }
   int out_features() const { return widths_.back(); }
@@ -46,10 +56,12 @@ class GpuMlp {
   // Activations and gradient buffers for `batch` samples (reallocated only when larger).
   void reserve(int64_t batch, Allocator& device);
 
-  // x: batch x in (row stride ldx). The last layer writes to `out` (row stride ld_out)
-  // when given, else to the MLP's own buffer. Returns the output pointer.
+  // x: batch x in (row stride ldx; may be null when x16 serves the first layer). x16: the
+  // input's 16-bit copy (batch x in, contiguous), required when constructed with
+  // input_16bit and the first layer runs in 16 bits. The last layer writes to `out` (row
+  // stride ld_out) when given, else to the MLP's own buffer. Returns the output pointer.
   float* forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_t batch, float* out, int64_t ld_out,
-                 gpu::stream_t stream);
+                 gpu::stream_t stream, const void* x16 = nullptr);
 
   // dy: gradient of the last forward's output (row stride ld_dy; overwritten: the ReLU
   // mask is applied in place). Writes every parameter gradient, and dx (batch x in, row
@@ -64,9 +76,11 @@ class GpuMlp {
     int in = 0, out = 0;
     bool relu = false;
     bool half = false;  // GEMMs on 16-bit operands
+    bool out16 = false;  // output kept only as the next (16-bit) layer's operand
     const uint16_t* weight16 = nullptr;
     float* weight = nullptr;
     float* bias = nullptr;
+    const uint16_t* bias16 = nullptr;  // the bias's 16-bit copy (what a 16-bit output adds)
     float* grad_weight = nullptr;
     float* grad_bias = nullptr;
   };
@@ -76,10 +90,13 @@ class GpuMlp {
   cublaslt::Precision precision_;
   DType half_type_ = DType::f32;  // bf16 or f16 with 16-bit precision, else f32
   int64_t capacity_ = 0;
-  std::vector<Tensor> activations_;  // [i]: output of layer i (unused for the last when redirected)
+  bool input_16bit_ = false;
+  // [i]: output of layer i: fp32, or 16-bit when out16 (unused for the last when redirected)
+  std::vector<Tensor> activations_;
   Tensor grad_buffers_[2];           // ping-pong gradients between layers
-  std::vector<Tensor> inputs16_;     // [i]: 16-bit copy of layer i's input (16-bit layers)
-  Tensor grad16_;                    // 16-bit copy of the current layer's output gradient
+  std::vector<Tensor> inputs16_;     // [i]: 16-bit copy of layer i's input, where this MLP rounds it
+  std::vector<const void*> operands16_;  // [i]: layer i's 16-bit input operand in the last forward
+  Tensor grad16_;                    // the current layer's output gradient in 16 bits
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
 };
