@@ -69,11 +69,16 @@ E2eRecord read_e2e_record(const std::string& path) {
 StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& model, const OptimConfig& optim,
                                 const GemmSelector& gemm) {
   Recipe recipe = recipe_of_model(model, record.batch, gemm.hardware().name);
-  if (record.precision == "tf32") recipe.dense = DensePrecision::tf32;
-  else if (record.precision == "fp32") recipe.dense = DensePrecision::fp32;
-  else if (record.precision == "bf16") recipe.dense = DensePrecision::bf16;
-  else if (record.precision == "fp16") recipe.dense = DensePrecision::fp16;
-  else throw ConfigError(record.path + ": metrics.precision '" + record.precision + "': expected fp32, tf32, bf16 or fp16");
+  // e2e_bench's --precision (fp32 or tf32) sets the GEMMs that are not 16-bit: with a
+  // 16-bit model.dense_dtype (a config key or a recorded override) the recipe's dense
+  // precision is that 16-bit type.
+  if (!sixteen_bit_dense(recipe.dense)) {
+    if (record.precision == "tf32") recipe.dense = DensePrecision::tf32;
+    else if (record.precision == "fp32") recipe.dense = DensePrecision::fp32;
+    else if (record.precision == "bf16") recipe.dense = DensePrecision::bf16;
+    else if (record.precision == "fp16") recipe.dense = DensePrecision::fp16;
+    else throw ConfigError(record.path + ": metrics.precision '" + record.precision + "': expected fp32, tf32, bf16 or fp16");
+  }
   if (!record.row_dtype.empty()) {
     recipe.row_dtype = parse_dtype(record.row_dtype, record.path + ": metrics.row_dtype");
     if (recipe.row_dtype != DType::f32 && recipe.row_dtype != DType::f16 && recipe.row_dtype != DType::bf16)

@@ -58,6 +58,31 @@ struct GpuModelLayout {
   bool cross_sixteen_bit_eligible() const {
     return interaction_width % kSixteenBitWidthMultiple == 0 && cross_rank % kSixteenBitWidthMultiple == 0;
   }
+
+  // Where 16-bit dense compute writes its operands (model/gpu/gpu_mlp.cpp,
+  // gpu_cross_net.cpp, gpu_dlrm.cpp); `sixteen` is whether the recipe's GEMMs are 16-bit.
+  // Layer i of an MLP writes its output only as the 16-bit operand of layer i + 1 when
+  // both run 16-bit GEMMs.
+  static bool mlp_output_16bit(const std::vector<LinearShape>& layers, std::size_t i, bool sixteen) {
+    return sixteen && i + 1 < layers.size() && layers[i].sixteen_bit_eligible() &&
+           layers[i + 1].sixteen_bit_eligible();
+  }
+  // Whether a 16-bit layer i rounds its own input to a 16-bit copy: not when the previous
+  // layer hands it over in 16 bits, nor for the first when the caller does (input_16bit).
+  static bool mlp_rounds_input(const std::vector<LinearShape>& layers, std::size_t i, bool sixteen,
+                               bool input_16bit) {
+    if (!sixteen || !layers[i].sixteen_bit_eligible()) return false;
+    return i == 0 ? !input_16bit : !mlp_output_16bit(layers, i - 1, sixteen);
+  }
+  // The cross net runs 16-bit GEMMs and hands the top MLP its output's 16-bit copy.
+  bool cross_16bit(bool sixteen) const {
+    return sixteen && arch == Arch::dcnv2 && cross_layers > 0 && cross_sixteen_bit_eligible();
+  }
+  // The cross net's last output is kept in fp32 too (not when the top MLP's first layer
+  // reads only the 16-bit copy).
+  bool cross_output_fp32(bool sixteen) const {
+    return !(cross_16bit(sixteen) && !top.empty() && top.front().sixteen_bit_eligible());
+  }
 };
 
 GpuModelLayout gpu_model_layout(const ModelConfig& model);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "core/error.h"
 #include "optim/sparse_update.h"
@@ -161,47 +162,59 @@ void dense_state(Ledger& m, const GpuModelLayout& g, const OptimConfig& optim, c
 void activations(Ledger& m, const GpuModelLayout& g, const Recipe& recipe, int64_t batch) {
   const double b = static_cast<double>(batch);
   const bool half = sixteen_bit_dense(recipe.dense);
-  for (const LinearShape& l : g.bottom) m.device("bottom MLP activations", b * l.out * kFloatBytes);
+  const bool cross16 = g.cross_16bit(half);
+  // Activations: a 16-bit layer feeding a 16-bit layer keeps its output only in 16 bits.
+  for (std::size_t i = 0; i < g.bottom.size(); ++i)
+    m.device("bottom MLP activations",
+             b * g.bottom[i].out * (GpuModelLayout::mlp_output_16bit(g.bottom, i, half) ? kHalfBytes : kFloatBytes));
   for (int i = 0; i < 2; ++i)
     m.device("bottom MLP gradient buffers", b * GpuModelLayout::max_width(g.bottom) * kFloatBytes);
-  for (const LinearShape& l : g.top) m.device("top MLP activations", b * l.out * kFloatBytes);
+  for (std::size_t i = 0; i < g.top.size(); ++i)
+    m.device("top MLP activations",
+             b * g.top[i].out * (GpuModelLayout::mlp_output_16bit(g.top, i, half) ? kHalfBytes : kFloatBytes));
   for (int i = 0; i < 2; ++i) m.device("top MLP gradient buffers", b * GpuModelLayout::max_width(g.top) * kFloatBytes);
-  // 16-bit GEMM operands (model/gpu/gpu_mlp.cpp): each eligible layer's input copy, and
-  // one output-gradient copy per MLP as wide as its widest layer.
-  for (const auto& [mlp, name] : {std::pair{&g.bottom, "bottom"}, std::pair{&g.top, "top"}}) {
+  // 16-bit GEMM operands (model/gpu/gpu_mlp.cpp): the input copy of each 16-bit layer that
+  // rounds its own input, and one output-gradient copy per MLP as wide as its widest layer.
+  for (const auto& [mlp, name, input16] :
+       {std::tuple{&g.bottom, "bottom", false}, std::tuple{&g.top, "top", cross16}}) {
     if (!half) break;
     bool any = false;
-    for (const LinearShape& l : *mlp)
-      if (l.sixteen_bit_eligible()) {
-        m.device(std::string(name) + " MLP 16-bit operand copies (inputs, output gradient)", b * l.in * kHalfBytes);
-        any = true;
-      }
+    for (std::size_t i = 0; i < mlp->size(); ++i) {
+      if (GpuModelLayout::mlp_rounds_input(*mlp, i, half, input16))
+        m.device(std::string(name) + " MLP 16-bit operand copies (inputs, output gradient)",
+                 b * (*mlp)[i].in * kHalfBytes);
+      any = any || (*mlp)[i].sixteen_bit_eligible();
+    }
     if (any)
       m.device(std::string(name) + " MLP 16-bit operand copies (inputs, output gradient)",
                b * GpuModelLayout::max_width(*mlp) * kHalfBytes);
   }
   const double n = static_cast<double>(g.interaction_width);
   if (g.cross_layers > 0) {
+    // model/gpu/gpu_cross_net.cpp: per layer x_{l+1} (fp32; the last one left out when
+    // the top MLP reads only its 16-bit copy), z_l and V x_l in the operand type.
+    const double op = cross16 ? kHalfBytes : kFloatBytes;
     const std::string acts = std::string("cross net activations (x_l, z_l") + (g.cross_rank > 0 ? ", V x_l" : "") +
                              " of " + plural(g.cross_layers, "layer", "layers") + ")";
     for (int l = 0; l < g.cross_layers; ++l) {
-      m.device(acts, b * n * kFloatBytes);
-      m.device(acts, b * n * kFloatBytes);
-      if (g.cross_rank > 0) m.device(acts, b * g.cross_rank * kFloatBytes);
+      if (l + 1 < g.cross_layers || g.cross_output_fp32(half)) m.device(acts, b * n * kFloatBytes);
+      m.device(acts, b * n * op);
+      if (g.cross_rank > 0) m.device(acts, b * g.cross_rank * op);
     }
-    const std::string grads = std::string("cross net backward buffers (dz, dx0 sum") + (g.cross_rank > 0 ? ", d(V x)" : "") + ")";
-    m.device(grads, b * n * kFloatBytes);
-    m.device(grads, b * n * kFloatBytes);
-    if (g.cross_rank > 0) m.device(grads, b * g.cross_rank * kFloatBytes);
-    if (half && g.cross_sixteen_bit_eligible()) {
-      // model/gpu/gpu_cross_net.cpp: copies of x_l (and V x_l) per layer, of dz (and d(V x)).
+    // dz and d(V x) in the operand type; with two layers or more, the chain term h in the
+    // operand type and the fp32 sum of the direct parts of dL/dx0.
+    const std::string grads = std::string("cross net backward buffers (dz") + (g.cross_rank > 0 ? ", d(V x)" : "") +
+                              (g.cross_layers > 1 ? ", chain term, dx0 sum" : "") + ")";
+    m.device(grads, b * n * op);
+    if (g.cross_rank > 0) m.device(grads, b * g.cross_rank * op);
+    if (g.cross_layers > 1) {
+      m.device(grads, b * n * op);
+      m.device(grads, b * n * kFloatBytes);
+    }
+    if (cross16) {
+      // The 16-bit copies of x_0 .. x_L (x_L is the top MLP's input operand).
       const std::string copies = "cross net 16-bit operand copies";
-      for (int l = 0; l < g.cross_layers; ++l) {
-        m.device(copies, b * n * kHalfBytes);
-        if (g.cross_rank > 0) m.device(copies, b * g.cross_rank * kHalfBytes);
-      }
-      m.device(copies, b * n * kHalfBytes);
-      if (g.cross_rank > 0) m.device(copies, b * g.cross_rank * kHalfBytes);
+      for (int l = 0; l <= g.cross_layers; ++l) m.device(copies, b * n * kHalfBytes);
     }
   }
   const double fd = static_cast<double>(g.feature_width);

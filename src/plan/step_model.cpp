@@ -24,13 +24,9 @@ constexpr double kBytesPerUsPerGbs = 1e3;
 // output cleared, the loss and the skip flag out (GpuDlrm::enqueue_step).
 constexpr int kStepCopies = 4;
 
-// Bytes each element-wise pass reads and writes per element (from the kernels' code):
-constexpr double kReluBackwardBytes = 3 * kFloatBytes;  // dy, y in; dz out (relu_backward_column_sum)
-constexpr double kColumnSumBytes = 1 * kFloatBytes;     // dz in (column_sum); partial sums are small
-constexpr double kCrossForwardBytes = 4 * kFloatBytes;  // x0, x_l, z in; x_{l+1} out
-constexpr double kCrossBackwardBytes = 5 * kFloatBytes; // g, x0, z in; dz, dx0 out
-constexpr double kCrossAccumulateBytes = kFloatBytes;   // dx0 read when accumulating
-constexpr double kAddMatricesBytes = 3 * kFloatBytes;   // a, b in; out
+// Bytes each element-wise pass reads and writes per element (from the kernels' code; the
+// passes' bias-gradient partial sums are small):
+constexpr double kColumnSumBytes = 1 * kFloatBytes;     // dz in (column_sum)
 constexpr double kLossBytes = 3 * kFloatBytes;          // logit, label in; gradient out
 constexpr double kHalfBytes = 2.0;
 // 16-bit dense compute: the rounding pass that makes a GEMM's 16-bit operand copy reads
@@ -80,9 +76,9 @@ class WorkBuilder {
   void set_rank(int r) { rank_ = r; }
 
   // D (m x n) = op(A) op(B). `sixteen_bit`: the operands are bf16 or fp16 copies (the
-  // recipe's 16-bit precision); D is fp32 in every precision (model/gpu/).
+  // recipe's 16-bit precision); `d_16bit`: D is written in that type too, else in fp32.
   void gemm(StepPhase phase, const std::string& layer, const char* kind, int64_t m, int64_t n, int64_t k, bool trans_a,
-            bool trans_b, GemmEpilogue epilogue, bool accumulate, bool sixteen_bit) {
+            bool trans_b, GemmEpilogue epilogue, bool accumulate, bool sixteen_bit, bool d_16bit = false) {
     GemmProblem p;
     p.m = m;
     p.n = n;
@@ -91,7 +87,7 @@ class WorkBuilder {
     p.trans_b = trans_b;
     const DType half = recipe_.dense == DensePrecision::fp16 ? DType::f16 : DType::bf16;
     p.a_type = p.b_type = sixteen_bit ? half : DType::f32;
-    p.c_type = DType::f32;
+    p.c_type = sixteen_bit && d_16bit ? half : DType::f32;
     p.allow_tf32 = recipe_.dense == DensePrecision::tf32;
     p.accumulate = accumulate;
     p.epilogue = epilogue;
@@ -108,11 +104,23 @@ class WorkBuilder {
     else hbm(phase, StepFactor::elementwise, elements * kOperandCopyBytes, what + " 16-bit operand copy");
     launches(phase, 1);
   }
+  // Distinct rows the fused embedding update writes, in millions.
+  void row_updates(StepPhase phase, double rows, const std::string& what) {
+    add(phase, StepFactor::embedding_row_update_us, rows * 1e-6, what);
+  }
   // Values rounded to fp16 on the device (gpu/half.h f16_encode), in millions.
   void fp16_rounding(StepPhase phase, double values, const std::string& what) {
     add(phase, StepFactor::fp16_rounding_us, values * 1e-6, what + " (fp16 rounding, double precision)");
   }
   bool sixteen_bit() const { return sixteen_bit_dense(recipe_.dense); }
+  // Bytes of one operand element written or read in 16 bits (when `half`) or fp32.
+  static double operand_bytes(bool half) { return half ? kHalfBytes : kFloatBytes; }
+  // An element-wise pass that also writes `values` fp16 operands rounds them in double
+  // precision (gpu/half.h), which dominates its bytes; bf16 rounding is a few integer
+  // operations and streams.
+  void rounded_in_pass(StepPhase phase, double values, const std::string& what) {
+    if (recipe_.dense == DensePrecision::fp16) fp16_rounding(phase, values, what + " (fp16 operands it writes)");
+  }
   void hbm(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
     add(phase, factor, bytes / hbm_bytes_per_us_, what);
   }
@@ -161,84 +169,107 @@ class WorkBuilder {
   StepWork work_;
 };
 
+// GpuMlp::forward: per layer its GEMM with the bias (and ReLU) fused; a 16-bit layer
+// rounds its input first unless the previous layer (or, for the first, the caller:
+// input_16bit) hands it over in 16 bits, and writes its output in 16 bits when the next
+// layer is 16-bit too.
 void mlp_forward(WorkBuilder& w, StepPhase phase, const std::string& name, const std::vector<LinearShape>& layers,
-                 int64_t b) {
+                 int64_t b, bool input_16bit) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const LinearShape& l = layers[i];
     const std::string layer = name + "." + std::to_string(i);
     const bool half = w.sixteen_bit() && l.sixteen_bit_eligible();
-    if (half) w.operand_copy(phase, static_cast<double>(b) * l.in, layer + " input");
+    if (GpuModelLayout::mlp_rounds_input(layers, i, w.sixteen_bit(), input_16bit))
+      w.operand_copy(phase, static_cast<double>(b) * l.in, layer + " input");
     w.gemm(phase, layer, "forward", b, l.out, l.in, false, true, l.relu ? GemmEpilogue::bias_relu : GemmEpilogue::bias,
-           false, half);
+           false, half, GpuModelLayout::mlp_output_16bit(layers, i, w.sixteen_bit()));
   }
 }
 
-// GpuMlp::backward: per layer from the last, the ReLU mask with the bias sum (or the bias
-// sum alone), the weight gradient, and the input gradient unless it is the first layer
-// and nobody wants dx.
+// GpuMlp::backward: per layer from the last, the ReLU mask with the bias sum (reading the
+// output as the forward wrote it, writing dz in the layer's operand type; or the bias sum
+// alone, then a 16-bit copy of dz), the weight gradient, and the input gradient unless it
+// is the first layer and nobody wants dx.
 void mlp_backward(WorkBuilder& w, StepPhase phase, const std::string& name, const std::vector<LinearShape>& layers,
                   int64_t b, bool want_dx) {
   const double bd = static_cast<double>(b);
   for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
-    const LinearShape& l = layers[static_cast<std::size_t>(i)];
+    const std::size_t li = static_cast<std::size_t>(i);
+    const LinearShape& l = layers[li];
     const std::string layer = name + "." + std::to_string(i);
-    if (l.relu) w.hbm(phase, StepFactor::elementwise, bd * l.out * kReluBackwardBytes, layer + " ReLU backward + bias sum");
-    else w.hbm(phase, StepFactor::elementwise, bd * l.out * kColumnSumBytes, layer + " bias sum");
-    w.launches(phase, kColumnSumLaunches);
     const bool half = w.sixteen_bit() && l.sixteen_bit_eligible();
-    if (half) w.operand_copy(phase, bd * l.out, layer + " output gradient");
+    if (l.relu) {
+      const double bytes = kFloatBytes + WorkBuilder::operand_bytes(GpuModelLayout::mlp_output_16bit(layers, li, w.sixteen_bit())) +
+                           WorkBuilder::operand_bytes(half);  // dy, y in; dz out
+      w.hbm(phase, StepFactor::elementwise, bd * l.out * bytes, layer + " ReLU backward + bias sum");
+      if (half) w.rounded_in_pass(phase, bd * l.out, layer + " ReLU backward");
+    } else {
+      w.hbm(phase, StepFactor::elementwise, bd * l.out * kColumnSumBytes, layer + " bias sum");
+    }
+    w.launches(phase, kColumnSumLaunches);
+    if (half && !l.relu) w.operand_copy(phase, bd * l.out, layer + " output gradient");
     w.gemm(phase, layer, "wgrad", l.out, l.in, b, true, false, GemmEpilogue::none, false, half);
     if (i > 0 || want_dx) w.gemm(phase, layer, "dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, false, half);
   }
 }
 
+// GpuCrossNet::forward: X rounded once (16-bit); per layer the GEMMs (16-bit outputs in
+// 16-bit mode), then x_{l+1} = x0 * z + x_l in fp32 and its 16-bit copy in one pass.
 void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const int64_t n = g.interaction_width, r = g.cross_rank;
   const auto phase = StepPhase::interaction_fwd;
-  const bool half = w.sixteen_bit() && g.cross_sixteen_bit_eligible();
+  const bool half = g.cross_16bit(w.sixteen_bit());
   const double bd = static_cast<double>(b);
+  const double op = WorkBuilder::operand_bytes(half);
+  if (half) w.operand_copy(phase, bd * n, "cross_net X");
   for (int l = 0; l < g.cross_layers; ++l) {
     const std::string layer = "cross_net." + std::to_string(l);
-    if (half) w.operand_copy(phase, bd * n, layer + " x_l");
     if (r > 0) {
-      w.gemm(phase, layer, "V x", b, r, n, false, true, GemmEpilogue::none, false, half);
-      if (half) w.operand_copy(phase, bd * r, layer + " V x");
-      w.gemm(phase, layer, "U (V x) + b", b, n, r, false, true, GemmEpilogue::bias, false, half);
+      w.gemm(phase, layer, "V x", b, r, n, false, true, GemmEpilogue::none, false, half, half);
+      w.gemm(phase, layer, "U (V x) + b", b, n, r, false, true, GemmEpilogue::bias, false, half, half);
     } else {
-      w.gemm(phase, layer, "W x + b", b, n, n, false, true, GemmEpilogue::bias, false, half);
+      w.gemm(phase, layer, "W x + b", b, n, n, false, true, GemmEpilogue::bias, false, half, half);
     }
-    w.hbm(phase, StepFactor::elementwise, static_cast<double>(b) * n * kCrossForwardBytes, layer + " x0 * z + x");
+    const bool fp32_out = l + 1 < g.cross_layers || g.cross_output_fp32(w.sixteen_bit());
+    const double bytes = 2 * kFloatBytes + op + (fp32_out ? kFloatBytes : 0.0) + (half ? kHalfBytes : 0.0);
+    w.hbm(phase, StepFactor::elementwise, bd * n * bytes, layer + " x0 * z + x (and its 16-bit copy)");
+    if (half) w.rounded_in_pass(phase, bd * n, layer + " x0 * z + x");
     w.launches(phase, 1);
   }
 }
 
+// GpuCrossNet::backward: per layer from the last, one pass (G = g + h, dz = G x0 with the
+// bias sum, the direct part of dL/dx0 accumulated; the bottom layer starts dx0), then the
+// GEMMs; the chain term goes to h in the operand type, the bottom layer's is added to dx0.
 void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const int64_t n = g.interaction_width, r = g.cross_rank;
   const double elems = static_cast<double>(b) * n;
   const auto phase = StepPhase::interaction_bwd;
-  const bool half = w.sixteen_bit() && g.cross_sixteen_bit_eligible();
+  const bool half = g.cross_16bit(w.sixteen_bit());
+  const double op = WorkBuilder::operand_bytes(half);
   for (int l = g.cross_layers - 1; l >= 0; --l) {
     const std::string layer = "cross_net." + std::to_string(l);
-    const bool accumulate = l + 1 < g.cross_layers;
-    w.hbm(phase, StepFactor::elementwise, elems * (kCrossBackwardBytes + (accumulate ? kCrossAccumulateBytes : 0.0)),
-          layer + " dz = g * x0, dx0 += g * z");
-    w.launches(phase, 1);
-    w.hbm(phase, StepFactor::elementwise, elems * kColumnSumBytes, layer + " bias sum");
+    const bool from_above = l + 1 < g.cross_layers;  // h read, acc accumulated
+    const bool bottom = l == 0;
+    // In: g, x0, z; h and acc from above. Out: dz; g (the running sum) when from above
+    // and not the bottom; acc, or dx0 at the bottom.
+    double bytes = 2 * kFloatBytes + op + op;
+    if (from_above) bytes += op + kFloatBytes;
+    if (from_above && !bottom) bytes += kFloatBytes;
+    bytes += kFloatBytes;
+    w.hbm(phase, StepFactor::elementwise, elems * bytes, layer + " dz = (g + h) x0, bias sum, dx0 direct part");
+    if (half) w.rounded_in_pass(phase, elems, layer + " dz");
     w.launches(phase, kColumnSumLaunches);
-    if (half) w.operand_copy(phase, elems, layer + " dz");
     if (r > 0) {
       w.gemm(phase, layer, "dU", n, r, b, true, false, GemmEpilogue::none, false, half);
-      w.gemm(phase, layer, "d(V x)", b, r, n, false, false, GemmEpilogue::none, false, half);
-      if (half) w.operand_copy(phase, static_cast<double>(b) * r, layer + " d(V x)");
+      w.gemm(phase, layer, "d(V x)", b, r, n, false, false, GemmEpilogue::none, false, half, half);
       w.gemm(phase, layer, "dV", r, n, b, true, false, GemmEpilogue::none, false, half);
-      w.gemm(phase, layer, "dx", b, n, r, false, false, GemmEpilogue::none, true, half);
+      w.gemm(phase, layer, "dx", b, n, r, false, false, GemmEpilogue::none, bottom, half, half && !bottom);
     } else {
       w.gemm(phase, layer, "dW", n, n, b, true, false, GemmEpilogue::none, false, half);
-      w.gemm(phase, layer, "dx", b, n, n, false, false, GemmEpilogue::none, true, half);
+      w.gemm(phase, layer, "dx", b, n, n, false, false, GemmEpilogue::none, bottom, half, half && !bottom);
     }
   }
-  w.hbm(phase, StepFactor::elementwise, elems * kAddMatricesBytes, "cross_net dx0 = chain + direct");
-  w.launches(phase, 1);
 }
 
 // The DLRM dot interaction (kernels/dot_interaction.h): forward reads X and writes the
@@ -298,6 +329,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   w.hbm(bwd, StepFactor::embedding_backward, occurrences * (kIndexBytes + grad_row_bytes),
         label + "pooled-gradient row of every occurrence");
   w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, label + "distinct rows and optimizer state, read and written");
+  w.row_updates(bwd, distinct_rows, label + "per-row update work of the distinct rows");
   w.host(bwd, StepFactor::host_tables, host_update,
          label + "distinct rows of host tables, read and written over the link");
   // fp16 rows: the fused update rounds each distinct row's new values to fp16.
@@ -421,11 +453,11 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
     w.host(StepPhase::upload, StepFactor::upload, upload_bytes, "dense, labels, offsets and ids");
   }
 
-  mlp_forward(w, StepPhase::bottom_mlp_fwd, "bottom_mlp", g.bottom, b);
+  mlp_forward(w, StepPhase::bottom_mlp_fwd, "bottom_mlp", g.bottom, b, /*input_16bit=*/false);
   if (!several) embedding_group(w, optim, recipe, rank_shards(model, recipe, ids).front().groups.front(), "");
   if (g.arch == Arch::dlrm) dot_interaction(w, g, b);
   else if (g.cross_layers > 0) cross_forward(w, g, b);
-  mlp_forward(w, StepPhase::top_mlp_fwd, "top_mlp", g.top, b);
+  mlp_forward(w, StepPhase::top_mlp_fwd, "top_mlp", g.top, b, /*input_16bit=*/g.cross_16bit(w.sixteen_bit()));
   w.hbm(StepPhase::loss, StepFactor::elementwise, bd * kLossBytes, "BCE loss and its gradient");
   w.launches(StepPhase::loss, kLossLaunches);
   mlp_backward(w, StepPhase::top_mlp_bwd, "top_mlp", g.top, b, /*want_dx=*/true);

@@ -16,6 +16,7 @@ std::string_view step_factor_name(StepFactor f) {
     case StepFactor::kernel_overhead_us: return "kernel_overhead_us";
     case StepFactor::step_overhead_us: return "step_overhead_us";
     case StepFactor::fp16_rounding_us: return "fp16_rounding_us";
+    case StepFactor::embedding_row_update_us: return "embedding_row_update_us";
     case StepFactor::peer_link: return "peer_link";
     case StepFactor::collective_latency_us: return "collective_latency_us";
   }
@@ -24,7 +25,8 @@ std::string_view step_factor_name(StepFactor f) {
 
 bool step_factor_is_overhead(StepFactor f) {
   return f == StepFactor::kernel_overhead_us || f == StepFactor::step_overhead_us ||
-         f == StepFactor::fp16_rounding_us || f == StepFactor::collective_latency_us;
+         f == StepFactor::fp16_rounding_us || f == StepFactor::embedding_row_update_us ||
+         f == StepFactor::collective_latency_us;
 }
 
 StepFactor gemm_factor(MatrixPrecision pipe) {

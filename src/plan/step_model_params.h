@@ -29,19 +29,24 @@ enum class StepFactor {
   // the rounding runs in double precision so that host and device agree bit for bit, which
   // makes the pass compute-bound on the FP64 pipe rather than bandwidth-bound).
   fp16_rounding_us,
+  // Microseconds per million distinct rows the fused embedding update writes: its per-row
+  // work (the row's key and table, the row-wise Adagrad reduction, the stochastic
+  // rounding keys) is bound by instruction issue and dependent loads, not by the bytes
+  // the embedding_backward factor prices.
+  embedding_row_update_us,
   // Several GPUs: collectives between them (plan/comm_model.h), split as CollectiveCost:
   // bytes on the busiest rank's link / (peer link rate x peer_link), plus one
   // collective_latency_us per algorithm step.
   peer_link,
   collective_latency_us,
 };
-inline constexpr std::size_t kStepFactorCount = 14;
+inline constexpr std::size_t kStepFactorCount = 15;
 inline constexpr StepFactor kAllStepFactors[kStepFactorCount] = {
     StepFactor::gemm_fp32,          StepFactor::gemm_tf32,         StepFactor::gemm_16bit,
     StepFactor::elementwise,        StepFactor::interaction,       StepFactor::embedding_forward,
     StepFactor::embedding_backward, StepFactor::upload,            StepFactor::host_tables,
     StepFactor::kernel_overhead_us, StepFactor::step_overhead_us, StepFactor::fp16_rounding_us,
-    StepFactor::peer_link,          StepFactor::collective_latency_us};
+    StepFactor::embedding_row_update_us, StepFactor::peer_link,   StepFactor::collective_latency_us};
 
 std::string_view step_factor_name(StepFactor f);
 // Overheads and the fp16 rounding multiply a count; every other factor divides a time at
@@ -69,6 +74,10 @@ inline constexpr double kDefaultStepOverheadUs = 100.0;
 // datasheet's 34 TFLOP/s FP64 (vector): about 3 us per million values. Estimate; the H200
 // fit is in docs/planner.md.
 inline constexpr double kDefaultFp16RoundingUs = 3.0;
+// The fused embedding update on the H200 (ncu, 2026-11-30: about 1 400 warp instructions
+// per row, issued at about 0.6 per scheduler cycle over 528 schedulers at 1.755 GHz):
+// about 2 500 us per million rows. Estimate; the H200 fit is in docs/planner.md.
+inline constexpr double kDefaultEmbeddingRowUpdateUs = 2500.0;
 // NCCL point-to-point traffic between GPUs of one host: about 80% of the per-direction
 // peer link rate of the hardware file (protocol headers, chunking, the proxy's
 // pipelining). Estimate; no multi-GPU measurement yet.
@@ -87,7 +96,7 @@ struct StepModelParams {
       kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // embedding fwd, bwd
       kDefaultUploadEfficiency,    kDefaultHostTableEfficiency,                         // upload, host_tables
       kDefaultKernelOverheadUs,    kDefaultStepOverheadUs,                              // overheads
-      kDefaultFp16RoundingUs,                                                           // fp16_rounding_us
+      kDefaultFp16RoundingUs,      kDefaultEmbeddingRowUpdateUs,                        // fp16 rounding, row updates
       kDefaultPeerLinkEfficiency,  kDefaultCollectiveLatencyUs};                        // collectives
   // Whether the next batch's upload runs while the device computes the current step.
   // false: GpuDlrm::train_step packs and copies the batch, then runs the step, then waits

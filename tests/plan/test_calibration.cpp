@@ -32,18 +32,28 @@ struct Recorded {
   int64_t cap;  // table cap of its config (0: full size)
   Arch arch;
 };
-// The H200 records of 2026-11-29 (bench/README.md). The full-size b64k record is left out:
-// it is re-recorded while runs are in progress.
+// The H200 records of the engine since commit 72b719a (bench/README.md), bf16 GEMMs:
+// the capped tables at 16k and 64k, the full tables at 64k, and the full tables at 128k
+// with bf16 rows (graph-captured, and profiled phase by phase). The planner benchmark adds
+// fp32, tf32 and fp16 recipes.
 const Recorded kRecords[] = {
-    {"e2e-20261129-dcnv2-capped-b16k.json", 2000000, Arch::dcnv2},
-    {"e2e-20261129-dcnv2-capped-b64k.json", 2000000, Arch::dcnv2},
-    {"e2e-20261129-dcnv2-capped-fp32.json", 2000000, Arch::dcnv2},
-    {"e2e-20261129-dcnv2-capped-tf32-bf16rows.json", 2000000, Arch::dcnv2},
-    {"e2e-20261129-dcnv2-capped-tf32-profile.json", 2000000, Arch::dcnv2},
-    {"e2e-20261129-dcnv2-capped-tf32.json", 2000000, Arch::dcnv2},
-    {"e2e-20261129-dcnv2-full-tf32.json", 0, Arch::dcnv2},
-    {"e2e-20261129-dlrm-capped-tf32-profile.json", 2000000, Arch::dlrm},
+    {"e2e-20261130-dcnv2-capped-b16k-bf16.json", 2000000, Arch::dcnv2},
+    {"e2e-20261130-dcnv2-capped-b64k-bf16.json", 2000000, Arch::dcnv2},
+    {"e2e-20261130-dcnv2-full-b64k-bf16.json", 0, Arch::dcnv2},
+    {"e2e-20261130-mlperf-b128k-bf16.json", 0, Arch::dcnv2},
+    {"e2e-20261130-mlperf-b128k-bf16-profile.json", 0, Arch::dcnv2},
 };
+
+// The model of a record: the config's, with the record's overrides (these records
+// override the dense precision only).
+ModelConfig recorded_model(const E2eRecord& rec, int64_t cap, Arch arch) {
+  ModelConfig m = mlperf_model(cap, arch);
+  for (const std::string& o : rec.overrides) {
+    if (o == "model.dense_dtype=\"bf16\"") m.dense_dtype = DType::bf16;
+    else ADD_FAILURE() << rec.path << ": an override the test does not apply: " << o;
+  }
+  return m;
+}
 
 // The configs' synthetic ids (data.synthetic.zipf_exponent of both configs).
 const IdDistribution kConfigIds{IdLaw::zipf, 1.05};
@@ -56,12 +66,14 @@ std::vector<StepMeasurement> recorded_measurements(const PlanTarget& t, const st
     if (r.file == skip) continue;
     const E2eRecord rec = read_e2e_record(kResultsDir + r.file);
     EXPECT_EQ(rec.gpu, "NVIDIA H200") << r.file;
-    out.push_back(e2e_measurement(rec, mlperf_model(r.cap, r.arch), mlperf_optim(), t.gemm));
+    out.push_back(e2e_measurement(rec, recorded_model(rec, r.cap, r.arch), mlperf_optim(), t.gemm));
   }
-  const PlannerRecord planner = read_planner_record(kResultsDir + kPlannerRecordFile);
-  EXPECT_EQ(planner.gpu, "NVIDIA H200");
-  for (const PlannerRun& run : planner.runs)
-    out.push_back(planner_measurement(run, planner_config_model(run.config), mlperf_optim(), kConfigIds, t.gemm));
+  for (const std::string& file : {kEarlierPlannerRecordFile, kPlannerRecordFile}) {
+    const PlannerRecord planner = read_planner_record(kResultsDir + file);
+    EXPECT_EQ(planner.gpu, "NVIDIA H200");
+    for (const PlannerRun& run : planner.runs)
+      out.push_back(planner_measurement(run, planner_config_model(run.config), mlperf_optim(), kConfigIds, t.gemm));
+  }
   return out;
 }
 
@@ -125,13 +137,13 @@ TEST(Calibration, RecordedH200StepsReplayWithinTheirBound) {
   for (const CalibrationResidual& r : fit.residuals)
     std::printf("%-46s %-22s measured %9.3f ms predicted %9.3f ms (%+.1f%%)\n", r.label.c_str(), r.quantity.c_str(),
                 r.measured_ms, r.predicted_ms, 100 * r.relative_error());
-  for (const char* f : {"e2e-20261129-dcnv2-capped-b16k.json", "e2e-20261129-dcnv2-capped-b64k.json"})
+  for (const char* f : {"e2e-20261130-dcnv2-capped-b16k-bf16.json", "e2e-20261130-dcnv2-capped-b64k-bf16.json"})
     EXPECT_LE(std::abs(step_error(fit.residuals, f)), kReplayStepBound) << f;
   EXPECT_LE(fit.max_step_error, kReplayStepBound);
   EXPECT_LE(fit.rms_log_error, kReplayRmsLogBound);
   // The uncalibrated model is off by more: the fit did the work.
   const auto before = step_model_residuals(ms, t.step);
-  EXPECT_GT(std::abs(step_error(before, "e2e-20261129-dcnv2-capped-b64k.json")), kReplayStepBound);
+  EXPECT_GT(std::abs(step_error(before, "e2e-20261130-dcnv2-capped-b64k-bf16.json")), kReplayStepBound);
 }
 
 // The planner benchmark's recipes after the fit on every recorded H200 step: |predicted /
@@ -143,19 +155,19 @@ struct RecordedRecipeError {
   double error_pct;
 };
 const RecordedRecipeError kPlannerRecipeErrors[] = {
-    {"dlrm_dcnv2_capped-plan-h200_sxm", +2.3},
-    {"dlrm_dcnv2_mlperf-plan-h200_sxm", -1.3},
-    {"dlrm_dcnv2_mlperf-plan-h100_sxm", -2.9},
-    {"capped-b128k-bf16-fp16rows", +3.2},
-    {"capped-b128k-tf32-fp32rows", +3.9},
-    {"capped-b16k-tf32-fp32rows", +4.4},
-    {"capped-b32k-bf16-bf16rows", -0.5},
-    {"capped-b64k-bf16-bf16rows-host6", -1.9},
-    {"capped-b64k-fp16-fp32rows", -1.7},
-    {"capped-b64k-fp32-fp32rows", +0.3},
-    {"capped-b64k-tf32-fp16rows", -2.3},
-    {"capped-b64k-tf32-fp32rows-host2", +3.6},
-    {"capped-b8k-fp32-fp32rows", -2.0},
+    {"dlrm_dcnv2_capped-plan-h200_sxm", +2.8},
+    {"dlrm_dcnv2_mlperf-plan-h200_sxm", +2.0},
+    {"dlrm_dcnv2_mlperf-plan-h100_sxm", +0.5},
+    {"capped-b128k-bf16-fp16rows", -4.9},
+    {"capped-b128k-tf32-fp32rows", +0.1},
+    {"capped-b16k-tf32-fp32rows", +2.5},
+    {"capped-b32k-bf16-bf16rows", -0.7},
+    {"capped-b64k-bf16-bf16rows-host6", -1.3},
+    {"capped-b64k-fp16-fp32rows", +0.6},
+    {"capped-b64k-fp32-fp32rows", +5.1},
+    {"capped-b64k-tf32-fp16rows", -5.0},
+    {"capped-b64k-tf32-fp32rows-host2", +4.4},
+    {"capped-b8k-fp32-fp32rows", +1.0},
 };
 constexpr double kRecipeErrorSlackPct = 0.5;
 
@@ -178,10 +190,10 @@ TEST(Calibration, PlannerRecipesReplayWithinTheirRecordedErrors) {
 
 TEST(Calibration, PredictsAStepLeftOutOfTheFit) {
   const PlanTarget t = shipped_target("h200_sxm");
-  const std::string held_out = "e2e-20261129-dcnv2-capped-b16k.json";
+  const std::string held_out = "e2e-20261130-dcnv2-capped-b16k-bf16.json";
   const CalibrationFit fit = calibrate_step_model(recorded_measurements(t, held_out), t.step);
-  const StepMeasurement m =
-      e2e_measurement(read_e2e_record(kResultsDir + held_out), mlperf_model(2000000), mlperf_optim(), t.gemm);
+  const E2eRecord rec = read_e2e_record(kResultsDir + held_out);
+  const StepMeasurement m = e2e_measurement(rec, recorded_model(rec, 2000000, Arch::dcnv2), mlperf_optim(), t.gemm);
   const double predicted = predict_step(m.work, fit.params).step_ms;
   std::printf("held out %s: measured %.3f ms, predicted %.3f ms\n", held_out.c_str(), m.step_ms, predicted);
   EXPECT_LE(std::abs(predicted / m.step_ms - 1.0), kHeldOutStepBound) << predicted << " vs " << m.step_ms;

@@ -78,7 +78,8 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
       {"top MLP activations", 100.0 * 32 * 4 + 100 * 1 * 4},
       {"top MLP gradient buffers", 2 * 100.0 * 32 * 4},
       {"cross net activations (x_l, z_l, V x_l of 2 layers)", 2 * (100.0 * 24 * 4 * 2 + 100 * 4 * 4)},
-      {"cross net backward buffers (dz, dx0 sum, d(V x))", 100.0 * 24 * 4 * 2 + 100 * 4 * 4},
+      // dz, d(V x), the chain term and the sum of dL/dx0's direct parts (fp32 mode).
+      {"cross net backward buffers (dz, d(V x), chain term, dx0 sum)", 100.0 * 24 * 4 * 3 + 100 * 4 * 4},
       {"features [bottom output, pooled embeddings]", 100.0 * 24 * 4},
       {"feature gradient", 100.0 * 24 * 4},
       {"logit gradient", 100.0 * 4},
@@ -92,8 +93,8 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
   };
   want["caching allocator size-class rounding"] = rounding_of(
       {41600, 5200, 24, 2, 7680, 7680, 7680, 32.0 * 1024 * 1024, 32, 16, 1204, 400, 804, 2504, 6400, 3200, 6400, 6400,
-       12800, 400, 12800, 12800, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 9600, 400, 9600, 129, 8,
-       15104});
+       12800, 400, 12800, 12800, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 1600, 9600, 9600, 9600, 9600, 400, 9600, 129,
+       8, 15104});
   EXPECT_EQ(dev.size(), want.size());
   for (const auto& [name, bytes] : want) {
     ASSERT_TRUE(dev.count(name)) << "missing consumer: " << name;
@@ -111,8 +112,9 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
 }
 
 // 16-bit dense compute adds what model/gpu/ allocates for it: the parameters' 16-bit copy,
-// each eligible MLP layer's input copy and one output-gradient copy per MLP, the cross
-// net's copies when its width and rank are multiples of 8, and (fp16) the loss scale.
+// the input copy of each eligible MLP layer that rounds its own input and one
+// output-gradient copy per MLP, the cross net's copies of x_l and its 16-bit buffers when
+// its width and rank are multiples of 8, and (fp16) the loss scale.
 TEST(MemoryModel, SixteenBitDenseCountsTheOperandCopies) {
   const Hardware hw = shipped_hardware("h200_sxm");
   ModelConfig m = small_model();  // bottom 3-16-8, top 24-32-1, cross width 24 rank 4
@@ -136,8 +138,17 @@ TEST(MemoryModel, SixteenBitDenseCountsTheOperandCopies) {
   m.cross_rank = 8;
   r.dense = DensePrecision::bf16;
   const auto dev = by_name(estimate_memory(m, o, r, hw), MemorySpace::device);
-  // x_l and V x_l of 2 layers, dz and d(V x).
-  EXPECT_DOUBLE_EQ(dev.at("cross net 16-bit operand copies"), 2 * (100.0 * 24 * 2 + 100 * 8 * 2) + 100 * 24 * 2 + 100 * 8 * 2);
+  // The 16-bit cross net (model/gpu/gpu_cross_net.cpp): copies of x_0, x_1 and x_2 (the
+  // top MLP's input operand, so its first layer keeps no input copy of its own).
+  EXPECT_DOUBLE_EQ(dev.at("cross net 16-bit operand copies"), 3 * 100.0 * 24 * 2);
+  // x_1 in fp32 (x_2 only in 16 bits), z_l and V x_l in bf16.
+  EXPECT_DOUBLE_EQ(dev.at("cross net activations (x_l, z_l, V x_l of 2 layers)"),
+                   100.0 * 24 * 4 + 2 * (100.0 * 24 * 2 + 100 * 8 * 2));
+  // dz, d(V x) and the chain term in bf16, the dx0 sum in fp32.
+  EXPECT_DOUBLE_EQ(dev.at("cross net backward buffers (dz, d(V x), chain term, dx0 sum)"),
+                   100.0 * 24 * 2 + 100 * 8 * 2 + 100 * 24 * 2 + 100 * 24 * 4);
+  // Top: only the output-gradient copy (32 wide).
+  EXPECT_DOUBLE_EQ(dev.at("top MLP 16-bit operand copies (inputs, output gradient)"), 100.0 * 32 * 2);
 }
 
 TEST(MemoryModel, DlrmAndOtherOptimizersChangeTheirConsumers) {

@@ -72,20 +72,23 @@ TEST(StepModel, TermsCountTheGpuModelsWork) {
                   gemm_us(g, 32, 24, 4096, true, false, GemmEpilogue::none, false) +
                   gemm_us(g, 4096, 24, 32, false, false, GemmEpilogue::none, false),
               1e-9);
+  // Per layer dU, d(V x), dV and the term through x_l: written for the layer below (top
+  // layer), added to dx0 (bottom layer, accumulating).
+  const double cross_layer_gemms = gemm_us(g, 24, 4, 4096, true, false, GemmEpilogue::none, false) +
+                                   gemm_us(g, 4096, 4, 24, false, false, GemmEpilogue::none, false) +
+                                   gemm_us(g, 4, 24, 4096, true, false, GemmEpilogue::none, false);
   EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, tf),
-              2 * (gemm_us(g, 24, 4, 4096, true, false, GemmEpilogue::none, false) +
-                   gemm_us(g, 4096, 4, 24, false, false, GemmEpilogue::none, false) +
-                   gemm_us(g, 4, 24, 4096, true, false, GemmEpilogue::none, false) +
-                   gemm_us(g, 4096, 24, 4, false, false, GemmEpilogue::none, true)),
+              2 * cross_layer_gemms + gemm_us(g, 4096, 24, 4, false, false, GemmEpilogue::none, false) +
+                  gemm_us(g, 4096, 24, 4, false, false, GemmEpilogue::none, true),
               1e-9);
 
-  // Element-wise bytes, counted from the kernels: cross forward reads x0, x, z and writes
-  // the output; its backward reads g, x0, z (and dx0 when accumulating), writes dz and
-  // dx0, then sums dz's columns; the chain and direct gradients are added at the end.
+  // Element-wise bytes, counted from the kernels (fp32 operands here): the cross forward
+  // reads x0, x, z and writes the output; the backward pass of the top layer reads g, x0,
+  // z and writes dz and the direct-part sum (20 B), the bottom layer's also reads the
+  // term from above and the sum and writes dx0 (28 B), each summing dz's columns.
   const auto ew = StepFactor::elementwise;
   EXPECT_NEAR(phase_base(w, StepPhase::interaction_fwd, ew), 2 * b * n * 16 / hbm, 1e-12);
-  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, ew), (b * n * (20 + 4) + b * n * (24 + 4) + b * n * 12) / hbm,
-              1e-12);
+  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, ew), (b * n * 20 + b * n * 28) / hbm, 1e-12);
   // ReLU backward (dy, y in; dz out) on 32 and (bias sum only) 1 column in the top MLP.
   EXPECT_NEAR(phase_base(w, StepPhase::top_mlp_bwd, ew), (b * 32 * 12 + b * 1 * 4) / hbm, 1e-12);
   EXPECT_NEAR(phase_base(w, StepPhase::loss, ew), b * 12 / hbm, 1e-12);
@@ -193,15 +196,18 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   EXPECT_GT(d.phase(StepPhase::embedding_fwd), b.phase(StepPhase::embedding_fwd));
   EXPECT_GT(d.phase(StepPhase::embedding_bwd_update), b.phase(StepPhase::embedding_bwd_update));
 
-  // 16-bit GEMMs: the 16-bit pipe, plus a rounding pass per operand copy (the bottom
-  // MLP's first layer, 13 wide, and the logit layer stay fp32); fp16 adds the loss-scale
-  // pass before the updates.
+  // 16-bit GEMMs: the 16-bit pipe (the bottom MLP's first layer, 13 wide, and the logit
+  // layer stay fp32). Operands are written in 16 bits by their producers: X is rounded
+  // once, the cross net hands the top MLP its input and each 16-bit layer the next one,
+  // so the top MLP's forward has no rounding pass. fp16 adds the loss-scale pass before
+  // the updates.
   Recipe bf16 = fp32;
   bf16.dense = DensePrecision::bf16;
   const StepWork bw = step_work(m, o, bf16, h200.gemm, IdDistribution{});
   EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_16bit), 4);
   EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_fp32), 1);
-  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::elementwise), 4);  // 4 input copies
+  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::elementwise), 0);
+  EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::elementwise), 4);  // X's copy, 3 passes
   EXPECT_EQ(count_terms(bw, StepPhase::bottom_mlp_fwd, StepFactor::gemm_fp32), 1);
   EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::gemm_16bit), 6);
   EXPECT_LT(predict_step(bw, h200.step).phase(StepPhase::interaction_bwd), b.phase(StepPhase::interaction_bwd));
@@ -210,10 +216,12 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   const StepWork fw = step_work(m, o, fp16, h200.gemm, IdDistribution{});
   EXPECT_GT(predict_step(fw, h200.step).phase(StepPhase::dense_optimizer),
             predict_step(bw, h200.step).phase(StepPhase::dense_optimizer));
-  // fp16 operand copies round in double precision: the fp16 rounding term replaces their
-  // element-wise traffic (4 input copies of the top MLP); bf16 has no such term.
-  EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_fwd, StepFactor::fp16_rounding_us), 4);
-  EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_fwd, StepFactor::elementwise), 0);
+  // fp16 rounds in double precision: the fp16 rounding term replaces the element-wise
+  // traffic of X's copy and is added to each pass that writes fp16 operands (the 3 cross
+  // passes, the 4 ReLU passes of the top MLP's 16-bit layers); bf16 has no such term.
+  EXPECT_EQ(count_terms(fw, StepPhase::interaction_fwd, StepFactor::fp16_rounding_us), 4);
+  EXPECT_EQ(count_terms(fw, StepPhase::interaction_fwd, StepFactor::elementwise), 3);
+  EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_bwd, StepFactor::fp16_rounding_us), 4);
   EXPECT_EQ(count_terms(fw, StepPhase::dense_optimizer, StepFactor::fp16_rounding_us), 1);  // parameters' copy
   for (StepPhase ph : kAllStepPhases) EXPECT_EQ(count_terms(bw, ph, StepFactor::fp16_rounding_us), 0);
 
