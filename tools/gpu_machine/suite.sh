@@ -2,7 +2,7 @@
 # Runs hetrec's GPU checks and benchmarks on a GPU machine from prebuilt binaries:
 # .carry/suite/suite.tar.xz holds bin/ (hetrec, e2e_bench, the GPU test programs) and
 # lib/ (the shared libraries they need beyond the CUDA toolkit). Stages, in order:
-#   tests    every GPU test program, then compute-sanitizer memcheck on a subset
+#   tests    every GPU test program, then compute-sanitizer memcheck and racecheck on a subset
 #   demo     `hetrec train --config configs/demo.toml` on the GPU
 #   e2e:CONFIG:BATCH:TAG[:ARG,ARG...]   bench/e2e_compare.py (hetrec and the PyTorch baseline;
 #                          ARGs go to e2e_bench, comma-separated)
@@ -39,6 +39,14 @@ for stage in "$@"; do
         timeout 120 "$cs" --tool memcheck --error-exitcode 9 "$bin/$t" --gtest_brief=1 --gtest_filter="${spec#*:}" \
           > "$out/memcheck-$t.log" 2>&1
         echo "memcheck $t rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck-$t.log")"
+      done
+      # racecheck on the kernels that share data through shared memory (the sort, the
+      # sort-key build and the update's key cache, the column sums).
+      for spec in "kernels_test_sort_scan:*" "kernels_test_embedding_bag:*dim128*" "kernels_test_dense_kernels:*"; do
+        t=${spec%%:*}
+        timeout 200 "$cs" --tool racecheck --error-exitcode 9 "$bin/$t" --gtest_brief=1 --gtest_filter="${spec#*:}" \
+          > "$out/racecheck-$t.log" 2>&1
+        echo "racecheck $t rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/racecheck-$t.log" | tail -1)"
       done ;;
     demo)
       "$bin/hetrec" train --config configs/demo.toml --set train.progress=on \
