@@ -43,7 +43,7 @@ struct PlanOptions {
   double headroom = kDefaultHeadroom;
   int64_t max_batch = kDefaultMaxBatch;
   int64_t min_batch = kDefaultMinBatch;
-  std::vector<std::string> dense = {"fp32", "tf32"};
+  std::vector<std::string> dense = {"fp32", "tf32", "bf16"};
   std::vector<std::string> rows = {"fp32", "fp16", "bf16"};
   bool allow_host_tables = false;
   double lower_precision_gain = kDefaultLowerPrecisionGain;
@@ -349,7 +349,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--headroom", o->headroom, "fraction of device memory kept free")->capture_default_str();
   cmd->add_option("--max-batch", o->max_batch, "largest batch size tried")->capture_default_str();
   cmd->add_option("--min-batch", o->min_batch, "smallest batch size tried")->capture_default_str();
-  cmd->add_option("--dense", o->dense, "allowed GEMM precisions: fp32, tf32, bf16")->delimiter(',')->capture_default_str();
+  cmd->add_option("--dense", o->dense, "allowed GEMM precisions: fp32, tf32, bf16, fp16")->delimiter(',')->capture_default_str();
   cmd->add_option("--rows", o->rows, "allowed embedding row precisions: fp32, fp16, bf16")
       ->delimiter(',')
       ->capture_default_str();

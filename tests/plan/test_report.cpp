@@ -107,7 +107,10 @@ TEST(Report, RecipeTomlHasOnlyTheTrainersKeysAndReadsBack) {
     EXPECT_EQ(t["recipe"]["batch_size"].value<int64_t>(), e.recipe.batch);
     EXPECT_EQ(t["recipe"]["hardware"].value<std::string>(), std::string(hw));
     EXPECT_EQ(t["recipe"]["row_dtype"].value<std::string>(), std::string(dtype_name(e.recipe.row_dtype)));
-    EXPECT_EQ(t["recipe"]["dense_dtype"].value<std::string>(), "fp32");
+    const char* dense_dtype = e.recipe.dense == DensePrecision::bf16   ? "bf16"
+                              : e.recipe.dense == DensePrecision::fp16 ? "fp16"
+                                                                       : "fp32";  // fp32 and tf32 GEMMs
+    EXPECT_EQ(t["recipe"]["dense_dtype"].value<std::string>(), dense_dtype);
     EXPECT_EQ(t["recipe"]["allow_tf32"].value<bool>(), e.recipe.dense == DensePrecision::tf32);
     EXPECT_NEAR(*t["recipe"]["predicted_step_ms"].value<double>(), e.step.step_ms, 1e-3);
     EXPECT_NEAR(*t["recipe"]["predicted_samples_per_s"].value<double>(), e.step.samples_per_s, 0.1);
