@@ -138,7 +138,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
 
     // dz = dy * relu'(y) and the bias gradient sum_b dz: written in place for an fp32
     // layer, straight into the 16-bit operand for a 16-bit one.
-    const void* dz_operand = grad;
+    void* dz_operand = grad;
     int64_t ld_dz = ld_grad;
     if (l.half) {
       dz_operand = grad16_.raw();
@@ -146,7 +146,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     }
     if (l.relu) {
       const kernels::TypedMatrix y_in{y, l.out16 ? half_type_ : DType::f32, ld_y};
-      const kernels::TypedMatrix dz_out{const_cast<void*>(dz_operand), l.half ? half_type_ : DType::f32, ld_dz};
+      const kernels::TypedMatrix dz_out{dz_operand, l.half ? half_type_ : DType::f32, ld_dz};
       kernels::relu_backward_column_sum(grad, ld_grad, y_in, dz_out, batch, l.out, l.grad_bias, scratch.data,
                                         scratch.bytes, stream);
     } else {
