@@ -40,6 +40,10 @@ void print_summary(const TrainSummary& s) {
   if (s.timed_steps > 0)
     std::printf("step time         %.3f ms median, %.3f ms mean, %.3f ms p90 (%lld timed steps)\n", s.step_ms_median,
                 s.step_ms_mean, s.step_ms_p90, static_cast<long long>(s.timed_steps));
+  if (s.timed_steps > 0)
+    std::printf("sustained         %.0f samples/s over the same steps (%.3f ms median per loop iteration: "
+                "data, staging, step)\n",
+                s.loop_samples_per_s, s.loop_ms_median);
   if (s.memory) {
     const double mib = 1024.0 * 1024.0;
     std::printf("device memory     allocator peak %.0f MiB (reserved %.0f MiB), outside it %.0f MiB; "

@@ -3,9 +3,11 @@
 // a record of a binary row group): bags are staged per table, then concatenated. The
 // staging buffers keep their capacity, so a reused assembler does not allocate.
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "data/batch.h"
+#include "data/chunked_work.h"
 
 namespace hetrec {
 
@@ -23,18 +25,31 @@ class BatchAssembler {
   // add_bags for every table with their n bag lengths and the ids of those bags.
   void add_samples(int64_t n, const float* labels, const float* dense);
   void add_bags(int table, const int32_t* lengths, int64_t n, const int32_t* ids, int64_t count);
+  // add_bags for every table at once, the tables copied in parallel (set_threads):
+  // bags_of(t) gives table t's n bag lengths and their `count` ids.
+  struct Bags {
+    const int32_t* lengths;
+    const int32_t* ids;
+    int64_t count;
+  };
+  void add_table_bags(int64_t n, const std::function<Bags(int)>& bags_of);
 
-  // Moves the staged samples into `out` (first_sample recorded as given). Throws
+  // Threads that copy tables in add_table_bags and finish (default 1).
+  void set_threads(int threads) { threads_ = threads < 1 ? 1 : threads; }
+
+  // Copies the staged samples into `out` (first_sample recorded as given), reusing its
+  // storage: a batch of the same shape is written without clearing it first. Throws
   // DataError when the batch holds more than 2^31-1 ids (the offsets are int32).
   void finish(Batch& out, int64_t first_sample);
 
  private:
   int num_dense_ = 0;
   int num_tables_ = 0;
+  int threads_ = 1;
   std::vector<float> labels_;
   std::vector<float> dense_;
   std::vector<std::vector<int32_t>> lengths_;  // per table, one per sample
-  std::vector<std::vector<int32_t>> ids_;      // per table, bags back to back
+  std::vector<StagingVector<int32_t>> ids_;     // per table, bags back to back
 };
 
 }  // namespace hetrec

@@ -1,17 +1,21 @@
 #include "data/binary_format.h"
 
+#include <algorithm>
 #include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <unistd.h>
+#include <vector>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "data/chunked_work.h"
 
 namespace hetrec {
 
@@ -53,6 +57,30 @@ std::string printable(const char* bytes, std::size_t size) {
 }
 
 int64_t padded_to_4(int64_t bytes) { return (bytes + 3) / 4 * 4; }
+
+// A group is read and checksummed in pieces of at least this size, one per reader
+// thread at most: below it a thread costs more to start than it saves.
+constexpr std::size_t kMinPieceBytes = std::size_t{4} << 20;
+
+std::size_t piece_count(std::size_t size, int threads) {
+  return std::max<std::size_t>(1, std::min(static_cast<std::size_t>(std::max(threads, 1)), size / kMinPieceBytes));
+}
+
+// CRC-32C of a buffer computed in pieces on `threads` threads, then combined.
+uint32_t crc32c_parallel(const char* data, std::size_t size, int threads) {
+  const std::size_t pieces = piece_count(size, threads);
+  if (pieces <= 1) return crc32c(data, size);
+  std::vector<uint32_t> crcs(pieces);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (std::size_t k = 0; k < pieces; ++k) {
+    const std::size_t from = size * k / pieces, to = size * (k + 1) / pieces;
+    crcs[k] = crc32c(data + from, to - from);
+  }
+  uint32_t crc = crcs[0];
+  for (std::size_t k = 1; k < pieces; ++k)
+    crc = crc32c_combine(crc, crcs[k], size * (k + 1) / pieces - size * k / pieces);
+  return crc;
+}
 
 void validate_header(const BinaryHeader& h, const std::string& path) {
   if (h.num_dense < 0 || h.num_dense > kMaxDense)
@@ -312,20 +340,47 @@ void BinaryFile::read_at(int64_t offset, void* data, std::size_t size) {
                               std::ferror(file_) ? std::strerror(errno) : "unexpected end of file"));
 }
 
+void BinaryFile::read_at_parallel(int64_t offset, char* data, std::size_t size, int threads) {
+  const std::size_t pieces = piece_count(size, threads);
+  if (pieces <= 1) return read_at(offset, data, size);
+  const int fd = fileno(file_);
+  std::vector<std::string> errors(pieces);
+#pragma omp parallel for num_threads(threads) schedule(static, 1)
+  for (std::size_t k = 0; k < pieces; ++k) {
+    const std::size_t from = size * k / pieces, to = size * (k + 1) / pieces;
+    std::size_t done = from;
+    while (done < to) {
+      const ssize_t got = pread(fd, data + done, to - done, static_cast<off_t>(offset + static_cast<int64_t>(done)));
+      if (got > 0) {
+        done += static_cast<std::size_t>(got);
+      } else if (got < 0 && errno == EINTR) {
+        continue;
+      } else {
+        errors[k] = fmt::format("{}: cannot read {} bytes at byte {}: {}", path_, to - done,
+                                offset + static_cast<int64_t>(done), got < 0 ? std::strerror(errno) : "unexpected end of file");
+        break;
+      }
+    }
+  }
+  for (const std::string& e : errors)
+    if (!e.empty()) throw IoError(e);
+}
+
 std::string BinaryFile::group_name(int64_t g) const {
   const int64_t first = g * header_.group_samples;
   const int64_t last = std::min(samples_, first + header_.group_samples) - 1;
   return fmt::format("{}: row group {} (samples {}..{})", path_, g, first, last);
 }
 
-void BinaryFile::read_group(int64_t g, RowGroup& out) {
+void BinaryFile::read_group(int64_t g, RowGroup& out, int threads) {
   HETREC_CHECK(g >= 0 && g < groups(), "row group index out of range");
+  threads = std::max(threads, 1);
   const auto sg = static_cast<std::size_t>(g);
   const auto begin = static_cast<int64_t>(group_offsets_[sg]);
   const int64_t end = g + 1 < groups() ? static_cast<int64_t>(group_offsets_[sg + 1]) : index_offset_;
   const int64_t bytes = end - begin;
   buffer_.resize(static_cast<std::size_t>(bytes));
-  read_at(begin, buffer_.data(), buffer_.size());
+  read_at_parallel(begin, buffer_.data(), buffer_.size(), threads);
   const char* p = buffer_.data();
 
   if (std::memcmp(p, kRowGroupMagic, sizeof(kRowGroupMagic)) != 0)
@@ -338,7 +393,7 @@ void BinaryFile::read_group(int64_t g, RowGroup& out) {
     throw DataError(fmt::format("{}: {} payload bytes recorded, {} stored (corrupt file)", group_name(g), payload,
                                 bytes - kGroupHeaderBytes - 4));
   const uint32_t stored = get<uint32_t>(p + bytes - 4);
-  const uint32_t computed = crc32c(p, static_cast<std::size_t>(bytes - 4));
+  const uint32_t computed = crc32c_parallel(p, static_cast<std::size_t>(bytes - 4), threads);
   if (stored != computed)
     throw DataError(fmt::format("{}: checksum mismatch (stored {:#010x}, computed {:#010x})", group_name(g), stored,
                                 computed));
@@ -384,38 +439,86 @@ void BinaryFile::read_group(int64_t g, RowGroup& out) {
   out.lengths.resize(tables);
   out.bag_begin.resize(tables);
   out.ids.resize(tables);
-  for (std::size_t t = 0; t < tables; ++t) {
-    const char* lengths = take(n * 4, "bag lengths");
+
+  // Pass 1, in table order: where each table's lengths and ids lie (their sizes follow
+  // from the lengths). The first structural error stops it; the tables located before it
+  // are still checked below, so the error reported is the first in file order, as a
+  // sequential read would report it.
+  struct Section {
+    const char* lengths = nullptr;
+    const char* ids = nullptr;
+    int64_t count = 0;
+  };
+  std::vector<Section> sections;
+  sections.reserve(tables);
+  std::string structural_error;
+  try {
+    for (std::size_t t = 0; t < tables; ++t) {
+      Section sec;
+      sec.lengths = take(n * 4, "bag lengths");
+      for (std::size_t i = 0; i < sn; ++i) {
+        const uint32_t length = get<uint32_t>(sec.lengths + 4 * i);
+        if (length > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
+          throw DataError(fmt::format("{}, sample {}, table {}: bag length {} (corrupt file)", group_name(g),
+                                      first + static_cast<int64_t>(i), t, length));
+        sec.count += length;
+      }
+      if (sec.count > (payload_end - cursor) / 4)
+        throw DataError(fmt::format("{}, table {}: bag lengths add up to {} ids, more than the group holds (corrupt file)",
+                                    group_name(g), t, sec.count));
+      sec.ids = take(sec.count * 4, "ids");
+      sections.push_back(sec);
+    }
+  } catch (const DataError& e) {
+    structural_error = e.what();
+  }
+
+  // Pass 2 in parallel: each table's prefix offsets, then its ids copied and range
+  // checked in ranges of at most kChunkElements (one table may hold half of the ids).
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t t = 0; t < sections.size(); ++t) {
     auto& bag_begin = out.bag_begin[t];
     auto& out_lengths = out.lengths[t];
     bag_begin.resize(sn + 1);
     out_lengths.resize(sn);
     bag_begin[0] = 0;
     for (std::size_t i = 0; i < sn; ++i) {
-      const uint32_t length = get<uint32_t>(lengths + 4 * i);
-      if (length > static_cast<uint32_t>(std::numeric_limits<int32_t>::max()))
-        throw DataError(fmt::format("{}, sample {}, table {}: bag length {} (corrupt file)", group_name(g),
-                                    first + static_cast<int64_t>(i), t, length));
-      out_lengths[i] = static_cast<int32_t>(length);
+      const auto length = static_cast<int32_t>(get<uint32_t>(sections[t].lengths + 4 * i));
+      out_lengths[i] = length;
       bag_begin[i + 1] = bag_begin[i] + length;
     }
-    const int64_t count = bag_begin[sn];
-    if (count > (payload_end - cursor) / 4)
-      throw DataError(fmt::format("{}, table {}: bag lengths add up to {} ids, more than the group holds (corrupt file)",
-                                  group_name(g), t, count));
-    const char* ids = take(count * 4, "ids");
-    auto& out_ids = out.ids[t];
-    out_ids.resize(static_cast<std::size_t>(count));
-    if (count > 0) std::memcpy(out_ids.data(), ids, static_cast<std::size_t>(count) * 4);  // data() may be null
-    const int64_t rows = header_.rows[t];
-    for (std::size_t i = 0; i < sn; ++i)
-      for (int64_t k = bag_begin[i]; k < bag_begin[i + 1]; ++k) {
-        const uint32_t id = static_cast<uint32_t>(out_ids[static_cast<std::size_t>(k)]);
-        if (id >= static_cast<uint64_t>(rows))
-          throw DataError(fmt::format("{}, sample {}, table {}: id {} outside [0, {})", group_name(g),
-                                      first + static_cast<int64_t>(i), t, id, rows));
+    out.ids[t].resize(static_cast<std::size_t>(sections[t].count));
+  }
+  std::vector<int64_t> counts(sections.size());
+  for (std::size_t t = 0; t < sections.size(); ++t) counts[t] = sections[t].count;
+  const std::vector<ChunkRange> ranges = chunk_ranges(counts);
+  std::vector<int64_t> first_bad(ranges.size(), -1);  // per range: the first id out of range
+#pragma omp parallel for num_threads(threads) schedule(dynamic, 1)
+  for (std::size_t r = 0; r < ranges.size(); ++r) {
+    const ChunkRange& c = ranges[r];
+    int32_t* ids = out.ids[c.array].data();
+    std::memcpy(ids + c.begin, sections[c.array].ids + 4 * c.begin, static_cast<std::size_t>(c.end - c.begin) * 4);
+    const auto rows = static_cast<uint64_t>(header_.rows[c.array]);
+    for (int64_t k = c.begin; k < c.end; ++k)
+      if (static_cast<uint32_t>(ids[k]) >= rows) {
+        first_bad[r] = k;
+        break;
       }
   }
+  // The first bad id in file order: ranges are in table order, then id order.
+  std::vector<std::string> id_errors;
+  for (std::size_t r = 0; r < ranges.size() && id_errors.empty(); ++r) {
+    if (first_bad[r] < 0) continue;
+    const std::size_t t = ranges[r].array;
+    const auto& bag_begin = out.bag_begin[t];
+    const auto i = static_cast<int64_t>(std::upper_bound(bag_begin.begin(), bag_begin.end(), first_bad[r]) - bag_begin.begin()) - 1;
+    id_errors.push_back(fmt::format("{}, sample {}, table {}: id {} outside [0, {})", group_name(g), first + i, t,
+                                    static_cast<uint32_t>(out.ids[t][static_cast<std::size_t>(first_bad[r])]),
+                                    header_.rows[t]));
+  }
+  for (const std::string& e : id_errors)
+    if (!e.empty()) throw DataError(e);
+  if (!structural_error.empty()) throw DataError(structural_error);
   if (cursor != payload_end)
     throw DataError(fmt::format("{}: {} bytes left over after the last table (corrupt file)", group_name(g),
                                 payload_end - cursor));

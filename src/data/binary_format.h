@@ -114,11 +114,14 @@ class BinaryFile {
 
   // Reads, checks (CRC-32C, sizes, labels in {0,1}, finite dense values, ids in range)
   // and decodes group g. Throws DataError naming the file, the group and, for a bad
-  // value, the sample and table.
-  void read_group(int64_t g, RowGroup& out);
+  // value, the sample and table (the first bad value in file order). `threads` read,
+  // checksum and decode the tables in parallel.
+  void read_group(int64_t g, RowGroup& out, int threads = 1);
 
  private:
   void read_at(int64_t offset, void* data, std::size_t size);
+  // The same in pieces read by `threads` threads (positioned reads of the descriptor).
+  void read_at_parallel(int64_t offset, char* data, std::size_t size, int threads);
   std::string group_name(int64_t g) const;
 
   std::string path_;

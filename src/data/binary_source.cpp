@@ -9,10 +9,13 @@
 
 namespace hetrec {
 
-BinarySource::BinarySource(std::string path, const std::string& what) : file_(std::move(path), what) {}
+BinarySource::BinarySource(std::string path, const std::string& what, int threads)
+    : file_(std::move(path), what), threads_(std::max(threads, 1)) {
+  assembler_.set_threads(threads_);
+}
 
-BinarySource::BinarySource(std::string path, const FeatureSpec& model, const std::string& what)
-    : BinarySource(std::move(path), what) {
+BinarySource::BinarySource(std::string path, const FeatureSpec& model, const std::string& what, int threads)
+    : BinarySource(std::move(path), what, threads) {
   const BinaryHeader& h = file_.header();
   if (h.num_dense != model.num_dense || h.num_tables() != model.num_tables())
     throw DataError(fmt::format("{}: holds {} dense features and {} tables, the model (model.num_dense, "
@@ -36,7 +39,7 @@ bool BinarySource::next(Batch& batch, int64_t batch_size) {
     if (group_.index != g) {
       group_.index = -1;  // a failed read leaves no half-decoded group behind
       try {
-        file_.read_group(g, group_);
+        file_.read_group(g, group_, threads_);
       } catch (...) {
         position_ = first;  // nothing of this batch was delivered
         throw;
@@ -48,12 +51,12 @@ bool BinarySource::next(Batch& batch, int64_t batch_size) {
     const auto i1 = static_cast<std::size_t>(end - group_.first_sample);
     const auto count = static_cast<int64_t>(i1 - i0);
     assembler_.add_samples(count, group_.labels.data() + i0, group_.dense.data() + i0 * static_cast<std::size_t>(h.num_dense));
-    for (int t = 0; t < h.num_tables(); ++t) {
+    assembler_.add_table_bags(count, [&](int t) {
       const auto st = static_cast<std::size_t>(t);
       const auto& begin = group_.bag_begin[st];
-      assembler_.add_bags(t, group_.lengths[st].data() + i0, count, group_.ids[st].data() + begin[i0],
-                          begin[i1] - begin[i0]);
-    }
+      return BatchAssembler::Bags{group_.lengths[st].data() + i0, group_.ids[st].data() + begin[i0],
+                                  begin[i1] - begin[i0]};
+    });
     position_ = end;
   }
   if (assembler_.size() == 0) return false;

@@ -15,11 +15,12 @@ namespace hetrec {
 class BinarySource final : public BatchSource {
  public:
   // Opens and validates `path` (see BinaryFile); `what` names its origin in errors
-  // (e.g. "data.train_path").
-  explicit BinarySource(std::string path, const std::string& what = "");
+  // (e.g. "data.train_path"). `threads` (data.reader_threads) read, check and assemble
+  // the tables of a batch in parallel.
+  explicit BinarySource(std::string path, const std::string& what = "", int threads = 1);
   // Also checks the file fits the model: same numbers of dense features and tables,
   // and no table of the file larger than the model's (DataError otherwise).
-  BinarySource(std::string path, const FeatureSpec& model, const std::string& what = "");
+  BinarySource(std::string path, const FeatureSpec& model, const std::string& what = "", int threads = 1);
 
   bool next(Batch& batch, int64_t batch_size) override;
   int64_t position() const override { return position_; }
@@ -32,6 +33,7 @@ class BinarySource final : public BatchSource {
 
  private:
   BinaryFile file_;
+  int threads_ = 1;
   int64_t position_ = 0;
   RowGroup group_;
   BatchAssembler assembler_;

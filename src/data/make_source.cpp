@@ -24,7 +24,7 @@ std::unique_ptr<BatchSource> make_source(const DataConfig& data, const FeatureSp
   if (data.format == DataFormat::criteo_tsv)
     return std::make_unique<CriteoTsvSource>(path, make_criteo_layout(data, model), data.on_error,
                                              data.reader_threads, key);
-  return std::make_unique<BinarySource>(path, model, key);
+  return std::make_unique<BinarySource>(path, model, key, data.reader_threads);
 }
 
 }  // namespace hetrec

@@ -112,6 +112,22 @@ void summarise_step_times(const std::vector<double>& step_ms, int64_t warmup, Tr
   summary.step_ms_p90 = timed[std::min(n - 1, static_cast<std::size_t>(0.9 * static_cast<double>(n)))];
 }
 
+// The sustained rate over the loop iterations after the warm-up steps (all of them when
+// the run is not longer than that): their samples over their summed wall time.
+void summarise_loop_rate(const std::vector<double>& loop_ms, const std::vector<int64_t>& samples, int64_t warmup,
+                         TrainSummary& summary) {
+  if (loop_ms.empty()) return;
+  const std::size_t skip = static_cast<std::size_t>(warmup) < loop_ms.size() ? static_cast<std::size_t>(warmup) : 0;
+  double ms = 0.0;
+  int64_t n = 0;
+  for (std::size_t i = skip; i < loop_ms.size(); ++i) ms += loop_ms[i], n += samples[i];
+  summary.loop_samples_per_s = ms > 0 ? static_cast<double>(n) / (ms / 1e3) : 0.0;
+  std::vector<double> timed(loop_ms.begin() + static_cast<std::ptrdiff_t>(skip), loop_ms.end());
+  std::sort(timed.begin(), timed.end());
+  const std::size_t k = timed.size();
+  summary.loop_ms_median = k % 2 ? timed[k / 2] : 0.5 * (timed[k / 2 - 1] + timed[k / 2]);
+}
+
 }  // namespace
 
 TrainSummary Trainer::run() {
@@ -273,6 +289,10 @@ TrainSummary Trainer::run() {
   Batch batch, next;    // next: read ahead, so the model can stage it while `batch` trains
   bool have_next = false;
   std::vector<double> step_ms;  // each train_step of this run
+  // Each loop iteration's wall time (waiting for data, staging the next batch, the step,
+  // logging; not evaluation or checkpoints) and its samples: the sustained rate.
+  std::vector<double> loop_ms;
+  std::vector<int64_t> loop_samples;
   const auto t_start = Clock::now();
   auto t_window = t_start;
   int64_t window_samples = 0, run_steps = 0;
@@ -280,6 +300,7 @@ TrainSummary Trainer::run() {
   int64_t window_steps = 0;
   double rate = 0.0;
   while (total_steps < 0 || step < total_steps) {
+    const auto iter_start = Clock::now();
     if (have_next) {
       std::swap(batch, next);
       have_next = false;
@@ -337,12 +358,15 @@ TrainSummary Trainer::run() {
     const double per_step = seconds_since(t_start) / static_cast<double>(run_steps);
     progress.update(step, total_steps, rate, loss, last_auc,
                     total_steps > 0 ? per_step * static_cast<double>(total_steps - step) : -1.0);
+    loop_ms.push_back(1e3 * seconds_since(iter_start));
+    loop_samples.push_back(batch.size);
     if (tc.eval_every > 0 && step % tc.eval_every == 0 && step != total_steps) run_eval();
     if (tc.checkpoint_every > 0 && step % tc.checkpoint_every == 0 && step != total_steps) save("periodic");
   }
   progress.finish();
   summary.seconds = seconds_since(t_start);
   summarise_step_times(step_ms, tc.timing_warmup_steps, summary);
+  summarise_loop_rate(loop_ms, loop_samples, tc.timing_warmup_steps, summary);
   summary.memory = model->device_memory();
   summary.overflow_skipped_steps = model->overflow_skipped_steps();
   if (summary.memory)
@@ -371,6 +395,8 @@ TrainSummary Trainer::run() {
   final_record["step_ms_median"] = summary.step_ms_median;
   final_record["step_ms_mean"] = summary.step_ms_mean;
   final_record["step_ms_p90"] = summary.step_ms_p90;
+  final_record["loop_ms_median"] = summary.loop_ms_median;
+  final_record["loop_samples_per_s"] = summary.loop_samples_per_s;
   final_record["overflow_skipped_steps"] = summary.overflow_skipped_steps;
   if (summary.memory) {
     const DeviceMemoryReport& m = *summary.memory;

@@ -38,6 +38,10 @@ struct TrainSummary {
   double step_ms_median = 0.0;
   double step_ms_mean = 0.0;
   double step_ms_p90 = 0.0;
+  // The whole loop iteration (waiting for data, staging, the step, logging) over the same
+  // steps: the rate the data pipeline and the step sustain together.
+  double loop_ms_median = 0.0;
+  double loop_samples_per_s = 0.0;
   std::optional<DeviceMemoryReport> memory;  // GPU: measured at the end of the run
   int rank = 0;                 // distributed jobs: this process's rank (0 prints the summary)
   int world_size = 1;
