@@ -22,9 +22,11 @@
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "data/make_source.h"
 #include "dist/nccl_process_group.h"
 #include "dist/process_group.h"
 #include "dist/sharding.h"
+#include "gemm/device_probe.h"
 #include "gpu/device.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "train/config.h"
@@ -32,14 +34,9 @@
 namespace hetrec {
 namespace {
 
-// ---- Datasheet rates for the analytical floor (NVIDIA H100/H200 SXM datasheet) ----
-constexpr double kFp32FlopsPerS = 67e12;   // non-tensor fp32
-constexpr double kTf32FlopsPerS = 495e12;  // dense tf32 tensor cores
-constexpr double kHbmBytesPerS = 4.8e12;   // H200 HBM3e
-
-// Fixed-hotness bags with skewed ids (id = rows * u^3: a few rows are hot, as in the
-// real data), dense features log(1 + x) of uniform x.
-Batch synthetic_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
+// Fixed-hotness bags with skewed ids (id = rows * u^3: a few rows are hot, a flatter law
+// than the synthetic dataset's Zipf ids), dense features log(1 + x) of uniform x.
+Batch power3_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
   Batch b;
   b.reset(size, m.num_dense, m.num_tables());
   Rng rng(seed);
@@ -59,12 +56,16 @@ Batch synthetic_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
 }
 
 struct Floor {
-  double flops = 0, bytes = 0, ms = 0;
+  double flops = 0, bytes = 0;
+  double gemm_ms = 0, memory_ms = 0, ms = 0;
+  double peak_tflops = 0, copy_tbs = 0;
+  std::string precision;
 };
 
-// The least time a step can take: the larger of its GEMM arithmetic over the precision's
-// rate and its embedding traffic over HBM bandwidth.
-Floor step_floor(const ModelConfig& m, int64_t batch, bool tf32) {
+// The least time a step can take: its GEMM arithmetic at the GPU's measured peak rate for
+// the step's GEMM precision plus its embedding traffic at the measured copy bandwidth
+// (gemm/device_probe.h).
+Floor step_floor(const ModelConfig& m, int64_t batch, const std::string& gemm_precision, const DeviceProbe& probe) {
   double fwd = 0;  // multiply-adds x 2 per sample, forward
   int in = m.num_dense;
   for (int w : m.bottom_mlp) fwd += 2.0 * in * w, in = w;
@@ -85,7 +86,12 @@ Floor step_floor(const ModelConfig& m, int64_t batch, bool tf32) {
   // Forward: every id's row. Backward: the pooled gradient, then each touched row read
   // and written once (at most one per id) with its row-wise accumulator.
   fl.bytes = static_cast<double>(batch) * (ids * row + m.num_tables() * m.embedding_dim * 4.0 + ids * (2 * row + 8));
-  fl.ms = 1e3 * std::max(fl.flops / (tf32 ? kTf32FlopsPerS : kFp32FlopsPerS), fl.bytes / kHbmBytesPerS);
+  fl.precision = gemm_precision;
+  fl.peak_tflops = probe_gemm_tflops(probe, gemm_precision);
+  fl.copy_tbs = probe.copy_tbs;
+  fl.gemm_ms = 1e3 * fl.flops / (fl.peak_tflops * 1e12);
+  fl.memory_ms = 1e3 * fl.bytes / (fl.copy_tbs * 1e12);
+  fl.ms = fl.gemm_ms + fl.memory_ms;
   return fl;
 }
 
@@ -101,7 +107,7 @@ std::string today(const char* format) {
 int run(int argc, char** argv) {
   CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
   std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag,
-              tuned_kernels, recipe, sharding;
+              tuned_kernels, recipe, sharding, ids = "power3", probe_cache;
   std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
@@ -123,7 +129,15 @@ int run(int argc, char** argv) {
   app.add_option("--sharding", sharding,
                  "under mpirun: every table's sharding type (table_wise | row_wise | column_wise | replicated), "
                  "overriding the recipe's default");
+  app.add_option("--ids", ids,
+                 "id law of the batches: power3 (id = rows * u^3) or data (the config's own [data] source, e.g. "
+                 "the synthetic dataset's Zipf ids)")
+      ->capture_default_str();
+  app.add_option("--probe-cache", probe_cache,
+                 "cache file of the measured copy bandwidth and GEMM peaks used for the floor (hetrec hw probe; "
+                 "default: the user's cache folder)");
   CLI11_PARSE(app, argc, argv);
+  if (ids != "power3" && ids != "data") throw ConfigError("--ids: expected power3 or data, got \"" + ids + "\"");
 
   if (gpu::device_count() == 0) {
     std::fprintf(stderr, "e2e_bench: no GPU device\n");
@@ -167,8 +181,17 @@ int run(int argc, char** argv) {
   if (rank0) std::printf("%s\ninit %.2f s\n", model->describe().c_str(), init_s);
 
   constexpr int kBatchSets = 3;  // rotate inputs so repeated steps do not replay one batch
-  std::vector<Batch> batches;
-  for (int i = 0; i < kBatchSets; ++i) batches.push_back(synthetic_batch(m, batch, 1000 + static_cast<uint64_t>(i)));
+  std::vector<Batch> batches(kBatchSets);
+  if (ids == "power3") {
+    for (int i = 0; i < kBatchSets; ++i)
+      batches[static_cast<std::size_t>(i)] = power3_batch(m, batch, 1000 + static_cast<uint64_t>(i));
+  } else {
+    const auto source = make_source(cfg.data, m, Split::train);
+    for (Batch& b : batches)
+      if (!source->next(b, batch))
+        throw ConfigError("--ids data: " + source->describe() + " has fewer than " + std::to_string(kBatchSets) +
+                          " batches of " + std::to_string(batch));
+  }
   const StepRates rates{static_cast<float>(o.lr), static_cast<float>(o.sparse_lr)};
 
   std::vector<double> step_ms;
@@ -212,14 +235,21 @@ int run(int argc, char** argv) {
   else
     rank_phases = my_phases;
   if (!rank0) return 0;
-  // Floor: one GPU's share of the batch (the exchanges come on top).
-  const Floor fl = step_floor(m, batch / ranks, opts.precision == cublaslt::Precision::tf32);
+  // Floor: one GPU's share of the batch (the exchanges come on top), at this GPU's
+  // measured rates for the step's GEMM precision.
+  const std::string gemm_precision = m.dense_dtype == DType::bf16  ? "bf16"
+                                     : m.dense_dtype == DType::f16 ? "fp16"
+                                                                   : precision;
+  const std::string probe_path = probe_cache.empty() ? default_device_probe_path(gpu::current_device()) : probe_cache;
+  const DeviceProbe probe = probe_device(gpu::current_device(), probe_path, false, Logger{});
+  const Floor fl = step_floor(m, batch / ranks, gemm_precision, probe);
   const double samples_per_s = static_cast<double>(batch) / (step / 1e3);
   std::printf("batch %lld: median step %.3f ms (min %.3f, max %.3f), %.0f samples/s, last loss %.5f\n",
               static_cast<long long>(batch), step, *std::min_element(step_ms.begin(), step_ms.end()),
               *std::max_element(step_ms.begin(), step_ms.end()), samples_per_s, loss);
-  std::printf("floor %.3f ms (%.1f GFLOP, %.2f GB): step / floor = %.2f\n", fl.ms, fl.flops / 1e9, fl.bytes / 1e9,
-              step / fl.ms);
+  std::printf("floor %.3f ms = %.1f GFLOP at %.0f TFLOP/s (%s, measured) + %.2f GB at %.2f TB/s (measured copy): "
+              "step / floor = %.2f\n",
+              fl.ms, fl.flops / 1e9, fl.peak_tflops, fl.precision.c_str(), fl.bytes / 1e9, fl.copy_tbs, step / fl.ms);
   nlohmann::json phase_json = nlohmann::json::object();
   nlohmann::json rank_phase_json = nlohmann::json::array();
   for (int r = 0; r < ranks; ++r) rank_phase_json.push_back(nlohmann::json::object());
@@ -254,7 +284,18 @@ int run(int argc, char** argv) {
                     {"hetrec_samples_per_s", samples_per_s},
                     {"torch_eager_samples_per_s", nullptr},
                     {"torch_compile_samples_per_s", nullptr},
+                    {"ids", ids},
                     {"floor_ms", fl.ms},
+                    {"floor",
+                     {{"rule", "GEMM FLOPs / measured peak of the GEMM precision + embedding bytes / measured copy bandwidth"},
+                      {"gemm_flops", fl.flops},
+                      {"embedding_bytes", fl.bytes},
+                      {"gemm_precision", fl.precision},
+                      {"peak_tflops", fl.peak_tflops},
+                      {"copy_tbs", fl.copy_tbs},
+                      {"gemm_ms", fl.gemm_ms},
+                      {"memory_ms", fl.memory_ms},
+                      {"probe_date", probe.date}}},
                     {"step_ms", step},
                     {"step_ms_all", step_ms},
                     {"init_s", init_s},

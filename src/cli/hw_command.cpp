@@ -1,4 +1,4 @@
-// `hetrec hw list | show`, `hetrec gemm select` and `hetrec gemm bench`: hardware
+// `hetrec hw list | show | probe`, `hetrec gemm select` and `hetrec gemm bench`: hardware
 // descriptions, the analytical GEMM selector and the cuBLASLt oracle.
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/hw_dir.h"
 #include "core/error.h"
+#include "gemm/device_probe.h"
 #include "gemm/gemm_bench.h"
 #include "hw/hardware.h"
 #include "perf/gemm_calibration_run.h"
@@ -43,6 +44,31 @@ void add_hw_command(CLI::App& app, Action& action) {
       const Hardware h = load_hardware_by_name(*name, *dir);
       std::printf("%s (%s, %s) from %s\n", h.display_name.c_str(), h.name.c_str(), h.arch.c_str(), h.path.c_str());
       for (const auto& [key, source] : h.sources) std::printf("  %-40s %s\n", key.c_str(), source.c_str());
+    };
+  });
+  struct ProbeOptions {
+    int device = 0;
+    std::string cache;
+    bool refresh = false;
+  };
+  auto po = std::make_shared<ProbeOptions>();
+  CLI::App* probe = hw->add_subcommand(
+      "probe", "measure the local GPU's copy bandwidth and peak GEMM rates once, kept in a cache file");
+  probe->add_option("--device", po->device, "GPU index")->capture_default_str();
+  probe->add_option("--cache", po->cache, "cache file (default: device-probe-<index>.json under the user's cache folder)");
+  probe->add_flag("--refresh", po->refresh, "measure even when the cache file matches this device");
+  probe->callback([po, &action] {
+    action = [po] {
+      const std::string path = po->cache.empty() ? default_device_probe_path(po->device) : po->cache;
+      const DeviceProbe p = probe_device(po->device, path, po->refresh, Logger{});
+      std::printf("%s (driver %s, runtime %s, %s), measured %s\n", p.validators.gpu.c_str(),
+                  p.validators.driver.c_str(), p.validators.runtime.c_str(), p.validators.library.c_str(),
+                  p.date.c_str());
+      std::printf("  device-to-device copy %.2f TB/s (read + write, %.0f MiB buffer)\n", p.copy_tbs,
+                  p.copy_bytes / (1 << 20));
+      for (const auto& [precision, tflops] : p.gemm_tflops)
+        std::printf("  %-5s GEMM %d^3: %.1f TFLOP/s\n", precision.c_str(), p.gemm_size, tflops);
+      if (!path.empty()) std::printf("cache: %s\n", path.c_str());
     };
   });
 }

@@ -87,7 +87,11 @@ AlgoConfig read_algo_config(const cublasLtMatmulAlgo_t& algo) {
   return c;
 }
 
-bool within_enumeration_bounds(const AlgoConfig& c, std::string* why) {
+bool within_enumeration_bounds(const AlgoConfig& c, const AlgoEnumeration& enumeration, std::string* why) {
+  const std::array<int, 3> base{c.algo_id, c.tile_id, c.stages_id};
+  const bool cluster_in_base = c.cluster_id != 0 && std::find(enumeration.explicit_cluster_bases.begin(),
+                                                              enumeration.explicit_cluster_bases.end(),
+                                                              base) != enumeration.explicit_cluster_bases.end();
   std::string reason;
   if (std::find(std::begin(kSplitK), std::end(kSplitK), c.split_k) == std::end(kSplitK) && c.split_k != 1)
     reason = "split-K " + std::to_string(c.split_k) + " is not 1, 2, 4, 8 or 16";
@@ -96,7 +100,7 @@ bool within_enumeration_bounds(const AlgoConfig& c, std::string* why) {
     reason = "cluster shape " + cluster_text(c.cluster_id) + " is not in the enumerated set";
   else if (c.custom_option > kMaxCustomOption)
     reason = "custom option " + std::to_string(c.custom_option) + " is above " + std::to_string(kMaxCustomOption);
-  else if ((c.split_k > 1) + (c.swizzle != 0) + (c.cluster_id != 0) + (c.custom_option != 0) > 1)
+  else if ((c.split_k > 1) + (c.swizzle != 0) + (c.cluster_id != 0 && !cluster_in_base) + (c.custom_option != 0) > 1)
     reason = "it combines several of split-K, swizzling, an explicit cluster and a custom option";
   if (why) *why = reason;
   return reason.empty();
@@ -159,39 +163,58 @@ AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& p, const
     const uint32_t schemes = get_cap<uint32_t>(algo, CUBLASLT_ALGO_CAP_REDUCTION_SCHEME_MASK);
     const bool swizzle = get_cap<uint32_t>(algo, CUBLASLT_ALGO_CAP_CTA_SWIZZLING_SUPPORT) != 0;
     const int custom_max = std::min(get_cap<int32_t>(algo, CUBLASLT_ALGO_CAP_CUSTOM_OPTION_MAX), kMaxCustomOption);
+    // The variations of an accepted base: split-K, swizzling, the explicit clusters (for an
+    // automatic-cluster base) and the custom options, in that order.
+    auto try_variations = [&](const AlgoConfig& base) {
+      if (splitk) {
+        for (const int s : kSplitK) {
+          for (const uint32_t scheme : kReductionSchemes) {
+            if (!(schemes & scheme)) continue;
+            AlgoConfig c = base;
+            c.split_k = s;
+            c.reduction = static_cast<int>(scheme);
+            try_config(c);
+          }
+        }
+      }
+      if (swizzle) {
+        AlgoConfig c = base;
+        c.swizzle = 1;
+        try_config(c);
+      }
+      if (base.cluster_id == 0) {
+        for (const auto cluster : kClusterShapes) {
+          AlgoConfig c = base;
+          c.cluster_id = static_cast<int>(cluster);
+          try_config(c);
+        }
+      }
+      for (int option = 1; option <= custom_max; ++option) {
+        AlgoConfig c = base;
+        c.custom_option = option;
+        try_config(c);
+      }
+    };
     for (const uint32_t tile : tiles) {
       for (const uint32_t stage : stages) {
         AlgoConfig base;
         base.algo_id = id;
         base.tile_id = static_cast<int>(tile);
         base.stages_id = static_cast<int>(stage);
-        if (!try_config(base)) continue;
-        if (splitk) {
-          for (const int s : kSplitK) {
-            for (const uint32_t scheme : kReductionSchemes) {
-              if (!(schemes & scheme)) continue;
-              AlgoConfig c = base;
-              c.split_k = s;
-              c.reduction = static_cast<int>(scheme);
-              try_config(c);
-            }
+        if (!try_config(base)) {
+          // Refused with the automatic cluster: each explicit cluster as a base of its own.
+          bool any = false;
+          for (const auto cluster : kClusterShapes) {
+            AlgoConfig c = base;
+            c.cluster_id = static_cast<int>(cluster);
+            if (!try_config(c)) continue;
+            any = true;
+            try_variations(c);
           }
+          if (any) out.explicit_cluster_bases.push_back({base.algo_id, base.tile_id, base.stages_id});
+          continue;
         }
-        if (swizzle) {
-          AlgoConfig c = base;
-          c.swizzle = 1;
-          try_config(c);
-        }
-        for (const auto cluster : kClusterShapes) {
-          AlgoConfig c = base;
-          c.cluster_id = static_cast<int>(cluster);
-          try_config(c);
-        }
-        for (int option = 1; option <= custom_max; ++option) {
-          AlgoConfig c = base;
-          c.custom_option = option;
-          try_config(c);
-        }
+        try_variations(base);
       }
     }
   }

@@ -9,8 +9,13 @@
 //         reduction scheme of REDUCTION_SCHEME_MASK; CTA swizzling on (if
 //         CTA_SWIZZLING_SUPPORT); each explicit cluster shape of kClusterShapes; each
 //         custom option 1..CUSTOM_OPTION_MAX (at most 16).
+//   a base cuBLASLt refuses with the automatic cluster (Hopper fp8 kernels need an
+//         explicit one) is tried with each explicit cluster shape instead, and every
+//         accepted one is a base of its own for the split-K, swizzling and custom-option
+//         variations.
 // Each configuration is validated with cublasLtMatmulAlgoCheck; those needing more
 // workspace than given are dropped (and counted).
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -32,6 +37,9 @@ struct AlgoEnumeration {
   int algo_ids = 0;                   // ids cuBLASLt lists for the types
   int checked = 0;                    // configurations given to cublasLtMatmulAlgoCheck
   int over_workspace = 0;             // valid but needing more than the workspace limit
+  // (algo id, tile id, stages id) whose automatic-cluster base was refused, so that
+  // explicit-cluster bases were enumerated for them.
+  std::vector<std::array<int, 3>> explicit_cluster_bases;
 };
 
 AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& problem, const MatmulDescriptors& desc,
@@ -41,9 +49,10 @@ AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& problem,
 AlgoConfig read_algo_config(const cublasLtMatmulAlgo_t& algo);
 
 // Whether the enumeration's bounds include `config` (split-K in {1,2,4,8,16}, a listed
-// cluster shape, custom option <= 16, at most one factor away from its base); if not,
-// `why` says which bound it is outside.
-bool within_enumeration_bounds(const AlgoConfig& config, std::string* why);
+// cluster shape, custom option <= 16, at most one factor away from its base, where an
+// explicit cluster is part of the base for the bases `enumeration` lists in
+// explicit_cluster_bases); if not, `why` says which bound it is outside.
+bool within_enumeration_bounds(const AlgoConfig& config, const AlgoEnumeration& enumeration, std::string* why);
 
 // Validates one configuration (the heuristic's, say) with cublasLtMatmulAlgoCheck; nullopt
 // when cuBLASLt refuses it or it needs more than the workspace limit.

@@ -2,6 +2,7 @@
 #if defined(HETREC_WITH_GPU)
 #include "gemm/cublaslt_gemm.h"
 
+#include <cstdint>
 #include <string>
 
 #include "core/error.h"
@@ -191,6 +192,12 @@ void set_operand_pointers(const Problem& p, const Operands& o, cublasLtMatmulDes
   }
   if (p.precision == Precision::fp8_e4m3) {
     if (!o.a_scale || !o.b_scale) throw InternalError("cublaslt: fp8 needs A and B scales: " + shape_text(p));
+    // cuBLASLt accepts such a configuration in AlgoCheck but refuses the launch
+    // (NOT_SUPPORTED) when a scale is not 16-byte aligned.
+    if (reinterpret_cast<std::uintptr_t>(o.a_scale) % kScaleAlignment != 0 ||
+        reinterpret_cast<std::uintptr_t>(o.b_scale) % kScaleAlignment != 0)
+      throw InternalError("cublaslt: fp8 scales must be " + std::to_string(kScaleAlignment) +
+                          "-byte aligned device pointers: " + shape_text(p));
     // The column-major product's A is our B and its B our A.
     set_desc(desc, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, static_cast<const void*>(o.b_scale));
     set_desc(desc, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, static_cast<const void*>(o.a_scale));

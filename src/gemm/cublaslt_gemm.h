@@ -70,9 +70,12 @@ struct Operands {
   const void* bias = nullptr;   // bias, relu_bias, relu_aux_bias: n values of Problem::bias_type
   float* bias_grad = nullptr;   // drelu_bgrad: n values; bgrad_a: m values
   void* aux = nullptr;          // relu_aux_bias (written), drelu_bgrad (read): relu_aux_bytes(m, n)
-  const float* a_scale = nullptr;  // fp8_e4m3: device pointers to A's and B's dequantisation scales
+  // fp8_e4m3: device pointers to A's and B's dequantisation scales, each kScaleAlignment-
+  // byte aligned (two adjacent floats are not).
+  const float* a_scale = nullptr;
   const float* b_scale = nullptr;
 };
+constexpr std::size_t kScaleAlignment = 16;
 
 // The matmul descriptor and the three matrix layouts of one problem in cuBLASLt's
 // column-major view (D^T = op(B)^T op(A)^T), destroyed with the object. Used by Gemm and

@@ -20,8 +20,8 @@
 #include <regex>
 #include <vector>
 
-#include "core/rng.h"
 #include "gemm/cublaslt_algos.h"
+#include "gemm/random_pool.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
 #include "gpu/event.h"
@@ -46,15 +46,14 @@ constexpr std::size_t kWorkspaceBytes = cublaslt::Gemm::kDefaultWorkspaceBytes;
 constexpr std::size_t kRotationL2Multiple = 2;
 constexpr int kMinCopies = 2;
 constexpr std::size_t kAlign = 256;  // every operand starts 256-byte aligned (cuBLASLt's widest)
-// Random values generated on the host and replicated on the device to fill the pools.
-constexpr std::size_t kSeedBlockElements = std::size_t{1} << 22;
-constexpr uint64_t kSeed = 0x6f7261636c65;  // "oracle"
+constexpr uint64_t kSeed = 0x6f7261636c65;  // "oracle": the operand pools' random values
 constexpr int kMinLaunches = 20;
 // Results are rewritten at most this often during a run, so a run killed from outside
 // still leaves what it measured.
 constexpr double kCheckpointSeconds = 20.0;
 // The fp8 per-tensor scales: not 1, so a kernel that ignores them fails verification.
 constexpr float kFp8ScaleA = 0.5f, kFp8ScaleB = 2.0f;
+constexpr std::size_t kScaleSlot = cublaslt::kScaleAlignment / sizeof(float);  // floats per scale slot
 
 // With a time budget, a shape stops timing candidates once its share of the remaining time
 // is spent, but never before this many (when it has them).
@@ -119,42 +118,6 @@ ShapeBytes shape_bytes(const GemmSuiteShape& s, std::size_t rotation_bytes) {
   return sb;
 }
 
-// A device pool of random values of one type: a host-generated block replicated.
-gpu::DeviceBuffer random_pool(DType type, std::size_t bytes, uint64_t stream_id) {
-  gpu::DeviceBuffer pool(std::max<std::size_t>(bytes, kAlign));
-  const std::size_t esize = dtype_size(type);
-  const std::size_t n = std::min(kSeedBlockElements, pool.bytes() / esize);
-  std::vector<uint8_t> host(n * esize);
-  Rng rng(kSeed, stream_id);
-  for (std::size_t i = 0; i < n; ++i) {
-    const float v = static_cast<float>(rng.normal());
-    switch (type) {
-      case DType::f32: std::memcpy(&host[i * 4], &v, 4); break;
-      case DType::bf16: {
-        const uint16_t h = f32_to_bf16(v);
-        std::memcpy(&host[i * 2], &h, 2);
-        break;
-      }
-      case DType::f16: {
-        const uint16_t h = f32_to_f16(v);
-        std::memcpy(&host[i * 2], &h, 2);
-        break;
-      }
-      case DType::f8e4m3: host[i] = f32_to_f8e4m3(v); break;
-      default: throw InternalError("gemm bench: no random pool of " + std::string(dtype_name(type)));
-    }
-  }
-  gpu::memcpy_sync(pool.get(), host.data(), host.size(), gpu::CopyKind::host_to_device);
-  auto* base = pool.as<uint8_t>();
-  std::size_t filled = host.size();
-  while (filled < pool.bytes()) {
-    const std::size_t chunk = std::min(filled, pool.bytes() - filled);
-    gpu::memcpy_sync(base + filled, base, chunk, gpu::CopyKind::device_to_device);
-    filled += chunk;
-  }
-  return pool;
-}
-
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
   char buf[32];
@@ -187,7 +150,10 @@ class Bench {
     HETREC_BLAS_CHECK(cublasLtCreate(&handle_));
     workspace_ = gpu::DeviceBuffer(kWorkspaceBytes);
     compare_ = gpu::DeviceBuffer(sizeof(kernels::CompareResult));
-    const float scales[2] = {kFp8ScaleA, kFp8ScaleB};
+    // Each scale in its own aligned slot (cuBLASLt refuses unaligned scales at launch).
+    float scales[2 * kScaleSlot] = {};
+    scales[0] = kFp8ScaleA;
+    scales[kScaleSlot] = kFp8ScaleB;
     scales_ = gpu::DeviceBuffer(sizeof(scales));
     gpu::memcpy_sync(scales_.get(), scales, sizeof(scales), gpu::CopyKind::host_to_device);
   }
@@ -288,7 +254,7 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
   cublaslt::Operands o;
   o.bias = bias_.as<float>();
   o.a_scale = scales_.as<float>();
-  o.b_scale = scales_.as<float>() + 1;
+  o.b_scale = scales_.as<float>() + kScaleSlot;
   cublaslt::set_operand_pointers(p, o, desc->desc);
 
   Buffers buf;
@@ -323,7 +289,7 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
   if (!heuristic_enumerated) {
     // A configuration outside the enumeration's bounds: time it as a candidate too, so the
     // results always hold the heuristic's row.
-    (void)cublaslt::within_enumeration_bounds(heuristic_config, &outside_bounds);
+    (void)cublaslt::within_enumeration_bounds(heuristic_config, enumeration, &outside_bounds);
     if (auto extra = cublaslt::check_algo(handle_, *desc, *heuristic, kWorkspaceBytes)) {
       enumeration.valid.push_back(*extra);
       heuristic_index = enumeration.valid.size() - 1;
@@ -459,8 +425,8 @@ void Bench::run() {
     max_n = std::max(max_n, s.n);
   }
   uint64_t pool_stream = 1;
-  for (const auto& [type, bytes] : in_bytes) in_pools_.emplace(type, random_pool(type, bytes, pool_stream++));
-  bias_ = random_pool(DType::f32, static_cast<std::size_t>(max_n) * sizeof(float), pool_stream++);
+  for (const auto& [type, bytes] : in_bytes) in_pools_.emplace(type, random_device_pool(type, bytes, kSeed, pool_stream++));
+  bias_ = random_device_pool(DType::f32, static_cast<std::size_t>(max_n) * sizeof(float), kSeed, pool_stream++);
   out_pool_ = gpu::DeviceBuffer(out_bytes);
   ref_ = gpu::DeviceBuffer(ref_bytes);
 

@@ -12,6 +12,14 @@ std::string blas_status_text(cublasStatus_t status) {
 #endif
 }
 
+std::string blas_lt_library_text() {
+#if defined(HETREC_GPU_HIP)
+  return "hipblaslt";
+#else
+  return "cublaslt " + std::to_string(cublasLtGetVersion());
+#endif
+}
+
 void blas_check(cublasStatus_t status, const char* call, const char* file, int line) {
   if (status == CUBLAS_STATUS_SUCCESS) return;
   throw DeviceError(std::string(file) + ":" + std::to_string(line) + ": BLAS-Lt call " + call +

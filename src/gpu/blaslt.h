@@ -70,6 +70,9 @@ namespace hetrec::gpu {
 // Throws DeviceError naming the call, file, line and the library's status name.
 void blas_check(cublasStatus_t status, const char* call, const char* file, int line);
 std::string blas_status_text(cublasStatus_t status);
+// The BLAS-Lt library and its version, e.g. "cublaslt 130100" (HIP: "hipblaslt"; its
+// version needs a handle, and the runtime version stands for it in validators).
+std::string blas_lt_library_text();
 
 }  // namespace hetrec::gpu
 

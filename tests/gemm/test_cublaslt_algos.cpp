@@ -119,7 +119,12 @@ TEST_P(CublasLtAlgos, EveryValidConfigurationMatchesTheReference) {
     }
 
   auto dev_a = testing::to_device(a_bytes), dev_b = testing::to_device(b_bytes);
-  auto dev_scales = testing::to_device(std::vector<float>(scales, scales + 2));
+  // Each scale in its own 16-byte-aligned slot (cuBLASLt refuses unaligned ones).
+  constexpr std::size_t kScaleSlot = cublaslt::kScaleAlignment / sizeof(float);
+  std::vector<float> scale_slots(2 * kScaleSlot, 0.0f);
+  scale_slots[0] = scales[0];
+  scale_slots[kScaleSlot] = scales[1];
+  auto dev_scales = testing::to_device(scale_slots);
   const std::size_t d_bytes = ref.size() * dtype_size(c.d_type);
   gpu::DeviceBuffer dev_d(d_bytes), workspace(cublaslt::Gemm::kDefaultWorkspaceBytes);
 
@@ -128,7 +133,7 @@ TEST_P(CublasLtAlgos, EveryValidConfigurationMatchesTheReference) {
   const auto desc = cublaslt::make_descriptors(p);
   cublaslt::Operands o;
   o.a_scale = dev_scales.as<float>();
-  o.b_scale = dev_scales.as<float>() + 1;
+  o.b_scale = dev_scales.as<float>() + kScaleSlot;
   cublaslt::set_operand_pointers(p, o, desc->desc);
   const auto e = cublaslt::enumerate_algos(handle, p, *desc, workspace.bytes());
   ASSERT_FALSE(e.valid.empty()) << "no valid configuration; " << e.algo_ids << " ids, " << e.checked << " checked";
@@ -162,7 +167,7 @@ TEST_P(CublasLtAlgos, EveryValidConfigurationMatchesTheReference) {
   ASSERT_TRUE(heuristic.has_value());
   const auto hc = cublaslt::read_algo_config(*heuristic);
   std::string why;
-  const bool in_bounds = cublaslt::within_enumeration_bounds(hc, &why);
+  const bool in_bounds = cublaslt::within_enumeration_bounds(hc, e, &why);
   const bool found = cublaslt::find_config(e.valid, hc).has_value();
   EXPECT_TRUE(found || !in_bounds) << "heuristic " << cublaslt::algo_key(hc) << " is within the bounds but not among "
                                    << e.valid.size() << " enumerated configurations";

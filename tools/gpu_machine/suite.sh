@@ -34,7 +34,7 @@ for stage in "$@"; do
         echo "$(basename "$t") rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
       done
       cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
-      for spec in "kernels_test_embedding_bag:*dim16*" "kernels_test_dense_kernels:*" "model_gpu_test_gpu_dlrm:*GraphReplay*"; do
+      for spec in "kernels_test_embedding_bag:*dim16*" "kernels_test_dense_kernels:*" "kernels_test_sort_scan:*" "model_gpu_test_gpu_dlrm:*GraphReplay*"; do
         t=${spec%%:*}
         timeout 120 "$cs" --tool memcheck --error-exitcode 9 "$bin/$t" --gtest_brief=1 --gtest_filter="${spec#*:}" \
           > "$out/memcheck-$t.log" 2>&1

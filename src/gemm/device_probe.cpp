@@ -1,0 +1,249 @@
+#include "gemm/device_probe.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+
+#if defined(HETREC_WITH_GPU)
+#include <algorithm>
+#include <vector>
+
+#include "gemm/cublaslt_gemm.h"
+#include "gemm/random_pool.h"
+#include "gpu/blaslt.h"
+#include "gpu/caching_allocator.h"
+#include "gpu/device.h"
+#include "gpu/device_buffer.h"
+#include "gpu/event.h"
+#include "gpu/memory.h"
+#include "gpu/stream.h"
+#endif
+
+namespace hetrec {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr int kSchema = 1;
+
+std::string why_validators_differ(const ProbeValidators& found, const ProbeValidators& expected) {
+  if (found.gpu != expected.gpu) return "gpu is \"" + found.gpu + "\", this device is \"" + expected.gpu + "\"";
+  if (found.driver != expected.driver) return "driver is " + found.driver + ", now " + expected.driver;
+  if (found.runtime != expected.runtime) return "runtime is " + found.runtime + ", now " + expected.runtime;
+  return "library is \"" + found.library + "\", now \"" + expected.library + "\"";
+}
+
+}  // namespace
+
+double probe_gemm_tflops(const DeviceProbe& probe, const std::string& precision) {
+  const auto it = probe.gemm_tflops.find(precision);
+  if (it == probe.gemm_tflops.end() || !(it->second > 0))
+    throw InternalError("device probe: no measured GEMM rate for " + precision);
+  return it->second;
+}
+
+std::optional<DeviceProbe> load_device_probe(const std::string& path, const ProbeValidators& expected, std::string* why) {
+  auto fail = [&](const std::string& reason) -> std::optional<DeviceProbe> {
+    if (why) *why = reason;
+    return std::nullopt;
+  };
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(path + ": no such file");
+  json j;
+  try {
+    j = json::parse(in);
+    if (!j.is_object()) return fail(path + ": expected a JSON object");
+    if (j.value("schema", 0) != kSchema) return fail(path + ": schema is not " + std::to_string(kSchema));
+    DeviceProbe p;
+    p.validators.gpu = j.at("gpu").get<std::string>();
+    p.validators.driver = j.at("driver").get<std::string>();
+    p.validators.runtime = j.at("runtime").get<std::string>();
+    p.validators.library = j.at("library").get<std::string>();
+    if (!(p.validators == expected)) return fail(path + ": written for another setup (" + why_validators_differ(p.validators, expected) + ")");
+    p.date = j.at("date").get<std::string>();
+    p.copy_tbs = j.at("copy_tbs").get<double>();
+    p.copy_bytes = j.at("copy_bytes").get<double>();
+    p.gemm_size = j.at("gemm_size").get<int>();
+    for (const auto& [name, rate] : j.at("gemm_tflops").items()) p.gemm_tflops[name] = rate.get<double>();
+    if (!(p.copy_tbs > 0)) return fail(path + ": copy_tbs must be positive");
+    for (const auto& [name, rate] : p.gemm_tflops)
+      if (!(rate > 0)) return fail(path + ": gemm_tflops." + name + " must be positive");
+    return p;
+  } catch (const json::exception& e) {
+    return fail(path + ": " + e.what());
+  }
+}
+
+void save_device_probe(const DeviceProbe& p, const std::string& path) {
+  json j = {{"schema", kSchema},
+            {"gpu", p.validators.gpu},
+            {"driver", p.validators.driver},
+            {"runtime", p.validators.runtime},
+            {"library", p.validators.library},
+            {"date", p.date},
+            {"copy_tbs", p.copy_tbs},
+            {"copy_bytes", p.copy_bytes},
+            {"gemm_size", p.gemm_size},
+            {"gemm_tflops", p.gemm_tflops}};
+  const std::filesystem::path target(path);
+  std::error_code ec;
+  if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << j.dump(2) << '\n';
+    if (!out) throw IoError("cannot write the device probe cache " + tmp);
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) throw IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
+}
+
+std::string default_device_probe_path(int device_index) {
+  const std::string file = "device-probe-" + std::to_string(device_index) + ".json";
+  if (const char* d = std::getenv("HETREC_CACHE_DIR"); d && *d) return std::string(d) + "/" + file;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/hetrec/" + file;
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/hetrec/" + file;
+  return "";
+}
+
+DeviceProbe probe_device(int device_index, const std::string& path, bool refresh, const Logger& log) {
+  const ProbeValidators v = local_probe_validators(device_index);
+  if (!refresh && !path.empty()) {
+    std::string why;
+    if (auto cached = load_device_probe(path, v, &why)) return *cached;
+    if (std::filesystem::exists(path)) log.warn("device probe: measuring again: " + why);
+  }
+  DeviceProbe p = measure_device_probe(device_index);
+  if (!path.empty()) save_device_probe(p, path);
+  return p;
+}
+
+#if defined(HETREC_WITH_GPU)
+
+namespace {
+
+// The copied buffer: large enough that launch overhead and the L2 (tens of MB) do not
+// matter, at most a quarter of free memory (two buffers).
+constexpr std::size_t kCopyBytes = std::size_t{1} << 30;
+// M = N = K of the peak-rate GEMMs: big enough for every tile and wave count to be
+// irrelevant (a few ms per launch in 16 bits), small enough to fit any GPU.
+constexpr int kGemmSize = 8192;
+constexpr int kWarmupLaunches = 3;
+constexpr int kTimedLaunches = 10;  // the median is kept
+constexpr uint64_t kProbeSeed = 0x70726f6265;  // "probe"
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+template <class Launch>
+double median_ms(const gpu::Stream& stream, Launch&& launch) {
+  for (int i = 0; i < kWarmupLaunches; ++i) launch();
+  std::vector<gpu::Event> events(2 * kTimedLaunches);
+  for (int i = 0; i < kTimedLaunches; ++i) {
+    events[2 * i].record(stream.get());
+    launch();
+    events[2 * i + 1].record(stream.get());
+  }
+  events.back().synchronize();
+  std::vector<double> ms(kTimedLaunches);
+  for (int i = 0; i < kTimedLaunches; ++i) ms[i] = gpu::Event::elapsed_ms(events[2 * i], events[2 * i + 1]);
+  std::sort(ms.begin(), ms.end());
+  return ms[kTimedLaunches / 2];
+}
+
+}  // namespace
+
+ProbeValidators local_probe_validators(int device_index) {
+  if (device_index < 0 || device_index >= gpu::device_count())
+    throw DeviceError("device probe: no GPU " + std::to_string(device_index) + " is visible");
+  ProbeValidators v;
+  v.gpu = gpu::device_properties(device_index).name;
+  v.driver = version_text(gpu::driver_version());
+  v.runtime = version_text(gpu::runtime_version());
+  v.library = gpu::blas_lt_library_text();
+  return v;
+}
+
+DeviceProbe measure_device_probe(int device_index) {
+  DeviceProbe p;
+  p.validators = local_probe_validators(device_index);
+  p.date = utc_now();
+  gpu::set_device(device_index);
+  gpu::Stream stream;
+
+  const std::size_t copy_bytes = std::min(kCopyBytes, gpu::memory_info().free_bytes / 4);
+  {
+    gpu::DeviceBuffer src(copy_bytes), dst(copy_bytes);
+    gpu::memset_async(src.get(), 0x3c, copy_bytes, stream.get());
+    gpu::memset_async(dst.get(), 0, copy_bytes, stream.get());
+    const double ms = median_ms(stream, [&] {
+      gpu::memcpy_async(dst.get(), src.get(), copy_bytes, gpu::CopyKind::device_to_device, stream.get());
+    });
+    p.copy_bytes = static_cast<double>(copy_bytes);
+    p.copy_tbs = 2.0 * static_cast<double>(copy_bytes) / (ms * 1e-3) / 1e12;
+  }
+
+  gpu::CachingDeviceAllocator allocator(device_index);
+  cublaslt::Gemm gemm(allocator);
+  p.gemm_size = kGemmSize;
+  const int64_t n = kGemmSize;
+  const double flops = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n);
+  struct Precision {
+    const char* name;
+    cublaslt::Precision precision;
+    DType d_type;
+  };
+  const Precision precisions[] = {{"fp32", cublaslt::Precision::fp32, DType::f32},
+                                  {"tf32", cublaslt::Precision::tf32, DType::f32},
+                                  {"bf16", cublaslt::Precision::bf16, DType::bf16},
+                                  {"fp16", cublaslt::Precision::fp16, DType::f16}};
+  uint64_t pool_stream = 0;
+  for (const Precision& pr : precisions) {
+    const DType in = cublaslt::operand_dtype(pr.precision);
+    const std::size_t elems = static_cast<std::size_t>(n * n);
+    gpu::DeviceBuffer a = random_device_pool(in, elems * dtype_size(in), kProbeSeed, pool_stream++);
+    gpu::DeviceBuffer b = random_device_pool(in, elems * dtype_size(in), kProbeSeed, pool_stream++);
+    gpu::DeviceBuffer d(elems * dtype_size(pr.d_type));
+    cublaslt::Problem prob;
+    prob.m = prob.n = prob.k = n;
+    prob.lda = prob.ldb = prob.ldd = n;
+    prob.precision = pr.precision;
+    prob.d_type = pr.d_type;
+    cublaslt::Operands ops;
+    ops.a = a.get();
+    ops.b = b.get();
+    ops.d = d.get();
+    const double ms = median_ms(stream, [&] { gemm.run(prob, ops, stream.get()); });
+    p.gemm_tflops[pr.name] = flops / (ms * 1e-3) / 1e12;
+  }
+  stream.synchronize();
+  return p;
+}
+
+#else
+
+ProbeValidators local_probe_validators(int) {
+  throw DeviceError("the device probe needs a GPU build (cmake --preset cuda or hip); this build has none");
+}
+
+DeviceProbe measure_device_probe(int) {
+  throw DeviceError("the device probe needs a GPU build (cmake --preset cuda or hip); this build has none");
+}
+
+#endif  // HETREC_WITH_GPU
+
+}  // namespace hetrec
