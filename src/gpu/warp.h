@@ -18,6 +18,13 @@ template <class T>
 __device__ inline T shfl_up(T v, unsigned delta, int width = kWarpSize) { return __shfl_up(v, delta, width); }
 __device__ inline int popc(lane_mask_t m) { return __popcll(m); }
 __device__ inline int lowest_lane(lane_mask_t m) { return __ffsll(static_cast<long long>(m)) - 1; }
+// Orders the shared-memory accesses of the wavefront's lanes before the call ahead of
+// those after it (what CUDA's __syncwarp guarantees; HIP 5 has no __syncwarp).
+__device__ inline void warp_sync() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "wavefront");
+  __builtin_amdgcn_wave_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "wavefront");
+}
 #else
 inline constexpr unsigned kFullMask = 0xFFFFFFFFu;
 __device__ inline lane_mask_t warp_ballot(bool pred) { return __ballot_sync(kFullMask, pred); }
@@ -29,6 +36,9 @@ template <class T>
 __device__ inline T shfl_up(T v, unsigned delta, int width = kWarpSize) { return __shfl_up_sync(kFullMask, v, delta, width); }
 __device__ inline int popc(lane_mask_t m) { return __popc(m); }
 __device__ inline int lowest_lane(lane_mask_t m) { return __ffs(static_cast<int>(m)) - 1; }
+// Orders the shared-memory accesses of the warp's lanes before the call ahead of those
+// after it.
+__device__ inline void warp_sync() { __syncwarp(kFullMask); }
 #endif
 
 __device__ inline int lane_id() { return static_cast<int>(threadIdx.x) % kWarpSize; }

@@ -10,10 +10,10 @@ namespace hetrec::plan_kernels {
 
 // kernels/scan.cu: blocks of 256 threads x 8 items.
 inline constexpr int64_t kScanTile = 2048;
-// kernels/radix_sort.cu: 8-bit digits, tiles of 256 threads x 8 items.
+// kernels/radix_sort.cu: 8-bit digits, tiles of 256 threads x 16 items.
 inline constexpr int kSortDigitBits = 8;
 inline constexpr int64_t kSortDigits = 256;
-inline constexpr int64_t kSortTile = 2048;
+inline constexpr int64_t kSortTile = 4096;
 // kernels/embedding_bag_backward.cu: occurrences per chunk of a long row.
 inline constexpr int64_t kLongSegment = 64;
 // kernels/column_sum.cu: rows per partial-sum chunk.
