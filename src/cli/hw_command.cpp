@@ -167,16 +167,20 @@ void add_gemm_command(CLI::App& app, Action& action) {
                     s.heuristic_p5_ratio, s.mean_spearman, s.mean_abs_log_error);
       };
       std::printf("oracle %s: %zu shapes (%zu skipped by the oracle, %zu without a describable kernel), %zu used; "
-                  "%zu of %zu timed kernels not describable; fastest kernel not describable on %zu shapes\n",
+                  "%zu of %zu timed kernels not describable, %zu described as kernel-chosen tiles; fastest "
+                  "candidate not describable on %zu shapes; heuristic's own timing faster than every candidate "
+                  "on %zu\n",
                   cal->oracle.c_str(), oracle.shapes.size(), r.conversion.skipped_shapes,
                   r.conversion.undescribed_shapes, r.conversion.shapes.size(), r.conversion.undescribed,
-                  r.conversion.candidates, r.conversion.oracle_undescribed);
+                  r.conversion.candidates, r.conversion.kernel_chosen_tiles, r.conversion.oracle_undescribed,
+                  r.conversion.heuristic_faster);
       std::printf("fit on %zu shapes (%.1f s, %d evaluations): loss %.4f -> %.4f\n", r.calibration_ids.size(),
                   r.fit_seconds, r.fit.evaluations, r.fit.loss_before, r.fit.loss_after);
       line("held out, starting params", r.held_out_before);
       line("held out, fitted params", r.held_out_after);
       line("calibration shapes, fitted", r.calibration_after);
-      std::printf("selection cost per new shape: %.2f us\n", r.selection_us_per_shape);
+      std::printf("selection cost per new shape: %.2f us of CPU over %zu configurations\n", r.selection_us_per_shape,
+                  r.selection_pool);
       if (!cal->params_out.empty()) {
         save_gemm_params(r.fitted, cal->params_out);
         std::printf("parameters -> %s\n", cal->params_out.c_str());

@@ -9,10 +9,15 @@
 // `max_fraction` of them) is used for the fit; every other shape is held out.
 //
 // The fit minimises, over the calibration shapes,
-//   mean over (shape, candidate) of (log predicted - log measured)^2       [accuracy]
-//   + kRegretWeight * mean over shapes of log(measured(selected) / oracle) [selection]
+//   mean over shapes of (mean over its candidates of (log predicted - log measured)^2)  [accuracy]
+//   + kRegretWeight * mean over shapes of log(measured(selected) / oracle)            [selection]
+//   + kFamilyPriorWeight * mean over fitted family corrections of log(factor)^2        [prior]
 // by a bounded coordinate (pattern) search in the log of each parameter: the objective is
-// piecewise (max() of bounds, argmin), so no gradients are taken.
+// piecewise (max() of bounds, argmin), so no gradients are taken. Each shape weighs the
+// same however many configurations the library offered for it. The prior keeps the
+// per-family corrections near 1, so that what all kernels of a pipe share (its efficiency,
+// the previous-generation instruction's rate) is carried by the physical parameters rather
+// than traded against the corrections.
 #include <cstddef>
 #include <span>
 #include <string>
@@ -28,11 +33,19 @@ namespace hetrec {
 // Weight of the selection regret beside the log accuracy term. Equal weight: a 10% worse
 // selection on every shape costs as much as a 33% error on every prediction (0.1 vs 0.33^2).
 inline constexpr double kRegretWeight = 1.0;
+// Weight of the prior on the family corrections: a factor of 2 (log 0.69) on every fitted
+// family costs 0.12, as much as a 35% error on every prediction.
+inline constexpr double kFamilyPriorWeight = 0.25;
+// Range of a family correction: within a factor 4 of the pipe's modelled speed either way.
+inline constexpr double kFamilyFactorRange = 4.0;
 
 struct MeasuredCandidate {
   std::string name;  // the library's identity of the kernel (algorithm id, tile, stages, ...)
   GemmConfig config;
   double median_us = 0.0;
+  // Further configurations the kernel may run as when it chooses something itself (its tile
+  // or its cluster): the kernel is predicted as the fastest of `config` and these.
+  std::vector<GemmConfig> alternatives;
 };
 
 struct MeasuredShape {
@@ -80,7 +93,10 @@ SelectionSummary evaluate_selection(const Hardware& hw, const GemmModelParams& p
                                     std::span<const MeasuredShape> shapes, std::span<const std::size_t> indices);
 
 struct GemmFitOptions {
-  int max_rounds = 80;        // pattern-search rounds (each tries every parameter both ways)
+  // Pattern search (Hooke and Jeeves) in log space: rounds that try every parameter both
+  // ways, each improving round followed by a pattern move.
+  int max_rounds = 80;
+  int max_searches = 4;       // searches restarted from initial_step while they still improve
   double initial_step = 0.5;  // in log space: x1.65 / x0.61
   double min_step = 0.01;
 };
@@ -92,9 +108,13 @@ struct GemmFitResult {
   int evaluations = 0;
 };
 
-// Fits the parameters of the precisions present in the calibration shapes, plus the shared
-// ones (shared-memory and HBM efficiency, L2 bandwidth and usable share, loaded latency,
-// tile overhead exposure, launch overhead), each kept in a physical range.
+// Fits, each within a physical range: the fp32 (SIMT) efficiency and one efficiency for all
+// tensor-core precisions, where the calibration kernels use those pipes; the previous-
+// generation instruction's share and the async-copy kernels' start-up, where they occur;
+// shared-memory efficiency, L2 bandwidth and usable share, HBM efficiency, loaded latency,
+// tile overhead exposure, launch overhead; and a correction per kernel family seen. What
+// the hardware file measures (its [measured] large bf16 GEMM rate and copy bandwidth) is
+// held at the starting value: the tensor-core efficiency and the HBM efficiency.
 GemmFitResult fit_gemm_params(const Hardware& hw, std::span<const MeasuredShape> shapes,
                               std::span<const std::size_t> calibration, const GemmModelParams& start,
                               const GemmFitOptions& options = {});

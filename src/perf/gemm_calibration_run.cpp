@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -9,6 +10,15 @@
 
 namespace hetrec {
 namespace {
+
+// Passes over the held-out shapes that the selection cost is averaged over.
+constexpr int kSelectionTimingPasses = 5;
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 nlohmann::json summary_json(const SelectionSummary& s) {
   return {{"shapes", s.shapes},
@@ -38,7 +48,10 @@ nlohmann::json params_json(const GemmModelParams& p) {
           {"hbm_efficiency", p.hbm_efficiency},
           {"loaded_latency_ns", p.loaded_latency_ns},
           {"tile_overhead_exposure", p.tile_overhead_exposure},
-          {"launch_overhead_us", p.launch_overhead_us}};
+          {"launch_overhead_us", p.launch_overhead_us},
+          {"legacy_instruction_efficiency", p.legacy_instruction_efficiency},
+          {"async_kernel_setup_us", p.async_kernel_setup_us},
+          {"family_efficiency", p.family_efficiency}};
 }
 
 }  // namespace
@@ -68,21 +81,30 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
   // Selection cost for a new shape: the selector over every described configuration.
   std::vector<GemmConfig> pool;
   for (const MeasuredShape& s : shapes)
-    for (const MeasuredCandidate& c : s.candidates)
+    for (const MeasuredCandidate& c : s.candidates) {
       if (std::find(pool.begin(), pool.end(), c.config) == pool.end()) pool.push_back(c.config);
-  const GemmSelector selector(hw, r.fitted, pool);
-  std::size_t selected = 0;
-  const auto t1 = std::chrono::steady_clock::now();
-  for (std::size_t i : held) {
-    try {
-      (void)selector.select(shapes[i].problem);
-      ++selected;
-    } catch (const ConfigError&) {
+      for (const GemmConfig& a : c.alternatives)
+        if (std::find(pool.begin(), pool.end(), a) == pool.end()) pool.push_back(a);
     }
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t1).count();
-  r.selection_us_per_shape = held.empty() ? 0.0 : seconds * 1e6 / double(held.size());
-  (void)selected;
+  const GemmSelector selector(hw, r.fitted, pool);
+  r.selection_pool = pool.size();
+  // CPU time of this thread (not wall time: the machine may be shared), over a few passes
+  // after a warm-up one, the mean per shape.
+  double sink = 0.0;
+  const auto select_all = [&] {
+    for (std::size_t i : held) {
+      try {
+        sink += selector.select(shapes[i].problem).estimate.time_us;
+      } catch (const ConfigError&) {
+      }
+    }
+  };
+  select_all();
+  const double t1 = thread_cpu_seconds();
+  for (int pass = 0; pass < kSelectionTimingPasses; ++pass) select_all();
+  const double seconds = thread_cpu_seconds() - t1;
+  r.selection_us_per_shape =
+      held.empty() || !(sink > 0.0) ? 0.0 : seconds * 1e6 / double(held.size() * kSelectionTimingPasses);
   return r;
 }
 
@@ -104,8 +126,12 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
                  {"used", c.shapes.size()},
                  {"calibration", r.calibration_ids.size()},
                  {"held_out", r.held_out_shapes},
-                 {"fastest_kernel_not_describable", c.oracle_undescribed}};
-  j["candidates"] = {{"timed", c.candidates}, {"not_describable", c.undescribed}};
+                 {"fastest_kernel_not_describable", c.oracle_undescribed},
+                 {"heuristic_timed_faster_than_every_candidate", c.heuristic_faster}};
+  j["candidates"] = {{"timed", c.candidates},
+                     {"not_describable", c.undescribed},
+                     {"kernel_chosen_tiles", c.kernel_chosen_tiles}};
+  j["simt_families"] = c.simt_families;
   j["calibration_shape_ids"] = r.calibration_ids;
   j["fit"] = {{"loss_before", r.fit.loss_before},
               {"loss_after", r.fit.loss_after},
@@ -117,6 +143,7 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
   j["held_out_fitted_params"] = summary_json(r.held_out_after);
   j["calibration_fitted_params"] = summary_json(r.calibration_after);
   j["selection_us_per_new_shape"] = r.selection_us_per_shape;
+  j["selection_pool_configs"] = r.selection_pool;
   j["targets"] = {{"geomean_oracle_over_selected", 0.98},
                   {"p5_oracle_over_selected", 0.90},
                   {"selection_us_per_new_shape", 20.0}};

@@ -21,7 +21,9 @@ struct GemmCalibrationRun {
   SelectionSummary held_out_before;  // the starting parameters on the held-out shapes
   SelectionSummary held_out_after;   // the fitted parameters on the same shapes
   SelectionSummary calibration_after;
-  double selection_us_per_shape = 0.0;  // GemmSelector over the union of described configs
+  // CPU time (this thread) of GemmSelector over the union of described configurations.
+  double selection_us_per_shape = 0.0;
+  std::size_t selection_pool = 0;  // configurations in that union
   double fit_seconds = 0.0;
 };
 

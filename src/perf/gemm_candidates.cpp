@@ -214,7 +214,10 @@ std::vector<GemmConfig> gemm_candidates(const Hardware& hw, MatrixPrecision prec
   }
   if (warpgroup) add_hopper(hw, precision, *warpgroup, list);
   if (has_cta) add_blackwell(hw, precision, list);
-  if (has_mfma) add_mfma(hw, precision, list);
+  // Warp-level matrix instructions make the candidates only where they are the GPU's
+  // newest scope (AMD MFMA): Hopper also lists the Ampere-generation mma.sync, which the
+  // library's older kernels issue, but CUTLASS's Hopper kernels are built on wgmma.
+  if (has_mfma && !warpgroup && !has_cta) add_mfma(hw, precision, list);
   if (simt) add_simt(*simt, list);
   return list.take();
 }

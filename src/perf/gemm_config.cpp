@@ -53,6 +53,18 @@ std::string_view decomposition_name(GemmDecomposition d) {
 
 std::string_view raster_name(GemmRaster r) { return r == GemmRaster::along_m ? "along_m" : "along_n"; }
 
+std::string_view reduction_name(GemmReduction r) {
+  switch (r) {
+    case GemmReduction::workspace_fp32:
+      return "workspace_fp32";
+    case GemmReduction::workspace_output:
+      return "workspace_output";
+    case GemmReduction::in_place:
+      return "in_place";
+  }
+  return "?";
+}
+
 std::string to_string(const GemmConfig& c) {
   auto dims = [](int a, int b) { return std::to_string(a) + "x" + std::to_string(b); };
   return "tile=" + dims(c.tile_m, c.tile_n) + "x" + std::to_string(c.tile_k) +
@@ -62,6 +74,8 @@ std::string to_string(const GemmConfig& c) {
          " decomposition=" + std::string(decomposition_name(c.decomposition)) +
          " split=" + std::to_string(c.split_k) + " raster=" + std::string(raster_name(c.raster)) +
          " swizzle=" + std::to_string(c.swizzle) + " xcd_remap=" + (c.xcd_remap ? "1" : "0") +
+         (c.reduction != GemmReduction::workspace_fp32 ? " reduction=" + std::string(reduction_name(c.reduction))
+                                                       : std::string()) +
          (c.family >= 0 ? " family=" + std::to_string(c.family) : std::string());
 }
 
@@ -114,6 +128,15 @@ GemmConfig parse_gemm_config(std::string_view text, std::string_view where) {
   const std::string remap = take("xcd_remap");
   if (remap != "0" && remap != "1") bad(where, "xcd_remap", "expected 0 or 1, found '" + remap + "'");
   c.xcd_remap = remap == "1";
+  if (fields.count("reduction")) {
+    const std::string reduction = take("reduction");
+    known = false;
+    for (GemmReduction r : {GemmReduction::workspace_fp32, GemmReduction::workspace_output, GemmReduction::in_place})
+      if (reduction_name(r) == reduction) c.reduction = r, known = true;
+    if (!known)
+      bad(where, "reduction",
+          "unknown '" + reduction + "', expected workspace_fp32, workspace_output or in_place");
+  }
   if (fields.count("family")) c.family = parse_int(take("family"), where, "family");
   if (!fields.empty()) bad(where, fields.begin()->first, "unknown field");
   return c;

@@ -13,6 +13,12 @@ namespace hetrec {
 // CTAs are fixed up through a workspace.
 enum class GemmDecomposition { data_parallel, split_k, stream_k };
 
+// How split-K slices are summed. workspace_fp32: each slice writes fp32 partials to a
+// workspace and a second kernel adds them and runs the epilogue (the model's own kernels).
+// workspace_output: the same with partials in the output type. in_place: no second kernel;
+// the slices of a tile add their part into D one after another, in the output type.
+enum class GemmReduction { workspace_fp32, workspace_output, in_place };
+
 // Launch order of the output tiles. along_n: within a group of `swizzle` tile rows the
 // order walks down the g rows of one tile column, then moves to the next column; groups
 // follow each other down M. With swizzle = 1 that is plain row-major order (N fastest).
@@ -37,6 +43,7 @@ struct GemmConfig {
   int cluster_n = 1;
   GemmDecomposition decomposition = GemmDecomposition::data_parallel;
   int split_k = 1;  // slices of K (split_k only; 1 otherwise)
+  GemmReduction reduction = GemmReduction::workspace_fp32;  // split_k only
   GemmRaster raster = GemmRaster::along_n;
   int swizzle = 1;         // tile rows (along_n) or columns (along_m) per raster group
   bool xcd_remap = false;  // AMD: give each XCD a contiguous run of tiles instead of round robin
@@ -50,9 +57,11 @@ struct GemmConfig {
 
 std::string_view decomposition_name(GemmDecomposition d);
 std::string_view raster_name(GemmRaster r);
+std::string_view reduction_name(GemmReduction r);
 
 // "tile=128x256x64 inst=64x256x16 warps=8x1 stages=4 cluster=2x1 decomposition=split_k
-//  split=4 raster=along_n swizzle=8 xcd_remap=0"
+//  split=4 raster=along_n swizzle=8 xcd_remap=0"; " reduction=in_place" and " family=66"
+// follow when they are not the defaults.
 std::string to_string(const GemmConfig& c);
 // Inverse of to_string; throws ConfigError naming `where` and the bad field.
 GemmConfig parse_gemm_config(std::string_view text, std::string_view where);

@@ -30,6 +30,9 @@ GemmKernelTraits reject(GemmKernelTraits t, std::string why) {
 
 std::string dims(int a, int b) { return std::to_string(a) + "x" + std::to_string(b); }
 
+// A configuration naming the 1 x 1 x 1 "instruction" is a SIMT kernel (one FMA per thread).
+bool is_simt_shape(const GemmConfig& c) { return c.inst_m == 1 && c.inst_n == 1 && c.inst_k == 1; }
+
 // Operand traffic of one sub-problem (one batch element, one K slice) through a cache of
 // `capacity` bytes, given the panels one wave touches. `slow` is the operand whose panels
 // stay while consecutive waves move along the other one (A for along_n). `*_need` is what
@@ -82,7 +85,7 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   if (c.tile_m < 1 || c.tile_n < 1 || c.tile_k < 1 || c.inst_m < 1 || c.inst_n < 1 || c.inst_k < 1 ||
       c.warps_m < 1 || c.warps_n < 1 || c.cluster_m < 1 || c.cluster_n < 1)
     return reject(t, "tile, instruction, warp and cluster sizes must be positive");
-  if (c.stages < 2) return reject(t, "stages must be at least 2 (one stage loading while one computes)");
+  if (c.stages < 1) return reject(t, "stages must be at least 1");
   if (c.tile_k % c.inst_k != 0)
     return reject(t, "tile_k " + std::to_string(c.tile_k) + " is not a multiple of the instruction's k " +
                          std::to_string(c.inst_k));
@@ -100,10 +103,24 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
       break;
     }
   }
+  if (t.instruction < 0 && is_simt_shape(c) && c.family >= 0) {
+    // A library family's SIMT kernel computes in fp32 on the vector pipes whatever its
+    // operand type (16-bit and TF32-allowed inputs are converted on load), so it issues
+    // the fp32 FMA. The model's own SIMT candidates are fp32 kernels only.
+    for (std::size_t i = 0; i < hw.matrix_instructions.size(); ++i) {
+      const MatrixInstruction& mi = hw.matrix_instructions[i];
+      if (mi.precision == MatrixPrecision::fp32 && mi.scope == IssueScope::warp && mi.m == 1 && mi.k == 1 &&
+          mi.allows_n(1)) {
+        t.instruction = static_cast<int>(i);
+        break;
+      }
+    }
+  }
   if (t.instruction < 0)
     return reject(t, "no " + std::string(precision_name(precision)) + " instruction " +
                          dims(c.inst_m, c.inst_n) + "x" + std::to_string(c.inst_k) + " on " + hw.name);
   const MatrixInstruction& mi = hw.matrix_instructions[t.instruction];
+  t.pipe = mi.precision;
   t.k_major_only = mi.k_major_only;
   t.pair = mi.ctas;
   t.a_bytes = t.b_bytes = precision_operand_bytes(precision);
@@ -169,19 +186,29 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   const int ctas_by_smem =
       int(std::floor(hw.shared_kb_per_unit * kBytesPerKb / (t.smem_bytes_per_cta + reserve_per_block)));
   t.accumulator_bytes = double(c.tile_m) * c.tile_n * kAccumulatorBytes;
-  const double accumulator_limit =
-      mi.scope == IssueScope::cta ? hw.tensor_memory_kb_per_unit * kBytesPerKb
-                                  : hw.register_file_kb_per_unit * kBytesPerKb * kMaxAccumulatorRegisterShare;
+  const double register_share = mi.scope == IssueScope::warpgroup ? kMaxWarpSpecialisedAccumulatorRegisterShare
+                                                                  : kMaxAccumulatorRegisterShare;
+  const double accumulator_limit = mi.scope == IssueScope::cta
+                                       ? hw.tensor_memory_kb_per_unit * kBytesPerKb
+                                       : hw.register_file_kb_per_unit * kBytesPerKb * register_share;
   if (t.accumulator_bytes > accumulator_limit)
     return reject(t, "fp32 accumulators of a " + dims(c.tile_m, c.tile_n) + " tile do not fit in " +
-                         (mi.scope == IssueScope::cta ? "tensor memory" : "half the register file"));
+                         (mi.scope == IssueScope::cta ? "tensor memory" : "their share of the register file"));
   const int ctas_by_accumulators = int(std::floor(accumulator_limit / t.accumulator_bytes));
   const int ctas_by_threads = hw.max_threads_per_unit / t.threads_per_cta;
   t.ctas_per_unit = std::min({ctas_by_smem, ctas_by_accumulators, ctas_by_threads});
   if (t.ctas_per_unit < 1) return reject(t, "not one CTA fits on a unit");
 
-  const double unit_flops_per_s = hw.dense_tflops_for(precision) * kFlopsPerTflop / hw.compute_units *
-                                  params.matrix_efficiency.of(precision);
+  // The previous generation's warp-level instruction, where the GPU has a wider one for the
+  // same pipe, runs at its fitted share of the pipe's rate.
+  t.legacy_instruction = mi.scope == IssueScope::warp && mi.m > 1 &&
+                         std::any_of(hw.matrix_instructions.begin(), hw.matrix_instructions.end(),
+                                     [&](const MatrixInstruction& o) {
+                                       return o.precision == mi.precision && o.scope != IssueScope::warp;
+                                     });
+  const double unit_flops_per_s = hw.dense_tflops_for(t.pipe) * kFlopsPerTflop / hw.compute_units *
+                                  params.matrix_efficiency.of(t.pipe) *
+                                  (t.legacy_instruction ? params.legacy_instruction_efficiency : 1.0);
   const double clock_hz = hw.clock_mhz * kHzPerMhz;
   t.iter_math_us = 2.0 * c.tile_m * c.tile_n * c.tile_k / unit_flops_per_s * kUsPerS;
   t.iter_feed_us =
@@ -191,15 +218,21 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   const double l2_bytes =
       c.tile_k * (c.tile_m * t.a_bytes / c.cluster_n + c.tile_n * t.b_bytes / c.cluster_m);
   t.iter_l2_us = l2_bytes / (params.l2_bytes_per_clock_per_unit * clock_hz) * kUsPerS;
-  t.iter_latency_us = params.loaded_latency_ns * kUsPerNs / (double(c.stages - 1) * t.ctas_per_unit);
+  // Loads in flight per CTA: all stages but the one being computed on. A single-stage kernel
+  // still prefetches the next K tile into registers while it computes on shared memory.
+  const int loads_in_flight = std::max(1, c.stages - 1);
+  t.iter_latency_us = params.loaded_latency_ns * kUsPerNs / (double(loads_in_flight) * t.ctas_per_unit);
   // A library kernel family's main loop runs at its fitted share of the modelled speed.
-  const double family = params.family_factor(precision, c.family);
+  const double family = params.family_factor(c.family);
   t.iter_math_us /= family;
   t.iter_feed_us /= family;
   t.iter_l2_us /= family;
   t.iter_latency_us /= family;
   t.iter_us = std::max({t.iter_math_us, t.iter_feed_us, t.iter_l2_us, t.iter_latency_us});
   t.fill_us = params.loaded_latency_ns * kUsPerNs;
+  if (mi.scope != IssueScope::warp) t.setup_us = params.async_kernel_setup_us;
+  t.math_warps = c.warps_m * c.warps_n;
+  t.warp_scope = mi.scope == IssueScope::warp;
   t.feasible = true;
   return t;
 }
@@ -211,6 +244,10 @@ double gemm_compulsory_bytes(const GemmProblem& p, double a_bytes, double b_byte
   if (p.epilogue != GemmEpilogue::none) bytes += n * c_bytes;
   if (p.fp8_scaling == Fp8Scaling::per_row_col) bytes += batch * (m + n) * kScaleBytes;
   return bytes;
+}
+
+double gemm_split_k_partial_bytes(const GemmProblem& p, const GemmConfig& c) {
+  return c.reduction == GemmReduction::workspace_output ? double(dtype_size(p.c_type)) : kAccumulatorBytes;
 }
 
 double gemm_hbm_bytes_per_us(const Hardware& hw, const GemmModelParams& params) {
@@ -237,7 +274,9 @@ GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, co
     // A unit's share of the iterations touches at most one partial tile at each end.
     tiles_on_busiest_unit = std::min(double(s.tiles), double(ceil_div(s.tiles, units)) + 1.0);
   } else {
-    s.slices = c.decomposition == GemmDecomposition::split_k ? std::min<int64_t>(c.split_k, s.k_iters) : 1;
+    // Every slice is launched, even one whose share of K is empty: it still writes its
+    // partial (or takes its turn in D), and the reduction still reads it.
+    s.slices = c.decomposition == GemmDecomposition::split_k ? int64_t(c.split_k) : 1;
     s.work_units = s.tiles * s.slices;
     s.iters_per_work = ceil_div(s.k_iters, s.slices);
     // Workgroups are dealt over the XCDs first (round robin or in runs: the same counts),
@@ -248,19 +287,36 @@ GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, co
     tiles_on_busiest_unit = s.work_per_unit;
   }
   s.units_busy = double(std::min(units, s.work_units));
-  const bool split_k = s.slices > 1;  // fp32 partials and a reduction kernel
+  const bool split_k = s.slices > 1;
+  // Split-K through a workspace: partials and a reduction kernel; in place: the slices of a
+  // tile add into D in turn.
+  const bool in_place = split_k && c.reduction == GemmReduction::in_place;
+  const bool workspace = split_k && !in_place;
+
+  // A grid smaller than the resident slots leaves each unit fewer CTAs: fewer loads in
+  // flight, and for warp-scope kernels fewer warps than the unit has issue slots.
+  s.resident_ctas = std::min(double(t.ctas_per_unit),
+                             stream_k ? double(ceil_div(s.work_units, units)) : s.work_per_unit);
+  if (t.warp_scope)
+    s.issue_share = std::min(1.0, s.resident_ctas * t.math_warps / double(kIssueSlotsPerUnit));
+  s.iter_math_us = t.iter_math_us / s.issue_share;
+  s.iter_feed_us = t.iter_feed_us / s.issue_share;
+  s.iter_latency_us = t.iter_latency_us * t.ctas_per_unit / s.resident_ctas;
+  s.iter_us = std::max({s.iter_math_us, s.iter_feed_us, t.iter_l2_us, s.iter_latency_us});
 
   // Epilogue of one tile: store (and read C), plus a few vector operations per element.
   const double c_bytes = double(dtype_size(p.c_type));
+  const double partial_bytes = gemm_split_k_partial_bytes(p, c);
   const double tile_elems = double(c.tile_m) * c.tile_n;
-  double out_bytes = tile_elems * (split_k ? kAccumulatorBytes : c_bytes);
+  double out_bytes = tile_elems * (workspace ? partial_bytes : c_bytes);
   double ops = 0.0;
-  if (!split_k) {  // split-K stores raw partials; the reduction kernel runs the epilogue
+  if (!workspace) {  // a workspace holds raw partials; the reduction kernel runs the epilogue
     ops = kEpilogueConvertOps;
     if (p.epilogue != GemmEpilogue::none) ops += kEpilogueBiasOps;
     if (p.epilogue == GemmEpilogue::bias_relu) ops += kEpilogueReluOps;
     if (p.fp8_scaling != Fp8Scaling::none) ops += kEpilogueScaleOps;
     if (p.accumulate) ops += kEpilogueAccumulateOps, out_bytes += tile_elems * c_bytes;
+    if (in_place) out_bytes += tile_elems * c_bytes;  // the slices before it, read back
   }
   const double unit_hbm_bytes_per_us = gemm_hbm_bytes_per_us(hw, params) / s.units_busy;
   const double unit_vector_ops_per_us =
@@ -277,14 +333,19 @@ GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, co
     // one writes fp32 partials, the other waits for and reads them.
     s.fixup_us = 2.0 * tile_elems * kAccumulatorBytes / unit_hbm_bytes_per_us + t.fill_us;
   }
-  s.unit_us = s.iters_on_busiest_unit * t.iter_us + s.tile_overhead_us + s.fixup_us;
+  if (in_place) {
+    // The slices of a tile finish together and add into D one after another: the last waits
+    // for the others' read-modify-write of the tile and the hand-over through a counter.
+    s.fixup_us = double(s.slices - 1) * (2.0 * tile_elems * c_bytes / unit_hbm_bytes_per_us + t.fill_us);
+  }
+  s.unit_us = s.iters_on_busiest_unit * s.iter_us + s.tile_overhead_us + s.fixup_us;
 
   const double m = double(p.m), n = double(p.n), k = double(p.k), batch = double(p.batch);
   s.compulsory_bytes = gemm_compulsory_bytes(p, t.a_bytes, t.b_bytes);
 
-  if (split_k) {
+  if (workspace) {
     const double bytes =
-        batch * m * n * (double(s.slices) * kAccumulatorBytes + c_bytes * (p.accumulate ? 2.0 : 1.0));
+        batch * m * n * (double(s.slices) * partial_bytes + c_bytes * (p.accumulate ? 2.0 : 1.0));
     s.reduction_us = bytes / gemm_hbm_bytes_per_us(hw, params) + params.launch_overhead_us;
   }
   if (t.k_major_only) {
@@ -298,8 +359,8 @@ GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, co
   }
   s.padded_flops = double(s.tiles) * double(s.k_iters) * 2.0 * c.tile_m * c.tile_n * c.tile_k;
   const double compulsory_us = s.compulsory_bytes / gemm_hbm_bytes_per_us(hw, params);
-  s.lower_bound_us =
-      params.launch_overhead_us + std::max(s.unit_us, compulsory_us) + s.reduction_us + s.transpose_us;
+  s.lower_bound_us = params.launch_overhead_us + t.setup_us + std::max(s.unit_us, compulsory_us) +
+                     s.reduction_us + s.transpose_us;
   return s;
 }
 
@@ -334,9 +395,14 @@ GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& par
   OperandTraffic g =
       along_n ? operand_traffic(dram_capacity, waves, fp.rows, a_panel, a_sub, fp.cols, b_panel, b_sub)
               : operand_traffic(dram_capacity, waves, fp.cols, b_panel, b_sub, fp.rows, a_panel, a_sub);
-  double out_bytes =
-      batch * m * n * (s.slices > 1 ? slices * kAccumulatorBytes : c_bytes * (p.accumulate ? 2.0 : 1.0));
-  if (s.fixup_us > 0.0)  // stream-K: about one cut tile per persistent CTA
+  const bool split_k = s.slices > 1;
+  const bool in_place = split_k && c.reduction == GemmReduction::in_place;
+  double out_bytes = batch * m * n * c_bytes * (p.accumulate ? 2.0 : 1.0);
+  if (split_k && !in_place) out_bytes = batch * m * n * slices * gemm_split_k_partial_bytes(p, c);
+  // In place, each slice after the first reads D and writes it back.
+  if (in_place) out_bytes += batch * m * n * c_bytes * 2.0 * (slices - 1.0);
+  // Stream-K: about one cut tile per persistent CTA.
+  if (c.decomposition == GemmDecomposition::stream_k && s.fixup_us > 0.0)
     out_bytes +=
         std::min(double(s.tiles), double(s.work_units)) * 2.0 * c.tile_m * c.tile_n * kAccumulatorBytes;
   e.dram_bytes = std::max(s.compulsory_bytes, batch * slices * (g.slow + g.fast) + out_bytes);
@@ -357,7 +423,9 @@ GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& par
 
   const double kernel_us = std::max({s.unit_us, e.dram_us, e.llc_us});
   e.launch_us = params.launch_overhead_us;
-  e.time_us = e.launch_us + kernel_us + s.reduction_us + s.transpose_us;
+  // The kernel's start-up comes before its first load: it adds to whichever bound limits.
+  e.setup_us = t.setup_us;
+  e.time_us = e.launch_us + e.setup_us + kernel_us + s.reduction_us + s.transpose_us;
   e.tflops = p.flops() / (e.time_us / kUsPerS) / kFlopsPerTflop;
 
   e.tiles = s.tiles;
@@ -366,28 +434,28 @@ GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& par
   e.ctas_per_unit = t.ctas_per_unit;
   e.padding_efficiency = p.flops() / s.padded_flops;
   e.unit_us = s.unit_us;
-  e.math_us = s.iters_on_busiest_unit * t.iter_math_us;
-  e.feed_us = s.iters_on_busiest_unit * t.iter_feed_us;
+  e.math_us = s.iters_on_busiest_unit * s.iter_math_us;
+  e.feed_us = s.iters_on_busiest_unit * s.iter_feed_us;
   e.l2_us = s.iters_on_busiest_unit * t.iter_l2_us;
-  e.latency_us = s.iters_on_busiest_unit * t.iter_latency_us;
+  e.latency_us = s.iters_on_busiest_unit * s.iter_latency_us;
   e.tile_overhead_us = s.tile_overhead_us + s.fixup_us;
   e.reduction_us = s.reduction_us;
   e.transpose_us = s.transpose_us;
 
-  const double extras = e.launch_us + s.reduction_us + s.transpose_us;
+  const double extras = e.launch_us + e.setup_us + s.reduction_us + s.transpose_us;
   if (extras > kernel_us)
     e.limiter = GemmLimiter::overhead;
   else if (e.llc_us >= kernel_us)
     e.limiter = GemmLimiter::llc;
   else if (e.dram_us >= kernel_us)
     e.limiter = GemmLimiter::dram;
-  else if (e.tile_overhead_us > s.iters_on_busiest_unit * t.iter_us)
+  else if (e.tile_overhead_us > s.iters_on_busiest_unit * s.iter_us)
     e.limiter = GemmLimiter::overhead;
-  else if (t.iter_us == t.iter_math_us)
+  else if (s.iter_us == s.iter_math_us)
     e.limiter = GemmLimiter::math;
-  else if (t.iter_us == t.iter_feed_us)
+  else if (s.iter_us == s.iter_feed_us)
     e.limiter = GemmLimiter::shared_memory;
-  else if (t.iter_us == t.iter_l2_us)
+  else if (s.iter_us == t.iter_l2_us)
     e.limiter = GemmLimiter::l2;
   else
     e.limiter = GemmLimiter::latency;

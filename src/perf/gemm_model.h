@@ -24,6 +24,11 @@ namespace hetrec {
 // fragments, addresses and producer warps. CUTLASS's largest Hopper tiles (128x256 and
 // 256x128 with fp32 accumulation) sit exactly at this limit.
 inline constexpr double kMaxAccumulatorRegisterShare = 0.5;
+// Warpgroup-scope (Hopper warp-specialised) kernels move registers from the producer to the
+// consumer warpgroups (setmaxnreg, PTX ISA), which then hold 160 of their 240 registers per
+// thread as accumulators: 5/8 of the file. cuBLASLt's largest fp32-accumulator tile on the
+// H200 (320x128 with two consumer warpgroups, 160 KB of the 256 KB file) sits exactly there.
+inline constexpr double kMaxWarpSpecialisedAccumulatorRegisterShare = 0.625;
 // Bytes of one fp32 accumulator / split-K partial element.
 inline constexpr double kAccumulatorBytes = 4.0;
 // Threads of Hopper's producer warpgroup (TMA loads) in warp-specialised kernels
@@ -45,6 +50,11 @@ inline constexpr double kEpilogueScaleOps = 1.0;
 inline constexpr double kFlopsPerFma = 2.0;
 // Bytes of one fp8 scale factor (fp32).
 inline constexpr double kScaleBytes = 4.0;
+// Warps that issue on separate pipes of one unit: an NVIDIA SM has four processing blocks,
+// each with its own warp scheduler and quarter of the math units (Hopper whitepaper), an
+// AMD CU four SIMDs (CDNA 3 whitepaper). A warp issues on one of them, so warp-scope
+// kernels reach the unit's full rate only with at least this many math warps resident.
+inline constexpr int kIssueSlotsPerUnit = 4;
 
 enum class GemmLimiter { math, shared_memory, l2, latency, dram, llc, overhead };
 std::string_view limiter_name(GemmLimiter l);
@@ -53,7 +63,10 @@ std::string_view limiter_name(GemmLimiter l);
 struct GemmKernelTraits {
   bool feasible = false;
   std::string infeasible_reason;  // empty when feasible
-  MatrixPrecision precision = MatrixPrecision::bf16;
+  MatrixPrecision precision = MatrixPrecision::bf16;  // the problem's precision
+  // The pipe the kernel's instruction runs on: `precision`, except for SIMT kernels on other
+  // operand types, which compute in fp32 on the vector pipes.
+  MatrixPrecision pipe = MatrixPrecision::bf16;
   int instruction = -1;  // index into Hardware::matrix_instructions
   bool k_major_only = false;
   int pair = 1;  // CTAs one instruction spans (tcgen05 cta_group::2)
@@ -70,6 +83,12 @@ struct GemmKernelTraits {
   double iter_latency_us = 0.0;  // load latency spread over the stages in flight
   double iter_us = 0.0;          // the max of the four
   double fill_us = 0.0;          // pipeline fill: the first stage's load latency
+  double setup_us = 0.0;         // fixed start-up before the first load (async-copy kernels)
+  // The previous generation's warp-level instruction on a GPU with a wider one for the
+  // pipe (runs at GemmModelParams::legacy_instruction_efficiency).
+  bool legacy_instruction = false;
+  int math_warps = 0;            // warps issuing matrix instructions (or FMAs) per CTA
+  bool warp_scope = false;       // each warp issues on its own (warp-scope instruction)
 };
 
 GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& params,
@@ -87,9 +106,19 @@ struct GemmSchedule {
   double units_busy = 0.0;     // units with work
   double work_per_unit = 0.0;  // work items on the busiest unit (the wave count)
   double iters_on_busiest_unit = 0.0;
+  // CTAs resident at once on the busiest unit (fewer than the occupancy limit when the grid
+  // is small), and the share of the unit's issue slots their math warps fill.
+  double resident_ctas = 0.0;
+  double issue_share = 1.0;
+  // One main-loop iteration with that residency: math and shared-memory feed slowed by the
+  // issue share, load latency hidden by the resident CTAs only.
+  double iter_math_us = 0.0;
+  double iter_feed_us = 0.0;
+  double iter_latency_us = 0.0;
+  double iter_us = 0.0;
   double epilogue_us = 0.0;       // one tile's epilogue on its unit
   double tile_overhead_us = 0.0;  // exposed fill + epilogue summed on the busiest unit
-  double fixup_us = 0.0;          // stream-K partial-tile fixups on the busiest unit
+  double fixup_us = 0.0;          // stream-K partial-tile fixups / in-place split-K turns on the busiest unit
   double unit_us = 0.0;           // busiest unit's total time
   double compulsory_bytes = 0.0;  // every input read once, every output written once
   double reduction_us = 0.0;      // split-K reduction kernel incl. its launch
@@ -100,6 +129,9 @@ struct GemmSchedule {
 
 // Bytes every input read once and every output written once (the HBM floor).
 double gemm_compulsory_bytes(const GemmProblem& problem, double a_bytes, double b_bytes);
+// Bytes of one split-K partial in the workspace: fp32, or the output type when the
+// configuration reduces in it.
+double gemm_split_k_partial_bytes(const GemmProblem& problem, const GemmConfig& config);
 // Achievable HBM bandwidth in bytes per microsecond.
 double gemm_hbm_bytes_per_us(const Hardware& hw, const GemmModelParams& params);
 
@@ -128,6 +160,7 @@ struct GemmEstimate {
   double reduction_us = 0.0;
   double transpose_us = 0.0;
   double launch_us = 0.0;
+  double setup_us = 0.0;  // the kernel's fixed start-up (GemmKernelTraits::setup_us)
   // traffic, bytes
   double dram_bytes = 0.0;
   double llc_bytes = 0.0;  // XCD L2s <- memory-side cache (AMD), 0 elsewhere

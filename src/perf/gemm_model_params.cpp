@@ -45,6 +45,7 @@ std::string serialize(const GemmModelParams& p) {
   s += "arch = " + toml_string(p.arch) + "\n";
   s += std::string("calibrated = ") + (p.calibrated ? "true" : "false") + "\n";
   s += "note = " + toml_string(p.note) + "\n";
+  s += "legacy_instruction_efficiency = " + number_text(p.legacy_instruction_efficiency) + "\n";
   s += "shared_memory_efficiency = " + number_text(p.shared_memory_efficiency) + "\n";
   s += "l2_bytes_per_clock_per_unit = " + number_text(p.l2_bytes_per_clock_per_unit) + "\n";
   s += "l2_usable_fraction = " + number_text(p.l2_usable_fraction) + "\n";
@@ -54,11 +55,12 @@ std::string serialize(const GemmModelParams& p) {
   s += "loaded_latency_ns = " + number_text(p.loaded_latency_ns) + "\n";
   s += "tile_overhead_exposure = " + number_text(p.tile_overhead_exposure) + "\n";
   s += "launch_overhead_us = " + number_text(p.launch_overhead_us) + "\n";
+  s += "async_kernel_setup_us = " + number_text(p.async_kernel_setup_us) + "\n";
   s += "\n[matrix_efficiency]\n";
   for (MatrixPrecision prec : kAllMatrixPrecisions)
     s += std::string(precision_name(prec)) + " = " + number_text(p.matrix_efficiency.of(prec)) + "\n";
   if (!p.family_efficiency.empty()) {
-    s += "\n# Share of the modelled main-loop speed per library kernel family (<precision>.<id>).\n";
+    s += "\n# Share of the modelled main-loop speed per library kernel family (its algorithm id).\n";
     s += "[family_efficiency]\n";
     for (const auto& [key, value] : p.family_efficiency) s += toml_string(key) + " = " + number_text(value) + "\n";
   }
@@ -95,13 +97,11 @@ double PrecisionEfficiency::of(MatrixPrecision p) const {
   return 0.0;
 }
 
-std::string family_key(MatrixPrecision p, int family) {
-  return std::string(precision_name(p)) + "." + std::to_string(family);
-}
+std::string family_key(int family) { return std::to_string(family); }
 
-double GemmModelParams::family_factor(MatrixPrecision p, int family) const {
+double GemmModelParams::family_factor(int family) const {
   if (family < 0) return 1.0;
-  const auto it = family_efficiency.find(family_key(p, family));
+  const auto it = family_efficiency.find(family_key(family));
   return it == family_efficiency.end() ? 1.0 : it->second;
 }
 
@@ -112,6 +112,7 @@ GemmModelParams load_gemm_params(const std::string& path) {
   p.arch = r.string("arch");
   p.calibrated = r.boolean("calibrated");
   p.note = r.string("note");
+  p.legacy_instruction_efficiency = fraction(r, "legacy_instruction_efficiency");
   p.shared_memory_efficiency = fraction(r, "shared_memory_efficiency");
   p.l2_bytes_per_clock_per_unit = positive(r, "l2_bytes_per_clock_per_unit");
   p.l2_usable_fraction = fraction(r, "l2_usable_fraction");
@@ -127,6 +128,10 @@ GemmModelParams load_gemm_params(const std::string& path) {
   if (!(launch >= 0.0) || !std::isfinite(launch))
     r.fail("launch_overhead_us", "expected a non-negative number, found " + number_text(launch));
   p.launch_overhead_us = launch;
+  const double setup = r.number("async_kernel_setup_us");
+  if (!(setup >= 0.0) || !std::isfinite(setup))
+    r.fail("async_kernel_setup_us", "expected a non-negative number, found " + number_text(setup));
+  p.async_kernel_setup_us = setup;
   TomlTableReader eff = r.table("matrix_efficiency");
   p.matrix_efficiency.fp32 = fraction(eff, "fp32");
   p.matrix_efficiency.tf32 = fraction(eff, "tf32");

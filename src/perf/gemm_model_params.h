@@ -5,6 +5,7 @@
 // architecture without a file.
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "hw/hardware.h"
 
@@ -14,6 +15,15 @@ namespace hetrec {
 // Vendor GEMM libraries sustain roughly 70-85% of the datasheet dense rate on large
 // shapes (DESIGN.md: 770-800 of 989 TFLOP/s bf16 measured on an H200).
 inline constexpr double kDefaultMatrixEfficiency = 0.80;
+// Share of the pipe's sustained rate that the previous generation's warp-level matrix
+// instruction reaches on a GPU whose newest instruction has a wider issue scope (Hopper
+// running Ampere's mma.sync instead of wgmma). 1 = no such penalty (generic).
+inline constexpr double kDefaultLegacyInstructionEfficiency = 1.0;
+// Fixed start-up of a kernel that issues warpgroup- or CTA-wide matrix instructions fed by
+// tensor-memory-access copies (Hopper, Blackwell): fetching its copy descriptors,
+// initialising its pipeline barriers and scheduling its clusters before the first load.
+// 0 = none (generic; AMD has no such kernels).
+inline constexpr double kDefaultAsyncKernelSetupUs = 0.0;
 // Bank conflicts and swizzle address overhead on shared memory / LDS reads.
 inline constexpr double kDefaultSharedMemoryEfficiency = 0.90;
 // L2 -> SM/CU read bandwidth per unit and clock. The AMD CDNA 3 whitepaper gives 2 KB per
@@ -51,6 +61,7 @@ struct GemmModelParams {
   bool calibrated = false;                       // true once fitted to measurements
   std::string note = "generic starting values";  // what they were fitted to, or why chosen
   PrecisionEfficiency matrix_efficiency;
+  double legacy_instruction_efficiency = kDefaultLegacyInstructionEfficiency;
   double shared_memory_efficiency = kDefaultSharedMemoryEfficiency;
   double l2_bytes_per_clock_per_unit = kDefaultL2BytesPerClockPerUnit;
   double l2_usable_fraction = kDefaultL2UsableFraction;
@@ -60,16 +71,18 @@ struct GemmModelParams {
   double loaded_latency_ns = kDefaultLoadedLatencyNs;
   double tile_overhead_exposure = kDefaultTileOverheadExposure;
   double launch_overhead_us = kDefaultLaunchOverheadUs;
-  // Per vendor-library kernel family ("<precision>.<family id>", e.g. "bf16.66"): the share
-  // of the modelled main-loop speed that family's kernels reach (fitted; 1 when absent).
-  // Library kernels of one tile shape differ by generation (e.g. Ampere-style mma.sync
-  // kernels next to Hopper warpgroup kernels), which the tile alone does not reveal.
+  double async_kernel_setup_us = kDefaultAsyncKernelSetupUs;
+  // Per vendor-library kernel family (its algorithm id, e.g. "66"): the share of the modelled
+  // main-loop speed that family's kernels reach (fitted; 1 when absent). Kernels of one tile
+  // shape and instruction still differ by implementation (software pipelining, epilogue,
+  // scheduling), which the tile alone does not reveal. A family is one kernel template over
+  // operand types, so one factor serves all the pipes it runs on.
   std::map<std::string, double> family_efficiency;
 
-  double family_factor(MatrixPrecision p, int family) const;
+  double family_factor(int family) const;
 };
 
-std::string family_key(MatrixPrecision p, int family);
+std::string family_key(int family);
 
 // Reads a params file; unknown, missing, mistyped or out-of-range keys are ConfigErrors
 // naming the file and key.

@@ -14,13 +14,31 @@ namespace hetrec {
 namespace {
 
 // Everything but the launch order: candidates equal in this share one schedule.
-using KernelKey = std::array<int, 14>;
-KernelKey kernel_key(const GemmConfig& c, bool with_stages) {
+// Everything but the launch order: candidates equal in this share one schedule. Twins,
+// which may dominate each other, share it without the pipeline depth and kernel family.
+using KernelKey = std::array<int, 15>;
+KernelKey kernel_key(const GemmConfig& c) {
   return {c.tile_m,    c.tile_n,    c.tile_k,
           c.inst_m,    c.inst_n,    c.inst_k,
-          c.warps_m,   c.warps_n,   with_stages ? c.stages : 0,
+          c.warps_m,   c.warps_n,   c.stages,
           c.cluster_m, c.cluster_n, int(c.decomposition),
-          c.split_k,   c.family};
+          c.split_k,   int(c.reduction), c.family};
+}
+KernelKey twin_key(const GemmConfig& c) {
+  KernelKey k = kernel_key(c);
+  k[8] = 0;   // stages
+  k[14] = 0;  // family
+  return k;
+}
+
+// Whether kernel `a` is at least as fast as its twin `b` on every shape: the same
+// occupancy, start-up and fill, and no main-loop bound larger (the shape scales each bound
+// of both by the same factors, the residency and issue share being equal).
+bool never_slower(const GemmKernelTraits& a, const GemmKernelTraits& b) {
+  return a.ctas_per_unit == b.ctas_per_unit && a.setup_us == b.setup_us && a.fill_us == b.fill_us &&
+         a.k_major_only == b.k_major_only && a.iter_math_us <= b.iter_math_us &&
+         a.iter_feed_us <= b.iter_feed_us && a.iter_l2_us <= b.iter_l2_us &&
+         a.iter_latency_us <= b.iter_latency_us;
 }
 
 bool same_launch_order(const GemmConfig& a, const GemmConfig& b) {
@@ -81,7 +99,7 @@ GemmSelector::GemmSelector(Hardware hw, GemmModelParams params, std::vector<Gemm
     std::vector<Group> groups;
     std::map<KernelKey, std::size_t> index_of;
     for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      const KernelKey key = kernel_key(candidates_[i], true);
+      const KernelKey key = kernel_key(candidates_[i]);
       auto it = index_of.find(key);
       if (it == index_of.end()) {
         GemmKernelTraits traits = gemm_kernel_traits(hw_, params_, p, candidates_[i]);
@@ -96,20 +114,18 @@ GemmSelector::GemmSelector(Hardware hw, GemmModelParams params, std::vector<Gemm
       }
       if (it->second != kInfeasible) groups[it->second].members.push_back(i);
     }
-    // Drop a kernel when an earlier-listed twin with a deeper pipeline and the same
-    // occupancy is never slower, offering each of its launch orders at a smaller index:
-    // it can then never be the (earliest) fastest candidate.
+    // Drop a kernel when an earlier-listed twin (another pipeline depth or kernel family of
+    // the same tile, decomposition and instruction) is never slower, offering each of its
+    // launch orders at a smaller index: it can then never be the (earliest) fastest one.
     std::map<KernelKey, std::vector<std::size_t>> twins;
     std::vector<bool> dominated(groups.size(), false);
     for (std::size_t g = 0; g < groups.size(); ++g) {
       const GemmConfig& mine = candidates_[groups[g].members.front()];
-      std::vector<std::size_t>& earlier = twins[kernel_key(mine, false)];
+      std::vector<std::size_t>& earlier = twins[twin_key(mine)];
       for (std::size_t e : earlier) {
         if (dominated[e]) continue;
         const Group& other = groups[e];
-        if (candidates_[other.members.front()].stages <= mine.stages) continue;
-        if (other.traits.ctas_per_unit != groups[g].traits.ctas_per_unit) continue;
-        if (other.traits.iter_us > groups[g].traits.iter_us) continue;
+        if (!never_slower(other.traits, groups[g].traits)) continue;
         const bool covers =
             std::all_of(groups[g].members.begin(), groups[g].members.end(), [&](std::size_t m) {
               return std::any_of(other.members.begin(), other.members.end(), [&](std::size_t o) {
@@ -144,6 +160,7 @@ void GemmSelector::add_quick_bound_classes(PrecisionGroups& pg) {
     g.k_class = class_of(pg.k_classes, {double(c.tile_k), 1.0});
     g.decomposition = c.decomposition;
     g.split_k = double(c.split_k);
+    g.reduction = c.reduction;
     g.tile_elements = double(c.tile_m) * c.tile_n;
     g.exposed_overhead = params_.tile_overhead_exposure / g.traits.ctas_per_unit;
   }
@@ -184,7 +201,8 @@ RankedConfig GemmSelector::select(const GemmProblem& problem) const {
   const double mn = batch * double(problem.m) * double(problem.n);
   const double c_bytes = double(dtype_size(problem.c_type));
   const double output_bytes = c_bytes * (problem.accumulate ? 2.0 : 1.0);  // per element, read C + write D
-  const double split_k_partials_us = mn * kAccumulatorBytes / hbm_bytes_per_us;
+  const double split_k_partials_us = mn * kAccumulatorBytes / hbm_bytes_per_us;  // fp32 partials
+  const double split_k_output_partials_us = mn * c_bytes / hbm_bytes_per_us;      // in the output type
   const double split_k_output_us = mn * output_bytes / hbm_bytes_per_us + launch_us;
   const double outputs_us = mn * output_bytes / hbm_bytes_per_us;
   // Transposes that K-major-only instructions need for this layout (read + write each).
@@ -235,16 +253,17 @@ RankedConfig GemmSelector::select(const GemmProblem& problem) const {
         }
       } else {
         const double slices =
-            group.decomposition == GemmDecomposition::split_k ? std::min(group.split_k, iters) : 1.0;
+            group.decomposition == GemmDecomposition::split_k ? group.split_k : 1.0;
         work = tiles * slices;
         busiest_tiles = ceil_nonnegative(ceil_nonnegative(work / xcds) / units_per_xcd);
         busiest_iters = busiest_tiles * ceil_nonnegative(iters / slices);
-        if (slices > 1.0) {
-          out_bytes = kAccumulatorBytes;
-          // The GEMM itself reads A and B at least once and writes fp32 partials per slice.
-          group_floor_us =
-              std::max(floor_us, (operands_us + split_k_partials_us * slices) * kQuickBoundSlack);
-          reduction_us = split_k_partials_us * slices + split_k_output_us;
+        if (slices > 1.0 && group.reduction != GemmReduction::in_place) {
+          const bool fp32 = group.reduction == GemmReduction::workspace_fp32;
+          const double partials_us = fp32 ? split_k_partials_us : split_k_output_partials_us;
+          out_bytes = fp32 ? kAccumulatorBytes : c_bytes;
+          // The GEMM itself reads A and B at least once and writes partials per slice.
+          group_floor_us = std::max(floor_us, (operands_us + partials_us * slices) * kQuickBoundSlack);
+          reduction_us = partials_us * slices + split_k_output_us;
         }
       }
       // Each tile's pipeline fill and output store, as much as is left exposed (the
@@ -254,7 +273,8 @@ RankedConfig GemmSelector::select(const GemmProblem& problem) const {
       const double overhead_us =
           (busiest_tiles * group.exposed_overhead + (1.0 - group.exposed_overhead)) * per_tile_us;
       const double unit_us = busiest_iters * group.traits.iter_us + overhead_us;
-      const double extra_us = reduction_us + (group.traits.k_major_only ? transpose_us : 0.0);
+      const double extra_us =
+          group.traits.setup_us + reduction_us + (group.traits.k_major_only ? transpose_us : 0.0);
       bound[g] =
           launch_us + std::max(unit_us * kQuickBoundSlack, group_floor_us) + extra_us * kQuickBoundSlack;
     } else {

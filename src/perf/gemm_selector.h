@@ -57,6 +57,7 @@ class GemmSelector {
     std::size_t m_class = 0, n_class = 0, k_class = 0;
     GemmDecomposition decomposition = GemmDecomposition::data_parallel;
     double split_k = 1.0;
+    GemmReduction reduction = GemmReduction::workspace_fp32;
     double tile_elements = 0.0;     // tile_m x tile_n
     double exposed_overhead = 0.0;  // share of a tile's fill + epilogue left exposed
   };

@@ -56,10 +56,9 @@ std::string replace_once(std::string text, const std::string& from, const std::s
 
 // Loads the H100 file mutated by one replacement and returns the ConfigError message
 // (empty when it loaded, which fails the calling test's expectations).
-std::string load_error(const std::string& from, const std::string& to,
-                       const std::string& file_name = "h100_sxm.toml") {
+std::string load_error_of_text(const std::string& text, const std::string& file_name = "h100_sxm.toml") {
   TempDir dir;
-  const std::string file = dir.write(file_name, replace_once(read_text(kHwDir + "/h100_sxm.toml"), from, to));
+  const std::string file = dir.write(file_name, text);
   try {
     load_hardware(file);
   } catch (const ConfigError& e) {
@@ -67,8 +66,14 @@ std::string load_error(const std::string& from, const std::string& to,
     EXPECT_NE(what.find(file), std::string::npos) << "message does not name the file: " << what;
     return what;
   }
-  ADD_FAILURE() << "expected a ConfigError for replacing '" << from << "' by '" << to << "'";
+  ADD_FAILURE() << "expected a ConfigError for the mutated file";
   return "";
+}
+
+std::string load_error(const std::string& from, const std::string& to,
+                       const std::string& file_name = "h100_sxm.toml") {
+  SCOPED_TRACE("replacing '" + from + "' by '" + to + "'");
+  return load_error_of_text(replace_once(read_text(kHwDir + "/h100_sxm.toml"), from, to), file_name);
 }
 
 // The DESIGN.md hardware table, row by row.
@@ -148,20 +153,28 @@ TEST(HardwareFiles, H200CarriesItsMeasurements) {
 
 TEST(HardwareFiles, InstructionsDescribeTheirShapes) {
   const Hardware h100 = load_hardware_by_name("h100_sxm", kHwDir);
-  bool found_wgmma = false;
+  bool found_wgmma = false, found_mma_sync = false;
   for (const MatrixInstruction& mi : h100.matrix_instructions) {
-    if (mi.precision == MatrixPrecision::bf16) {
+    if (mi.precision == MatrixPrecision::bf16 && mi.scope == IssueScope::warpgroup) {
       found_wgmma = true;
-      EXPECT_EQ(mi.scope, IssueScope::warpgroup);
+      EXPECT_EQ(mi.m, 64);
       EXPECT_TRUE(mi.allows_n(8) && mi.allows_n(256) && mi.allows_n(192));
       EXPECT_FALSE(mi.allows_n(260) || mi.allows_n(12));
       EXPECT_FALSE(mi.k_major_only);
+    }
+    if (mi.precision == MatrixPrecision::bf16 && mi.scope == IssueScope::warp) {
+      found_mma_sync = true;  // Ampere-generation m16n8k16
+      EXPECT_EQ(mi.m, 16);
+      EXPECT_TRUE(mi.allows_n(8));
+      EXPECT_FALSE(mi.allows_n(16));
+      EXPECT_EQ(mi.k, 16);
     }
     if (mi.precision == MatrixPrecision::fp8) {
       EXPECT_TRUE(mi.k_major_only);
     }
   }
   EXPECT_TRUE(found_wgmma);
+  EXPECT_TRUE(found_mma_sync);
   const Hardware b200 = load_hardware_by_name("b200", kHwDir);
   int pairs = 0;
   for (const MatrixInstruction& mi : b200.matrix_instructions) pairs += mi.ctas == 2;
@@ -260,7 +273,11 @@ TEST(HardwareErrors, MatrixInstructions) {
   e = load_error("k = 16\nsource", "k = 16\nctas = 2\nsource");
   EXPECT_NE(e.find("'matrix_instructions[0].ctas': only cta-scope"), std::string::npos) << e;
   // A rate without an instruction, and an instruction without a rate.
-  e = load_error("precision = \"tf32\"", "precision = \"fp16\"");
+  std::string no_tf32 = read_text(kHwDir + "/h100_sxm.toml");
+  for (const char* name : {"name = \"wgmma", "name = \"mma.sync"})
+    no_tf32 = replace_once(no_tf32, std::string("precision = \"tf32\"\n") + name,
+                           std::string("precision = \"fp16\"\n") + name);
+  e = load_error_of_text(no_tf32);
   EXPECT_NE(e.find("no instruction of precision tf32 although dense_tflops gives its rate"),
             std::string::npos)
       << e;

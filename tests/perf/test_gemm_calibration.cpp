@@ -39,7 +39,7 @@ std::vector<MeasuredShape> synthetic_measurements(const Hardware& hw, const Gemm
     for (std::size_t i = 0; i < pool.size(); i += 1 + rng.below(7)) {
       const GemmEstimate e = predict_gemm(hw, p, pool[i], truth);
       const double jitter = std::exp(noise * (2.0 * rng.uniform() - 1.0));
-      s.candidates.push_back({"cand" + std::to_string(i), pool[i], e.time_us * jitter});
+      s.candidates.push_back({"cand" + std::to_string(i), pool[i], e.time_us * jitter, {}});
     }
     if (s.candidates.size() < 3) continue;
     // A heuristic that is right two times in three.
@@ -87,7 +87,7 @@ TEST(GemmCalibration, SelectionStatisticsByHand) {
   ASSERT_EQ(picked.size(), 4u);
   std::sort(picked.begin(), picked.end(), [](auto& a, auto& b) { return a.first < b.first; });
   const double times[] = {40.0, 30.0, 20.0, 10.0};  // by predicted rank
-  for (std::size_t r = 0; r < 4; ++r) s.candidates.push_back({"c" + std::to_string(r), picked[r].second, times[r]});
+  for (std::size_t r = 0; r < 4; ++r) s.candidates.push_back({"c" + std::to_string(r), picked[r].second, times[r], {}});
   const ShapeSelection sel = select_measured(hw, params, s);
   EXPECT_EQ(sel.selected, 0);
   EXPECT_DOUBLE_EQ(sel.selected_us, 40.0);
@@ -102,11 +102,17 @@ TEST(GemmCalibration, SelectionStatisticsByHand) {
   EXPECT_EQ(sum.shapes, 1u);
 }
 
+// The tensor-core precisions share one fitted efficiency (the datasheet gives their rates).
+void set_tensor_efficiency(GemmModelParams& p, double v) {
+  p.matrix_efficiency.bf16 = p.matrix_efficiency.fp16 = p.matrix_efficiency.tf32 = p.matrix_efficiency.fp8 = v;
+}
+
 TEST(GemmCalibration, FitRecoversParametersThatSelectWellOnHeldOutShapes) {
-  const Hardware hw = shipped_hardware("h200_sxm");
+  // Without the H200's measurements, so that every parameter is fitted.
+  Hardware hw = shipped_hardware("h200_sxm");
+  hw.measured.reset();
   GemmModelParams truth = test::shipped_params(hw);
-  truth.matrix_efficiency.bf16 = 0.62;
-  truth.matrix_efficiency.tf32 = 0.48;
+  set_tensor_efficiency(truth, 0.62);
   truth.hbm_efficiency = 0.75;
   truth.launch_overhead_us = 6.0;
   truth.loaded_latency_ns = 1400.0;
@@ -115,8 +121,7 @@ TEST(GemmCalibration, FitRecoversParametersThatSelectWellOnHeldOutShapes) {
   const auto held = held_out_shape_indices(shapes.size(), calib);
 
   GemmModelParams start = test::shipped_params(hw);
-  start.matrix_efficiency.bf16 = 0.9;
-  start.matrix_efficiency.tf32 = 0.9;
+  set_tensor_efficiency(start, 0.9);
   start.hbm_efficiency = 0.95;
   start.launch_overhead_us = 2.0;
   start.loaded_latency_ns = 500.0;
@@ -132,8 +137,28 @@ TEST(GemmCalibration, FitRecoversParametersThatSelectWellOnHeldOutShapes) {
   EXPECT_GE(after.geomean_ratio, 0.97);
   EXPECT_GT(after.mean_spearman, 0.8);
   EXPECT_NEAR(fit.params.matrix_efficiency.bf16, truth.matrix_efficiency.bf16, 0.1);
+  EXPECT_NEAR(fit.params.matrix_efficiency.tf32, fit.params.matrix_efficiency.bf16, 1e-12);  // tied
+  EXPECT_NEAR(fit.params.hbm_efficiency, truth.hbm_efficiency, 0.1);
   // The heuristic of the synthetic data is wrong a third of the time.
   EXPECT_LT(after.heuristic_geomean_ratio, 1.0);
+}
+
+TEST(GemmCalibration, MeasuredQuantitiesAreHeldAtTheirStartingValues) {
+  // The H200 file measures a large bf16 GEMM's rate and the copy bandwidth; the starting
+  // parameters reproduce them, and the fit leaves them alone however the data pull.
+  const Hardware hw = shipped_hardware("h200_sxm");
+  ASSERT_TRUE(hw.measured && hw.measured->copy_tbs && hw.measured->bf16_gemm_tflops_low);
+  GemmModelParams truth = test::shipped_params(hw);
+  set_tensor_efficiency(truth, 0.5);
+  truth.hbm_efficiency = 0.6;
+  const std::vector<MeasuredShape> shapes = synthetic_measurements(hw, truth, 40, 0.02, 12);
+  const auto calib = calibration_shape_indices(shapes.size(), 0.1);
+  const GemmModelParams start = test::shipped_params(hw);
+  const GemmFitResult fit = fit_gemm_params(hw, shapes, calib, start);
+  EXPECT_EQ(fit.params.matrix_efficiency.bf16, start.matrix_efficiency.bf16);
+  EXPECT_EQ(fit.params.matrix_efficiency.tf32, start.matrix_efficiency.tf32);
+  EXPECT_EQ(fit.params.hbm_efficiency, start.hbm_efficiency);
+  EXPECT_LT(fit.loss_after, fit.loss_before);  // the rest still moved
 }
 
 TEST(GemmCalibration, RejectsEmptyOrBrokenMeasurements) {
@@ -142,7 +167,7 @@ TEST(GemmCalibration, RejectsEmptyOrBrokenMeasurements) {
   shapes[0].id = "empty";
   const std::size_t idx[] = {0};
   EXPECT_THROW(fit_gemm_params(hw, shapes, idx, test::shipped_params(hw)), ConfigError);
-  shapes[0].candidates.push_back({"zero", GemmConfig{}, 0.0});
+  shapes[0].candidates.push_back({"zero", GemmConfig{}, 0.0, {}});
   EXPECT_THROW(evaluate_selection(hw, test::shipped_params(hw), shapes, idx), ConfigError);
 }
 

@@ -1,6 +1,6 @@
 // Replays the recorded H200 oracle (bench/results/gemm-oracle-20261129-h200.json.xz)
 // through the calibration and the held-out selection statistics, and fails if they get
-// worse than the recorded figures (bench/results/gemm-calibration-20261129-h200.json).
+// worse than the recorded figures (bench/results/gemm-calibration-20261130-h200.json).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -14,11 +14,13 @@ namespace hetrec {
 namespace {
 
 const std::string kResults = std::string(HETREC_SOURCE_DIR) + "/bench/results/";
+// The recorded calibration: its results record and (with "-params.toml") fitted parameters.
+const std::string kRecorded = "gemm-calibration-20261130-h200";
 
 TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
   const Hardware hw = test::shipped_hardware("h200_sxm");
   const GemmOracle oracle = load_gemm_oracle(kResults + "gemm-oracle-20261129-h200.json.xz");
-  const nlohmann::json recorded = nlohmann::json::parse(read_text_file(kResults + "gemm-calibration-20261129-h200.json"));
+  const nlohmann::json recorded = nlohmann::json::parse(read_text_file(kResults + kRecorded + ".json"));
   const GemmCalibrationRun run = run_gemm_calibration(hw, oracle, test::shipped_params(hw), 0.05);
 
   // At most 5% of the shapes are seen by the fit; the others are held out.
@@ -32,6 +34,8 @@ TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
   EXPECT_GE(run.held_out_after.p5_ratio, rec["p5_oracle_over_selected"].get<double>() - slack);
   EXPECT_GE(run.held_out_after.mean_spearman, rec["mean_spearman"].get<double>() - slack);
   EXPECT_LE(run.held_out_after.mean_abs_log_error, rec["mean_abs_log_error"].get<double>() + slack);
+  EXPECT_EQ(run.conversion.undescribed, recorded["candidates"]["not_describable"].get<std::size_t>());
+  EXPECT_EQ(run.conversion.kernel_chosen_tiles, recorded["candidates"]["kernel_chosen_tiles"].get<std::size_t>());
   // The heuristic figures come from the measurements alone.
   EXPECT_NEAR(run.held_out_after.heuristic_geomean_ratio, rec["heuristic_geomean_oracle_over_selected"].get<double>(),
               1e-9);
@@ -49,7 +53,7 @@ TEST(GemmCalibrationReplay, KernelFamilyRoundTripsThroughText) {
 }
 
 TEST(GemmCalibrationReplay, FittedParametersRoundTripThroughTheParamsFile) {
-  const GemmModelParams p = load_gemm_params(kResults + "gemm-calibration-20261129-h200-params.toml");
+  const GemmModelParams p = load_gemm_params(kResults + kRecorded + "-params.toml");
   EXPECT_TRUE(p.calibrated);
   EXPECT_FALSE(p.family_efficiency.empty());
   const std::string path = ::testing::TempDir() + "/params_roundtrip.toml";

@@ -72,6 +72,9 @@ TEST(GemmModelParams, SaveLoadRoundTripsExactly) {
     p.loaded_latency_ns = 100 + 1000 * rng.uniform();
     p.tile_overhead_exposure = rng.uniform();
     p.launch_overhead_us = 10 * rng.uniform();
+    p.legacy_instruction_efficiency = rng.uniform_open();
+    p.async_kernel_setup_us = 5 * rng.uniform();
+    p.family_efficiency[std::to_string(rng.below(100))] = 0.1 + rng.uniform();
     const std::string path = dir.file("p" + std::to_string(trial) + ".toml");
     save_gemm_params(p, path);
     const GemmModelParams q = load_gemm_params(path);
@@ -89,6 +92,9 @@ TEST(GemmModelParams, SaveLoadRoundTripsExactly) {
     EXPECT_EQ(q.loaded_latency_ns, p.loaded_latency_ns);
     EXPECT_EQ(q.tile_overhead_exposure, p.tile_overhead_exposure);
     EXPECT_EQ(q.launch_overhead_us, p.launch_overhead_us);
+    EXPECT_EQ(q.legacy_instruction_efficiency, p.legacy_instruction_efficiency);
+    EXPECT_EQ(q.async_kernel_setup_us, p.async_kernel_setup_us);
+    EXPECT_EQ(q.family_efficiency, p.family_efficiency);
     EXPECT_EQ(gemm_params_fingerprint(q), gemm_params_fingerprint(p));
   }
 }
@@ -100,6 +106,15 @@ TEST(GemmModelParams, FingerprintChangesWithAnyField) {
   EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
   changed = base;
   changed.matrix_efficiency.fp8 *= 0.5;
+  EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
+  changed = base;
+  changed.legacy_instruction_efficiency *= 0.5;
+  EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
+  changed = base;
+  changed.async_kernel_setup_us += 1;
+  EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
+  changed = base;
+  changed.family_efficiency["66"] = 0.9;
   EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
 }
 
@@ -123,6 +138,12 @@ TEST(GemmModelParams, ErrorsNameTheKey) {
   EXPECT_NE(e.find("'calibrated': expected true or false"), std::string::npos) << e;
   e = load_error(with("launch_overhead_us = 2.0", "launch_overhead_us = -1.0"));
   EXPECT_NE(e.find("'launch_overhead_us': expected a non-negative number"), std::string::npos) << e;
+  e = load_error(with("async_kernel_setup_us = 0.0", "async_kernel_setup_us = -0.5"));
+  EXPECT_NE(e.find("'async_kernel_setup_us': expected a non-negative number"), std::string::npos) << e;
+  e = load_error(with("legacy_instruction_efficiency = 0.6", "legacy_instruction_efficiency = 1.2"));
+  EXPECT_NE(e.find("'legacy_instruction_efficiency': expected a fraction in (0, 1]"), std::string::npos) << e;
+  e = load_error(with("legacy_instruction_efficiency = 0.6\n", ""));
+  EXPECT_NE(e.find("'legacy_instruction_efficiency': missing"), std::string::npos) << e;
 }
 
 TEST(GemmModelParams, MissingFileGivesDefaultsAndWrongArchIsAnError) {

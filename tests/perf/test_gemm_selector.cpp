@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "perf/gemm_candidates.h"
+#include "perf/gemm_model.h"
 #include "perf/gemm_report.h"
 #include "perf/gemm_selector.h"
 #include "perf_test_support.h"
@@ -112,6 +113,76 @@ TEST(GemmSelector, ReturnsTheFirstOfTheRanking) {
       // The one-off form over the same list agrees.
       EXPECT_EQ(select_config(hw, p, candidates, params).estimate.time_us, chosen.estimate.time_us);
     }
+  }
+}
+
+// Library-style configurations beside the model's own: families, single-stage and warp-level
+// mma.sync kernels, SIMT kernels on 16-bit operands, every split-K reduction scheme, both
+// launch orders, clusters.
+std::vector<GemmConfig> library_like_pool(const Hardware& hw) {
+  std::vector<GemmConfig> pool = gemm_candidates(hw, MatrixPrecision::bf16);
+  const GemmReduction reductions[] = {GemmReduction::workspace_fp32, GemmReduction::workspace_output,
+                                      GemmReduction::in_place};
+  for (int family : {21, 23}) {
+    for (int tile : {16, 32, 64, 128}) {
+      for (int stages : {1, 3, 6}) {
+        for (int split : {1, 2, 16}) {
+          for (GemmReduction r : reductions) {
+            if (split == 1 && r != GemmReduction::workspace_fp32) continue;
+            GemmConfig c;
+            c.tile_m = c.tile_n = tile, c.tile_k = 32;
+            c.inst_m = 16, c.inst_n = 8, c.inst_k = 16;
+            c.warps_m = c.warps_n = tile < 64 ? 1 : 2;
+            c.stages = stages, c.family = family;
+            c.split_k = split, c.reduction = r;
+            c.decomposition = split > 1 ? GemmDecomposition::split_k : GemmDecomposition::data_parallel;
+            c.raster = GemmRaster::along_m;
+            pool.push_back(c);
+          }
+        }
+      }
+    }
+  }
+  for (int tile_m : {64, 128}) {
+    GemmConfig c;  // SIMT family on 16-bit operands
+    c.tile_m = tile_m, c.tile_n = 64, c.tile_k = 8;
+    c.inst_m = c.inst_n = c.inst_k = 1;
+    c.warps_m = tile_m / 32, c.warps_n = 2, c.stages = 4, c.family = 16;
+    pool.push_back(c);
+  }
+  for (GemmConfig c : gemm_candidates(hw, MatrixPrecision::bf16)) {
+    if (c.cluster_m * c.cluster_n != 1 || c.decomposition == GemmDecomposition::stream_k) continue;
+    c.family = 66;  // a Hopper family: the same kernels with another efficiency
+    for (GemmReduction r : reductions) {
+      if (c.split_k == 1 && r != GemmReduction::workspace_fp32) continue;
+      c.reduction = r;
+      pool.push_back(c);
+    }
+  }
+  return pool;
+}
+
+TEST(GemmSelector, ReturnsTheFirstOfTheRankingOverLibraryKernels) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  GemmModelParams params = shipped_params(hw);
+  params.family_efficiency = {{"21", 1.3}, {"23", 0.7}, {"16", 0.9}, {"66", 1.1}};
+  params.legacy_instruction_efficiency = 0.5;
+  params.async_kernel_setup_us = 1.5;
+  const std::vector<GemmConfig> pool = library_like_pool(hw);
+  const GemmSelector selector(hw, params, pool);
+  Rng rng(37);
+  for (int trial = 0; trial < 60; ++trial) {
+    GemmProblem p = random_problem(rng, hw);
+    p.a_type = p.b_type = DType::bf16, p.c_type = DType::bf16, p.fp8_scaling = Fp8Scaling::none;
+    p.allow_tf32 = false;
+    const std::vector<RankedConfig> ranked = rank_configs(hw, p, pool, params);
+    ASSERT_FALSE(ranked.empty());
+    const RankedConfig chosen = selector.select(p);
+    EXPECT_GE(chosen.estimate.time_us, ranked.front().estimate.time_us) << describe_gemm_problem(p);
+    EXPECT_LE(chosen.estimate.time_us, ranked.front().estimate.time_us * (1 + kTieTolerance))
+        << describe_gemm_problem(p) << "\nchosen " << to_string(chosen.config) << "\nbest   "
+        << to_string(ranked.front().config);
+    EXPECT_DOUBLE_EQ(chosen.estimate.time_us, predict_gemm(hw, p, chosen.config, params).time_us);
   }
 }
 
