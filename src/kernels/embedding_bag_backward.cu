@@ -93,14 +93,18 @@ __global__ void __launch_bounds__(kBlockThreads)
 }
 
 // Rows occurring more than kLongSegment times are split into chunks of chunk_length
-// occurrences: chunks[u] is their count (0 for a short row).
+// occurrences: chunks[u] is their count (0 for a short row). The segment of invalid ids
+// (key kInvalidKey, last) gets none: its occurrences come from several tables, so a
+// chunk sum would read gradients of one table at another's offsets, and the update
+// skips it anyway.
 __global__ void __launch_bounds__(kBlockThreads)
-    count_chunks_kernel(const uint32_t* __restrict__ segment_start, const uint32_t* __restrict__ num_unique,
-                        int64_t capacity, uint32_t* __restrict__ chunks) {
+    count_chunks_kernel(const uint32_t* __restrict__ segment_start, const uint32_t* __restrict__ sorted_keys,
+                        const uint32_t* __restrict__ num_unique, int64_t total_rows, int64_t capacity,
+                        uint32_t* __restrict__ chunks) {
   const int64_t u = static_cast<int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x;
   if (u >= capacity) return;
   uint32_t c = 0;
-  if (u < *num_unique) {
+  if (u < *num_unique && sorted_keys[segment_start[u]] < total_rows) {
     const uint32_t len = segment_start[u + 1] - segment_start[u];
     c = long_row_chunks(len);
   }
@@ -397,8 +401,8 @@ SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const
   // each row's chunk count and first chunk.
   uint32_t* chunks = heads;
   uint32_t* chunk_start = unique_index;
-  count_chunks_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(w.segment_start, w.num_unique,
-                                                                                      capacity, chunks);
+  count_chunks_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(
+      w.segment_start, sorted_keys, w.num_unique, tables.total_rows, capacity, chunks);
   HETREC_GPU_CHECK_LAUNCH("count_chunks_kernel");
   exclusive_scan(chunks, chunk_start, capacity, w.num_chunks, w.scratch, w.scratch_bytes, stream);
   chunk_owner_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(chunks, chunk_start, w.num_unique,
