@@ -12,6 +12,7 @@
 #include "hw/hardware.h"
 #include "train/config.h"
 #if defined(HETREC_WITH_GPU)
+#include "model/gpu/gpu_embeddings.h"
 #include "tune/gpu/tune_session.h"
 #endif
 
@@ -37,7 +38,7 @@ void add_tune_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "search kernel variants on this GPU (compile, verify against a reference, time) and keep the winners");
-  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | all")->capture_default_str();
+  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | all")->capture_default_str();
   cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -67,11 +68,15 @@ void add_tune_command(CLI::App& app, Action& action) {
       o.out_dir = a->out_dir;
       o.winners_path = a->winners;
       o.hw = load_hardware_by_name(a->hw, a->hw_dir);
-      const ModelConfig model = load_run_config(a->config).model;
+      const RunConfig run = load_run_config(a->config);
+      const ModelConfig& model = run.model;
       o.tables = model.tables;
       o.dim = model.embedding_dim;
       o.interaction_self = model.interaction_self;
       for (const std::string& r : a->rows) o.row_dtypes.push_back(parse_dtype(r, "--rows"));
+      o.sparse_optimizer = gpu_model::sparse_optimizer_kind(run.optim.sparse);
+      o.sparse_lr = run.optim.sparse_lr;
+      o.sparse_eps = run.optim.eps;
       o.batch = a->batch;
       o.stop_fraction = a->stop_fraction;
       o.min_occupancy = a->min_occupancy;

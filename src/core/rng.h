@@ -6,19 +6,11 @@
 #include <cmath>
 #include <cstdint>
 
+#include "core/mix64.h"
+
 namespace hetrec {
 
 __extension__ typedef unsigned __int128 uint128_t;
-
-// SplitMix64 finaliser (Steele, Lea, Flood 2014): a bijective 64-bit mixer.
-constexpr uint64_t mix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-constexpr uint64_t hash_combine(uint64_t a, uint64_t b) { return mix64(a ^ mix64(b)); }
 
 // A sequential generator over a counter: next() = mix64(key + counter++).
 class Rng {

@@ -2,10 +2,10 @@
 // The random streams a model draws from its seeds, shared by every backend so that the
 // CPU and GPU engines initialise and round bit-identically. All functions are constexpr
 // pure functions of their arguments (usable in device code: the device build passes
-// --expt-relaxed-constexpr), built on core/rng.h's mixer.
+// --expt-relaxed-constexpr), built on core/mix64.h's mixer.
 #include <cstdint>
 
-#include "core/rng.h"
+#include "core/mix64.h"
 
 namespace hetrec::seed_streams {
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "gpu/check.h"
+#include "gpu/kernel_attributes.h"
 
 #if !defined(HETREC_GPU_HIP)
 #include <nvrtc.h>
@@ -34,6 +35,7 @@ RtcKernel& RtcKernel::operator=(RtcKernel&& o) noexcept {
 void RtcKernel::release() noexcept {}
 KernelResources RtcKernel::resources() const { return {}; }
 void RtcKernel::allow_dynamic_shared_memory(std::size_t) const {}
+int RtcKernel::resident_blocks(int, std::size_t) const { return 0; }
 void RtcKernel::launch(unsigned, unsigned, std::size_t, stream_t, void**) const {}
 
 #else
@@ -165,6 +167,10 @@ KernelResources RtcKernel::resources() const {
 void RtcKernel::allow_dynamic_shared_memory(std::size_t bytes) const {
   HETREC_GPU_CHECK(cudaFuncSetAttribute(static_cast<const void*>(kernel_), cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(bytes)));
+}
+
+int RtcKernel::resident_blocks(int threads, std::size_t dynamic_shared_bytes) const {
+  return resident_blocks_per_multiprocessor(static_cast<const void*>(kernel_), threads, dynamic_shared_bytes);
 }
 
 void RtcKernel::launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args) const {

@@ -58,6 +58,9 @@ class RtcKernel {
   // Lets launches request up to `bytes` of dynamic shared memory (above 48 KB a kernel
   // must opt in).
   void allow_dynamic_shared_memory(std::size_t bytes) const;
+  // Blocks of `threads` threads (and `dynamic_shared_bytes` each) one multiprocessor
+  // holds at once: what a persistent grid launches per multiprocessor.
+  int resident_blocks(int threads, std::size_t dynamic_shared_bytes) const;
   // args[i] points at the i-th kernel argument. Throws DeviceError when the launch fails.
   void launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args) const;
 

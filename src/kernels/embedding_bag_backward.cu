@@ -7,39 +7,31 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
-#include "gpu/fp_ops.h"
 #include "gpu/kernel_attributes.h"
-#include "gpu/warp.h"
 #include "kernels/embedding_lanes.h"
 #include "kernels/launch.h"
+#include "kernels/long_rows.h"
 #include "kernels/radix_sort.h"
 #include "kernels/row_vector.cuh"
 #include "kernels/scan.h"
-#include "kernels/sparse_rounding.h"
+#include "kernels/sparse_update_kernel.cuh"
+#include "kernels/sparse_update_tuned.h"
+#include "kernels/sparse_update_variant.h"
 
 namespace hetrec::kernels {
 
 namespace {
 
+// Threads per block of the preparation kernels (sort keys, segments, chunks, chunk sums).
 constexpr int kBlockThreads = 256;
-static_assert(kBlockThreads % gpu::kWarpSize == 0, "the update's group reductions need whole warps");
+static_assert(kBlockThreads % gpu::kWarpSize == 0, "the chunk sums' groups need whole warps");
 // Marks ids that failed validation: sorts after every real row and is skipped.
-constexpr uint32_t kInvalidKey = 0xFFFFFFFFu;
-// Occurrence gradients requested together before the first is added.
-constexpr int kGradsInFlight = 4;
-// Occurrences one group sums for one row before the row is split into chunks summed in
-// parallel: in a skewed batch a hot row occurs 10^4 to 10^6 times, which one group would
-// sum for milliseconds while the rest of the device idles.
-constexpr uint32_t kLongSegment = 64;
-// Persistent update grids ask for this many resident blocks per multiprocessor (64
-// registers a thread): the update is bound by the latency of its dependent loads, so
-// more warps in flight beat more registers per thread (measured on the H200, the full
-// MLPerf step's embedding backward at batch 128K: 18.2 ms against 19.8 ms with the 75
-// registers the compiler picks unbounded).
-constexpr int kUpdateMinBlocksPerSm = 4;
-// Tables whose stochastic rounding key a block of the update keeps in shared memory
-// (8 bytes each: 32 KB, below the 48 KB a launch may use without opting in).
-constexpr int kMaxCachedTableKeys = 4096;
+constexpr uint32_t kInvalidKey = kSparseUpdateInvalidKey;
+// The built-in update (kDefaultSparseUpdateVariant); the chunk sums request as many
+// occurrence gradients at once as it does.
+constexpr int kGradsInFlight = kDefaultSparseUpdateVariant.grads_in_flight;
+constexpr int kUpdateBlockThreads = kDefaultSparseUpdateVariant.block_threads;
+constexpr int kUpdateMinBlocksPerSm = kDefaultSparseUpdateVariant.min_blocks_per_sm;
 constexpr std::size_t kAlign = 256;
 
 std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
@@ -100,116 +92,21 @@ __global__ void __launch_bounds__(kBlockThreads)
   if (i == 0) segment_start[*num_unique] = static_cast<uint32_t>(*num_items);
 }
 
-// The table of bag t * B + b (bags are numbered below 2^32, so a 32-bit division).
-__device__ inline int table_of_bag(uint32_t bag, int64_t batch) {
-  return static_cast<int>(bag / static_cast<uint32_t>(batch));
-}
-
-// a * b rounded once, never fused into a following add: keeps the update rules' rounding
-// identical to a plain host evaluation of the same expressions.
-__device__ inline float mul(float a, float b) { return gpu::mul_rn(a, b); }
-
-template <int VEC, int UNITS>
-__device__ inline void zero(float (&g)[UNITS][VEC]) {
-#pragma unroll
-  for (int k = 0; k < UNITS; ++k)
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) g[k][i] = 0.0f;
-}
-
-// Adds to g this lane's share of the gradients of N occurrences starting at p, loading
-// all N before adding any (N loads in flight), in order; mean-pooled tables scale each
-// by 1 / its bag length, as the forward did.
-template <int N, int VEC, int UNITS>
-__device__ inline void add_batch(float (&g)[UNITS][VEC], uint32_t p, int lane, int lanes,
-                                 const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
-                                 int64_t first_bag, bool mean, const float* __restrict__ table_grad,
-                                 int64_t grad_stride, int dim) {
-  float v[N][UNITS][VEC];
-  float inv_len[N];
-#pragma unroll
-  for (int q = 0; q < N; ++q) {
-    const int64_t bag = static_cast<int64_t>(sorted_bags[p + q]);
-    inv_len[q] = mean ? 1.0f / static_cast<float>(offsets[bag + 1] - offsets[bag]) : 1.0f;
-    const float* src = table_grad + (bag - first_bag) * grad_stride;
-#pragma unroll
-    for (int k = 0; k < UNITS; ++k) {
-      const int e = (lane + k * lanes) * VEC;
-      if (e < dim) {
-        load_vec<VEC>(src + e, v[q][k]);
-      } else {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) v[q][k][i] = 0.0f;
-      }
-    }
-  }
-  if (mean) {
-#pragma unroll
-    for (int q = 0; q < N; ++q)
-#pragma unroll
-      for (int k = 0; k < UNITS; ++k)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) g[k][i] += mul(v[q][k][i], inv_len[q]);
-  } else {
-#pragma unroll
-    for (int q = 0; q < N; ++q)
-#pragma unroll
-      for (int k = 0; k < UNITS; ++k)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) g[k][i] += v[q][k][i];
-  }
-}
-
-// Adds to g this lane's share of the pooled gradients of sorted occurrences
-// [begin, end), in order. Every occurrence of one row lies in the same table, so the
-// table (and its pooling) is worked out once per row by the caller, and an occurrence's
-// sample is its bag less the table's first bag: no division per occurrence. Whole
-// batches of kGradsInFlight first, then the rest in a batch of 2 and one of 1: most rows
-// of a skewed batch occur once or twice, and a fixed-width batch would spend most of its
-// instructions on empty slots.
-template <int VEC, int UNITS>
-__device__ inline void add_occurrences(float (&g)[UNITS][VEC], uint32_t begin, uint32_t end, int lane, int lanes,
-                                       const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
-                                       int table, bool mean, const float* __restrict__ grad, int64_t grad_stride,
-                                       int64_t batch, int dim) {
-  const int64_t first_bag = static_cast<int64_t>(table) * batch;
-  const float* table_grad = grad + static_cast<int64_t>(table) * dim;
-  uint32_t p = begin;
-  for (; p + kGradsInFlight <= end; p += kGradsInFlight)
-    add_batch<kGradsInFlight>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
-  if (p + 2 <= end) {
-    add_batch<2>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
-    p += 2;
-  }
-  if (p < end) add_batch<1>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
-}
-
-// The chunk length of a row occurring len > kLongSegment times: ceil(sqrt(len)), at least
-// kLongSegment. A row then has about sqrt(len) chunks of about sqrt(len) occurrences, so
-// neither one chunk's sum nor the sum of a row's chunk partials is a long serial chain
-// (a row met 650 000 times: 807 chunks of 807, not 10 157 partials of 64 added by one
-// group). Integer arithmetic only, so the chunks are the same on every launch.
-__device__ inline uint32_t chunk_length(uint32_t len) {
-  uint32_t r = static_cast<uint32_t>(sqrtf(static_cast<float>(len)));
-  while (static_cast<uint64_t>(r) * r < len) ++r;
-  while (r > 1 && static_cast<uint64_t>(r - 1) * (r - 1) >= len) --r;
-  return r > kLongSegment ? r : kLongSegment;
-}
-
 // Rows occurring more than kLongSegment times are split into chunks of chunk_length
-// occurrences: chunks[u] is their count (0 for a short row).
+// occurrences: chunks[u] is their count (0 for a short row). The segment of invalid ids
+// (key kInvalidKey, last) gets none: its occurrences come from several tables, so a
+// chunk sum would read gradients of one table at another's offsets, and the update
+// skips it anyway.
 __global__ void __launch_bounds__(kBlockThreads)
-    count_chunks_kernel(const uint32_t* __restrict__ segment_start, const uint32_t* __restrict__ num_unique,
-                        int64_t capacity, uint32_t* __restrict__ chunks) {
+    count_chunks_kernel(const uint32_t* __restrict__ segment_start, const uint32_t* __restrict__ sorted_keys,
+                        const uint32_t* __restrict__ num_unique, int64_t total_rows, int64_t capacity,
+                        uint32_t* __restrict__ chunks) {
   const int64_t u = static_cast<int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x;
   if (u >= capacity) return;
   uint32_t c = 0;
-  if (u < *num_unique) {
+  if (u < *num_unique && sorted_keys[segment_start[u]] < total_rows) {
     const uint32_t len = segment_start[u + 1] - segment_start[u];
-    if (len > kLongSegment) {
-      const uint32_t l = chunk_length(len);
-      c = (len + l - 1) / l;
-    }
+    c = long_row_chunks(len);
   }
   chunks[u] = c;
 }
@@ -242,14 +139,14 @@ __global__ void __launch_bounds__(kBlockThreads)
     const uint32_t u = owner[c];
     const uint32_t j = static_cast<uint32_t>(c) - chunk_start[u];
     const uint32_t row_end = segment_start[u + 1];
-    const uint32_t length = chunk_length(row_end - segment_start[u]);
+    const uint32_t length = long_row_chunk_length(row_end - segment_start[u]);
     const uint32_t begin = segment_start[u] + j * length;
     const uint32_t end = begin + length < row_end ? begin + length : row_end;
-    const int table = table_of_bag(sorted_bags[begin], batch);
+    const int table = sparse_table_of_bag(sorted_bags[begin], batch);
     float g[UNITS][VEC];
-    zero(g);
-    add_occurrences(g, begin, end, lane, lanes, sorted_bags, offsets, table, mean_pooling[table] != 0, grad,
-                    grad_stride, batch, dim);
+    sparse_zero(g);
+    sparse_add_occurrences<kGradsInFlight>(g, begin, end, lane, lanes, sorted_bags, offsets, table,
+                                           mean_pooling[table] != 0, grad, grad_stride, batch, dim);
     float* dst = partial + c * dim;
 #pragma unroll
     for (int k = 0; k < UNITS; ++k) {
@@ -259,164 +156,85 @@ __global__ void __launch_bounds__(kBlockThreads)
   }
 }
 
-// One group of `lanes` threads per unique row, persistent over the rows (the row count
-// lives on the device). All lanes of a warp run the same number of iterations, so the
-// group reductions below see every lane.
-template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT>
-__global__ void __launch_bounds__(kBlockThreads, kUpdateMinBlocksPerSm)
-    sparse_update_kernel(Row* __restrict__ weights, float* __restrict__ accumulators, void* const* table_weights,
-                         float* const* table_accumulators,
-                         const uint32_t* __restrict__ sorted_keys, const uint32_t* __restrict__ sorted_bags,
-                         const uint32_t* __restrict__ segment_start, const uint32_t* __restrict__ num_unique,
-                         const uint32_t* __restrict__ chunks, const uint32_t* __restrict__ chunk_start,
-                         const float* __restrict__ partial, const int32_t* __restrict__ offsets,
-                         const int64_t* __restrict__ row_offsets, const uint8_t* __restrict__ mean_pooling,
-                         const float* __restrict__ grad, int64_t grad_stride, int64_t batch, int dim, int lanes,
-                         int64_t total_rows, const StepScalars* __restrict__ scalars, float eps, uint64_t seed,
-                         const ShardOrigin* __restrict__ shard_origins, int cached_table_keys) {
-  if (scalars->skip_update) return;  // uniform over the grid
-  const float lr = scalars->sparse_lr;
-  const int64_t step = scalars->step;
-  // 16-bit rows: the stochastic rounding keys of the first cached_table_keys tables, made
-  // once per block rather than once per row (the rest are made per row).
-  extern __shared__ uint64_t table_keys[];
-  if constexpr (sizeof(Row) != sizeof(float)) {
-    for (int t = static_cast<int>(threadIdx.x); t < cached_table_keys; t += kBlockThreads)
-      table_keys[t] = sparse_rounding_table_key(seed, step, shard_origins ? shard_origins[t].table : t);
-    __syncthreads();
-  }
-  const int groups_per_warp = gpu::kWarpSize / lanes;
-  const int lane = gpu::lane_id() % lanes;
-  const int group = gpu::lane_id() / lanes;
-  const int64_t warp = (static_cast<int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x) / gpu::kWarpSize;
-  const int64_t warps = static_cast<int64_t>(gridDim.x) * kBlockThreads / gpu::kWarpSize;
-  const int64_t unique = *num_unique;
+// Blocks of a persistent grid over `items` work items of `lanes` threads each, for a
+// kernel of which `resident_per_sm` blocks fit on one multiprocessor: as many as the
+// device holds at once, so every block runs from the start (a grid larger than one wave
+// leaves a partial last wave idling part of the device).
+unsigned persistent_grid(int resident_per_sm, int block_threads, int64_t items, int lanes) {
+  const int64_t cap = static_cast<int64_t>(gpu::multiprocessor_count(gpu::current_device())) * resident_per_sm;
+  const int64_t wanted = ceil_div<int64_t>(items > 0 ? items : 1, block_threads / lanes);
+  return static_cast<unsigned>(wanted < cap ? wanted : cap > 0 ? cap : 1);
+}
 
-  for (int64_t first = warp * groups_per_warp; first < unique; first += warps * groups_per_warp) {
-    const int64_t u = first + group;
-    bool active = u < unique;
-    uint32_t key = kInvalidKey;
-    if (active) key = sorted_keys[segment_start[u]];
-    if (key >= total_rows) active = false;
+unsigned persistent_blocks(const void* kernel, int block_threads, int64_t items, int lanes,
+                           std::size_t shared_bytes = 0) {
+  return persistent_grid(gpu::resident_blocks_per_multiprocessor(kernel, block_threads, shared_bytes), block_threads,
+                         items, lanes);
+}
 
-    float g[UNITS][VEC];
-    zero(g);
-    int table = 0;
-    if (active) {
-      const uint32_t begin = segment_start[u];
-      table = table_of_bag(sorted_bags[begin], batch);
-      const uint32_t n_chunks = chunks[u];
-      if (n_chunks == 0) {
-        add_occurrences(g, begin, segment_start[u + 1], lane, lanes, sorted_bags, offsets, table,
-                        mean_pooling[table] != 0, grad, grad_stride, batch, dim);
-      } else {
-        // A long row: its chunk sums, in chunk order.
-        const float* src = partial + static_cast<int64_t>(chunk_start[u]) * dim;
-#pragma unroll 4
-        for (uint32_t c = 0; c < n_chunks; ++c) {
-#pragma unroll
-          for (int k = 0; k < UNITS; ++k) {
-            const int e = (lane + k * lanes) * VEC;
-            if (e < dim) {
-              float v[VEC];
-              load_vec<VEC>(src + static_cast<int64_t>(c) * dim + e, v);
-#pragma unroll
-              for (int i = 0; i < VEC; ++i) g[k][i] += v[i];
-            }
-          }
-        }
-      }
-    }
+// Whether rows, gradients, chunk sums and (Adagrad) accumulators allow `vec`-element
+// vectors.
+bool vectors_fit(const EmbeddingTables& tables, const float* grad, int64_t grad_stride, const float* partial,
+                 const SparseOptimizerParams& opt, int vec) {
+  const int dim = tables.dim;
+  const std::size_t row_bytes = dtype_size(tables.row_dtype);
+  return vector_path_ok(dim, vec, tables.weights, row_bytes) && vector_path_ok(dim, vec, grad, sizeof(float)) &&
+         grad_stride % vec == 0 && vector_path_ok(dim, vec, partial, sizeof(float)) &&
+         (opt.kind != SparseOptimizerKind::adagrad || vector_path_ok(dim, vec, opt.accumulators, sizeof(float)));
+}
 
-    // Row-wise Adagrad's accumulator grows by the mean of g^2 over the row.
-    float row_multiplier = 0.0f;
-    if constexpr (OPT == SparseOptimizerKind::rowwise_adagrad) {
-      float sq = 0.0f;
-#pragma unroll
-      for (int k = 0; k < UNITS; ++k)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) sq += mul(g[k][i], g[k][i]);
-      sq = gpu::group_sum(sq, lanes);  // every lane of the warp takes part
-      // Lane 0 alone reads and writes the accumulator; the others get its value by
-      // shuffle (lanes of a group are not guaranteed to run in lock step).
-      float* acc = nullptr;
-      if (active)
-        acc = table_accumulators ? table_accumulators[table] + (static_cast<int64_t>(key) - row_offsets[table])
-                                 : accumulators + key;
-      float old = active && lane == 0 ? *acc : 0.0f;
-      old = gpu::shfl(old, 0, lanes);
-      if (active) {
-        const float a = old + sq / static_cast<float>(dim);
-        row_multiplier = lr / (sqrtf(a) + eps);
-        if (lane == 0) *acc = a;
-      }
-    }
-    if (!active) continue;
+// ---- the chunk sums of long rows (preparation) ----
 
-    const int64_t local_row = static_cast<int64_t>(key) - row_offsets[table];
-    uint64_t rounding_key = 0;
-    if constexpr (sizeof(Row) != sizeof(float)) {
-      const uint64_t table_key =
-          table < cached_table_keys
-              ? table_keys[table]
-              : sparse_rounding_table_key(seed, step, shard_origins ? shard_origins[table].table : table);
-      if (shard_origins) {
-        // A shard draws as its block of the full table does (nn/embedding_collection.cpp).
-        const ShardOrigin origin = shard_origins[table];
-        rounding_key = sparse_rounding_row_key_of(table_key, local_row + origin.row_offset) +
-                       static_cast<uint64_t>(origin.col_offset / 2);
-      } else {
-        rounding_key = sparse_rounding_row_key_of(table_key, local_row);
-      }
-    }
-    Row* w_row = table_weights ? static_cast<Row*>(table_weights[table]) + local_row * dim
-                               : weights + static_cast<int64_t>(key) * dim;
-#pragma unroll
-    for (int k = 0; k < UNITS; ++k) {
-      const int e = (lane + k * lanes) * VEC;
-      if (e >= dim) continue;
-      float w[VEC];
-      load_vec<VEC>(w_row + e, w);
-      if constexpr (OPT == SparseOptimizerKind::sgd) {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) w[i] = w[i] - mul(lr, g[k][i]);
-      } else if constexpr (OPT == SparseOptimizerKind::adagrad) {
-        float a[VEC];
-        float* a_ptr = (table_accumulators ? table_accumulators[table] + local_row * dim
-                                           : accumulators + static_cast<int64_t>(key) * dim) + e;
-        load_vec<VEC>(a_ptr, a);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) {
-          a[i] = a[i] + mul(g[k][i], g[k][i]);
-          w[i] = w[i] - mul(lr, g[k][i]) / (sqrtf(a[i]) + eps);
-        }
-        store_vec<VEC>(a_ptr, a);
-      } else {
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) w[i] = w[i] - mul(row_multiplier, g[k][i]);
-      }
-      if constexpr (sizeof(Row) == sizeof(float)) {
-        store_vec<VEC>(w_row + e, w);
-      } else {
-        Row out[VEC];
-        if constexpr (VEC % 2 == 0) {
-          // e is even: elements e + i and e + i + 1 share one draw.
-#pragma unroll
-          for (int i = 0; i < VEC; i += 2) {
-            const uint64_t draw = sparse_rounding_pair_draw(rounding_key, (e + i) / 2);
-            out[i] = from_float_sr<Row>(w[i], static_cast<uint32_t>(draw >> 32));
-            out[i + 1] = from_float_sr<Row>(w[i + 1], static_cast<uint32_t>(draw));
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < VEC; ++i)
-            out[i] = from_float_sr<Row>(w[i], sparse_rounding_bits(rounding_key, e + i));
-        }
-        store_raw_vec<VEC>(w_row + e, out);
-      }
-    }
+struct ChunkArgs {
+  const uint32_t* owner;
+  const uint32_t* chunk_start;
+  const uint32_t* num_chunks;
+  const uint32_t* segment_start;
+  const uint32_t* sorted_bags;
+  int64_t max_chunks;
+  float* partial;
+};
+
+template <int VEC, int UNITS>
+void launch_chunk_partials(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad,
+                           int64_t grad_stride, const SparseOptimizerParams& opt, const ChunkArgs& c, int lanes,
+                           gpu::stream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(&chunk_partial_kernel<VEC, UNITS>);
+  chunk_partial_kernel<VEC, UNITS><<<persistent_blocks(kernel, kBlockThreads, c.max_chunks, lanes), kBlockThreads, 0,
+                                     stream>>>(c.owner, c.chunk_start, c.num_chunks, c.segment_start, c.sorted_bags,
+                                               bags.offsets, tables.mean_pooling, grad, grad_stride, bags.batch,
+                                               tables.dim, lanes, opt.scalars, c.partial);
+  HETREC_GPU_CHECK_LAUNCH("chunk_partial_kernel");
+}
+
+template <int VEC>
+void dispatch_chunk_units(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad,
+                          int64_t grad_stride, const SparseOptimizerParams& opt, const ChunkArgs& c,
+                          gpu::stream_t stream) {
+  const LaneLayout l = lane_layout(tables.dim, VEC);
+  switch (l.units) {
+    case 1: return launch_chunk_partials<VEC, 1>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
+    case 2: return launch_chunk_partials<VEC, 2>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
+    case 4: return launch_chunk_partials<VEC, 4>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
+    case 8: return launch_chunk_partials<VEC, 8>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
+    default: throw InternalError("embedding_bag_backward_update: unsupported units per lane");
   }
 }
+
+// The chunk sums use the built-in update's vectors: 16 bytes of the row type.
+void chunk_partials(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad, int64_t grad_stride,
+                    const SparseOptimizerParams& opt, const ChunkArgs& c, gpu::stream_t stream) {
+  const int wide_vec = 16 / static_cast<int>(dtype_size(tables.row_dtype));
+  const bool wide = vectors_fit(tables, grad, grad_stride, c.partial, opt, wide_vec);
+  if (!wide) return dispatch_chunk_units<1>(tables, bags, grad, grad_stride, opt, c, stream);
+  switch (wide_vec) {
+    case 4: return dispatch_chunk_units<4>(tables, bags, grad, grad_stride, opt, c, stream);
+    case 8: return dispatch_chunk_units<8>(tables, bags, grad, grad_stride, opt, c, stream);
+    default: throw InternalError("embedding_bag_backward_update: rows must be fp32, fp16 or bf16");
+  }
+}
+
+// ---- the built-in update ----
 
 struct UpdateArgs {
   const EmbeddingTables* tables;
@@ -424,47 +242,25 @@ struct UpdateArgs {
   const float* grad;
   int64_t grad_stride;
   const SparseOptimizerParams* opt;
-  const uint32_t* sorted_keys;
-  const uint32_t* sorted_bags;
-  const uint32_t* segment_start;
-  const uint32_t* num_unique;
-  const uint32_t* chunks;       // per unique row: chunk count (0: short row)
-  const uint32_t* chunk_start;  // per unique row: first chunk
-  const uint32_t* num_chunks;
-  const uint32_t* owner;        // per chunk: its unique row
-  float* partial;               // per chunk: dim floats
-  int64_t max_chunks;
+  const SparseUpdatePlan* plan;
   gpu::stream_t stream;
 };
 
-// Blocks of a persistent grid of `kernel` over `items` work items of `lanes` threads each:
-// as many as the device holds at once, so every block runs from the start (a grid larger
-// than one wave leaves a partial last wave idling part of the device).
-unsigned persistent_blocks(const void* kernel, int64_t items, int lanes, std::size_t shared_bytes = 0) {
-  const int64_t cap = static_cast<int64_t>(gpu::multiprocessor_count(gpu::current_device())) *
-                      gpu::resident_blocks_per_multiprocessor(kernel, kBlockThreads, shared_bytes);
-  const int64_t wanted = ceil_div<int64_t>(items > 0 ? items : 1, kBlockThreads / lanes);
-  return static_cast<unsigned>(wanted < cap ? wanted : cap > 0 ? cap : 1);
-}
-
 template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT>
 void launch_update(const UpdateArgs& a, int lanes) {
-  const int dim = a.tables->dim;
-  const void* partial_kernel = reinterpret_cast<const void*>(&chunk_partial_kernel<VEC, UNITS>);
-  chunk_partial_kernel<VEC, UNITS><<<persistent_blocks(partial_kernel, a.max_chunks, lanes), kBlockThreads, 0,
-                                     a.stream>>>(a.owner, a.chunk_start, a.num_chunks, a.segment_start, a.sorted_bags,
-                                                 a.bags->offsets, a.tables->mean_pooling, a.grad, a.grad_stride,
-                                                 a.bags->batch, dim, lanes, a.opt->scalars, a.partial);
-  HETREC_GPU_CHECK_LAUNCH("chunk_partial_kernel");
-  const void* update_kernel = reinterpret_cast<const void*>(&sparse_update_kernel<Row, VEC, UNITS, OPT>);
-  const int cached_keys = sizeof(Row) == sizeof(float) ? 0 : std::min(a.tables->num_tables, kMaxCachedTableKeys);
+  const SparseUpdatePlan& p = *a.plan;
+  constexpr auto kernel =
+      &sparse_update_kernel<Row, VEC, UNITS, OPT, kGradsInFlight, kUpdateBlockThreads, kUpdateMinBlocksPerSm>;
+  const int cached_keys = sparse_update_cached_table_keys(a.tables->row_dtype, a.tables->num_tables);
   const std::size_t keys_bytes = static_cast<std::size_t>(cached_keys) * sizeof(uint64_t);
-  sparse_update_kernel<Row, VEC, UNITS, OPT><<<persistent_blocks(update_kernel, a.bags->max_ids, lanes, keys_bytes),
-                                               kBlockThreads, keys_bytes, a.stream>>>(
+  kernel<<<persistent_blocks(reinterpret_cast<const void*>(kernel), kUpdateBlockThreads, p.max_rows, lanes,
+                             keys_bytes),
+           kUpdateBlockThreads, keys_bytes, a.stream>>>(
       static_cast<Row*>(a.tables->weights), a.opt->accumulators, a.tables->table_weights, a.opt->table_accumulators,
-      a.sorted_keys, a.sorted_bags, a.segment_start, a.num_unique, a.chunks, a.chunk_start, a.partial,
-      a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling, a.grad, a.grad_stride, a.bags->batch, dim, lanes,
-      a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed, a.opt->shard_origins, cached_keys);
+      p.sorted_keys, p.sorted_bags, p.segment_start, p.num_unique, p.chunks, p.chunk_start, p.partial,
+      a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling, a.grad, a.grad_stride, a.bags->batch,
+      a.tables->dim, lanes, a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed, a.opt->shard_origins,
+      cached_keys);
   HETREC_GPU_CHECK_LAUNCH("sparse_update_kernel");
 }
 
@@ -491,14 +287,10 @@ void dispatch_units(const UpdateArgs& a, const LaneLayout& layout) {
 
 template <class Row>
 void dispatch_vec(const UpdateArgs& a) {
-  constexpr int kWideVec = 16 / sizeof(Row);
+  constexpr int kWideVec = kDefaultSparseUpdateVariant.vec_bytes / sizeof(Row);
   const int dim = a.tables->dim;
-  const bool wide = vector_path_ok(dim, kWideVec, a.tables->weights, sizeof(Row)) &&
-                    vector_path_ok(dim, kWideVec, a.grad, sizeof(float)) && a.grad_stride % kWideVec == 0 &&
-                    vector_path_ok(dim, kWideVec, a.partial, sizeof(float)) &&
-                    (a.opt->kind != SparseOptimizerKind::adagrad ||
-                     vector_path_ok(dim, kWideVec, a.opt->accumulators, sizeof(float)));
-  if (wide) return dispatch_units<Row, kWideVec>(a, lane_layout(dim, kWideVec));
+  if (vectors_fit(*a.tables, a.grad, a.grad_stride, a.plan->partial, *a.opt, kWideVec))
+    return dispatch_units<Row, kWideVec>(a, lane_layout(dim, kWideVec));
   return dispatch_units<Row, 1>(a, lane_layout(dim, 1));
 }
 
@@ -560,11 +352,13 @@ std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim) {
          scratch_bytes_for(capacity);
 }
 
-void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
-                                   int64_t grad_row_stride, const SparseOptimizerParams& optimizer, void* workspace,
-                                   std::size_t workspace_bytes, gpu::stream_t stream) {
+SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
+                                            const float* grad_pooled, int64_t grad_row_stride,
+                                            const SparseOptimizerParams& optimizer, void* workspace,
+                                            std::size_t workspace_bytes, gpu::stream_t stream) {
   check_tables(tables, "embedding_bag_backward_update");
-  if (bags.batch == 0 || tables.num_tables == 0 || bags.max_ids == 0) return;
+  SparseUpdatePlan plan;
+  if (bags.batch == 0 || tables.num_tables == 0 || bags.max_ids == 0) return plan;
   if (tables.total_rows >= static_cast<int64_t>(kInvalidKey))
     throw ConfigError("embedding tables of " + std::to_string(tables.total_rows) +
                       " rows in all exceed the GPU backward's 32-bit row keys (at most 4294967294 rows per device)");
@@ -607,18 +401,33 @@ void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBa
   // each row's chunk count and first chunk.
   uint32_t* chunks = heads;
   uint32_t* chunk_start = unique_index;
-  count_chunks_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(w.segment_start, w.num_unique,
-                                                                                      capacity, chunks);
+  count_chunks_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(
+      w.segment_start, sorted_keys, w.num_unique, tables.total_rows, capacity, chunks);
   HETREC_GPU_CHECK_LAUNCH("count_chunks_kernel");
   exclusive_scan(chunks, chunk_start, capacity, w.num_chunks, w.scratch, w.scratch_bytes, stream);
   chunk_owner_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(chunks, chunk_start, w.num_unique,
                                                                                      capacity, w.owner);
   HETREC_GPU_CHECK_LAUNCH("chunk_owner_kernel");
+  chunk_partials(tables, bags, grad_pooled, grad_row_stride, optimizer,
+                 {w.owner, chunk_start, w.num_chunks, w.segment_start, sorted_bags, w.max_chunks, w.partial}, stream);
 
-  const UpdateArgs args{&tables,       &bags,           grad_pooled, grad_row_stride, &optimizer,
-                        sorted_keys,   sorted_bags,     w.segment_start, w.num_unique, chunks,
-                        chunk_start,   w.num_chunks,    w.owner,     w.partial,       w.max_chunks,
-                        stream};
+  plan.sorted_keys = sorted_keys;
+  plan.sorted_bags = sorted_bags;
+  plan.segment_start = w.segment_start;
+  plan.num_unique = w.num_unique;
+  plan.chunks = chunks;
+  plan.chunk_start = chunk_start;
+  plan.partial = w.partial;
+  plan.max_rows = capacity;
+  return plan;
+}
+
+void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
+                              int64_t grad_row_stride, const SparseOptimizerParams& optimizer,
+                              const SparseUpdatePlan& plan, gpu::stream_t stream, const TunedSparseUpdate* tuned) {
+  if (plan.max_rows == 0) return;  // nothing prepared: an empty batch
+  if (tuned) return tuned->launch(tables, bags, grad_pooled, grad_row_stride, optimizer, plan, stream);
+  const UpdateArgs args{&tables, &bags, grad_pooled, grad_row_stride, &optimizer, &plan, stream};
   switch (tables.row_dtype) {
     case DType::f32: return dispatch_vec<float>(args);
     case DType::f16: return dispatch_vec<F16Bits>(args);
@@ -626,6 +435,14 @@ void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBa
     default: break;
   }
   throw InternalError("embedding_bag_backward_update: rows must be fp32, fp16 or bf16");
+}
+
+void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
+                                   int64_t grad_row_stride, const SparseOptimizerParams& optimizer, void* workspace,
+                                   std::size_t workspace_bytes, gpu::stream_t stream, const TunedSparseUpdate* tuned) {
+  const SparseUpdatePlan plan = embedding_backward_prepare(tables, bags, grad_pooled, grad_row_stride, optimizer,
+                                                           workspace, workspace_bytes, stream);
+  embedding_backward_apply(tables, bags, grad_pooled, grad_row_stride, optimizer, plan, stream, tuned);
 }
 
 }  // namespace hetrec::kernels

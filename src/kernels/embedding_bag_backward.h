@@ -13,6 +13,8 @@
 
 namespace hetrec::kernels {
 
+class TunedSparseUpdate;  // kernels/sparse_update_tuned.h
+
 // Scratch bytes for a batch of at most `max_ids` ids and rows of `dim` elements.
 std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim);
 
@@ -26,9 +28,25 @@ std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim);
 // 16-bit rows are updated in fp32 and stored with stochastic rounding
 // (kernels/sparse_rounding.h; a shard draws as its block of the full table, from
 // optimizer.shard_origins). Ids outside their table are skipped. Nothing is written
-// when optimizer.scalars->skip_update is set.
+// when optimizer.scalars->skip_update is set. A non-null `tuned` (compiled for these
+// tables' shape and optimizer) runs the update in place of the built-in variant.
 void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
                                    int64_t grad_row_stride, const SparseOptimizerParams& optimizer, void* workspace,
-                                   std::size_t workspace_bytes, gpu::stream_t stream);
+                                   std::size_t workspace_bytes, gpu::stream_t stream,
+                                   const TunedSparseUpdate* tuned = nullptr);
+
+// The same in two parts, so that the update alone can be timed and swapped (the tuner):
+// the preparation sorts the occurrences into the workspace, finds each unique row's
+// segment and sums the chunks of long rows; the update applies the optimizer to every
+// unique row. The plan points into `workspace`, valid until it is reused; the update
+// may run again on the same plan (on rows and state restored in between).
+SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
+                                            const float* grad_pooled, int64_t grad_row_stride,
+                                            const SparseOptimizerParams& optimizer, void* workspace,
+                                            std::size_t workspace_bytes, gpu::stream_t stream);
+void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
+                              int64_t grad_row_stride, const SparseOptimizerParams& optimizer,
+                              const SparseUpdatePlan& plan, gpu::stream_t stream,
+                              const TunedSparseUpdate* tuned = nullptr);
 
 }  // namespace hetrec::kernels

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/sparse_update_types.h"
 #include "kernels/step_scalars.h"
 
 namespace hetrec::kernels {
@@ -43,18 +44,6 @@ struct PooledView {
   DType dtype = DType::f32;  // f32 or bf16
 };
 
-enum class SparseOptimizerKind { sgd, adagrad, rowwise_adagrad };
-
-// Where table t of the device's tables sits in a full model table when it holds a shard
-// (nn/embedding_collection.h's TableOrigin): its local row r is row r + row_offset of
-// model table `table`, its element e is element e + col_offset (even, so the rounding
-// draws, two elements each, stay paired).
-struct ShardOrigin {
-  int table = 0;
-  int col_offset = 0;
-  int64_t row_offset = 0;
-};
-
 struct SparseOptimizerParams {
   SparseOptimizerKind kind = SparseOptimizerKind::sgd;
   float eps = 1e-8f;
@@ -74,6 +63,20 @@ struct SparseOptimizerParams {
   // Device memory: the learning rate (sparse_lr), the step, and skip_update (no row is
   // touched when it is set).
   const StepScalars* scalars = nullptr;
+};
+
+// One batch's occurrences sorted by row and summarised per unique row, as the
+// backward's preparation leaves them in its workspace for the update kernel (device
+// pointers; the counts live on the device).
+struct SparseUpdatePlan {
+  const uint32_t* sorted_keys = nullptr;    // global row of each occurrence, ascending
+  const uint32_t* sorted_bags = nullptr;    // its bag t * B + b
+  const uint32_t* segment_start = nullptr;  // per unique row: first sorted position; [U]: the id count
+  const uint32_t* num_unique = nullptr;     // U
+  const uint32_t* chunks = nullptr;         // per unique row: chunk count (0: a short row)
+  const uint32_t* chunk_start = nullptr;    // per unique row: its first chunk
+  const float* partial = nullptr;           // per chunk: dim floats, its gradient sum
+  int64_t max_rows = 0;                     // an upper bound of U (sizes the update's grid)
 };
 
 }  // namespace hetrec::kernels

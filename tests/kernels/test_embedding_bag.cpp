@@ -13,8 +13,11 @@
 
 #include "core/dtype.h"
 #include "embedding_test_data.h"
+#include "gpu/device.h"
+#include "gpu/memory.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
+#include "kernels/long_rows.h"
 #include "kernels/step_scalars.h"
 #include "nn/embedding_collection.h"
 
@@ -345,6 +348,42 @@ TEST(EmbeddingKernelsGuards, BadIdsAreCountedAndSkipped) {
   p.scalars = skip_scalars.as<kernels::StepScalars>();
   kernels::embedding_bag_backward_update(dev.view, db.bags, grad.as<float>(), width, p, ws.get(), ws_bytes, nullptr);
   EXPECT_EQ(after, download_weights(dev, m));
+}
+
+// More than kLongSegment invalid ids, from every table: their segment (sorted last) must
+// not be split into chunk sums, which would read one table's gradients at another's
+// offsets; the valid rows are still updated.
+TEST(EmbeddingKernelsGuards, ManyBadIdsFormNoChunkSums) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = testing::embedding_model(16, DType::f32, 105);
+  Batch b = testing::random_batch(m, 200, 10);
+  int64_t invalid = 0;
+  for (std::size_t i = 0; i < b.ids.size(); i += 7, ++invalid) b.ids[i] = i % 2 ? -1 : 1 << 30;
+  ASSERT_GT(invalid, 2 * static_cast<int64_t>(kernels::kLongSegment));
+  DeviceTables dev(m);
+  DeviceBatchCopy db(b);
+  const int64_t width = m.num_tables() * 16;
+  gpu::DeviceBuffer grad = testing::to_device(std::vector<float>(static_cast<std::size_t>(200 * width), 1.0f));
+  gpu::DeviceBuffer scalars =
+      testing::to_device(std::vector<kernels::StepScalars>{kernels::make_step_scalars(0.5, 0, 0.9, 0.999, 0)});
+  kernels::SparseOptimizerParams p;
+  p.scalars = scalars.as<kernels::StepScalars>();
+  const std::size_t ws_bytes = kernels::embedding_backward_workspace_bytes(db.bags.max_ids, m.embedding_dim);
+  gpu::DeviceBuffer ws(ws_bytes);
+  const kernels::SparseUpdatePlan plan =
+      kernels::embedding_backward_prepare(dev.view, db.bags, grad.as<float>(), width, p, ws.get(), ws_bytes, nullptr);
+  gpu::synchronize_device();
+  uint32_t unique = 0, start = 0, key = 0, chunks = 1;
+  gpu::memcpy_sync(&unique, plan.num_unique, sizeof unique, gpu::CopyKind::device_to_host);
+  ASSERT_GT(unique, 1u);
+  gpu::memcpy_sync(&start, plan.segment_start + unique - 1, sizeof start, gpu::CopyKind::device_to_host);
+  gpu::memcpy_sync(&key, plan.sorted_keys + start, sizeof key, gpu::CopyKind::device_to_host);
+  gpu::memcpy_sync(&chunks, plan.chunks + unique - 1, sizeof chunks, gpu::CopyKind::device_to_host);
+  EXPECT_EQ(key, 0xFFFFFFFFu) << "the invalid ids' segment sorts last";
+  EXPECT_EQ(chunks, 0u) << "the invalid ids' segment must not be summed in chunks";
+  const std::vector<unsigned char> before = download_weights(dev, m);
+  kernels::embedding_backward_apply(dev.view, db.bags, grad.as<float>(), width, p, plan, nullptr);
+  EXPECT_NE(before, download_weights(dev, m));
 }
 
 }  // namespace

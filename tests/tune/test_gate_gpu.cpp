@@ -1,8 +1,9 @@
 // The gate on the device: correct variants pass verification against the double-precision
 // reference, deliberately wrong kernel sources (one drops the last id of every bag, one
-// the last term of every dot product) are rejected, and never stored, a short tuning run writes its attempt log, winners and
-// results, and the GPU model runs a stored winner in place of the built-in kernel with
-// the same results.
+// the last term of every dot product, one the last occurrence of every row the sparse
+// update sums) are rejected, and never stored, a short tuning run writes its attempt
+// log, winners and results, and the GPU model runs stored winners in place of the
+// built-in kernels with the same results.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -19,10 +20,13 @@
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
+#include "kernels/embedding_bag_backward.h"
+#include "kernels/sparse_update_tuned.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "tune/gate.h"
 #include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/embedding_forward_bench.h"
+#include "tune/gpu/sparse_update_bench.h"
 #include "tune/gpu/tune_session.h"
 
 namespace hetrec::tune {
@@ -152,6 +156,86 @@ TEST(TuneGateGpu, DotInteractionVariantsPassAndAWrongKernelIsRejected) {
   }
 }
 
+UpdateLaunch update_launch(const kernels::TunedSparseUpdate& k) {
+  return [&k](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b, const float* g, int64_t gs,
+              const kernels::SparseOptimizerParams& o, const kernels::SparseUpdatePlan& p,
+              gpu::stream_t s) { k.launch(t, b, g, gs, o, p, s); };
+}
+
+TEST(TuneGateGpu, SparseUpdateVariantsPassAndAWrongKernelIsRejectedAndNeverStored) {
+  HETREC_REQUIRE_GPU();
+  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
+  using kernels::SparseOptimizerKind;
+  struct Case {
+    DType rows;
+    SparseOptimizerKind opt;
+  };
+  // Table 2 (7 rows, 20 ids per bag) makes rows met thousands of times: the chunked path.
+  for (const Case& cs : {Case{DType::bf16, SparseOptimizerKind::rowwise_adagrad},
+                         Case{DType::f32, SparseOptimizerKind::rowwise_adagrad}, Case{DType::f32, SparseOptimizerKind::sgd},
+                         Case{DType::f16, SparseOptimizerKind::adagrad}}) {
+    const SparseUpdateRule rule{cs.opt, 0.05f, 1e-8f};
+    SparseUpdateBench bench(small_tables(), 64, cs.rows, rule, 700, Rng(9).next_u64() ^ static_cast<uint64_t>(cs.rows), 2);
+    const kernels::SparseUpdateShape shape = bench.workload().shape;
+    EXPECT_GT(bench.workload().long_row_chunks, 0) << "the workload should have long rows";
+    const ForwardCheck builtin = bench.verify([](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b,
+                                                 const float* g, int64_t gs, const kernels::SparseOptimizerParams& o,
+                                                 const kernels::SparseUpdatePlan& p, gpu::stream_t s) {
+      kernels::embedding_backward_apply(t, b, g, gs, o, p, s);
+    });
+    ASSERT_TRUE(builtin.ok) << shape.key() << ": " << builtin.reason;
+    for (const kernels::SparseUpdateVariant v :
+         {kernels::kDefaultSparseUpdateVariant, kernels::SparseUpdateVariant{4, 8, 1, 128, 2},
+          kernels::SparseUpdateVariant{8, 16, 8, 512, 1}, kernels::SparseUpdateVariant{16, 4, 2, 128, 8}}) {
+      if (!kernels::sparse_update_variant_problem(shape, v, 32).empty()) continue;
+      const kernels::TunedSparseUpdate k(shape, v, dev.compute_major, dev.compute_minor);
+      const ForwardCheck c = bench.verify(update_launch(k));
+      EXPECT_TRUE(c.ok) << shape.key() << " vec_bytes=" << v.vec_bytes << " lanes=" << v.lanes
+                        << " grads=" << v.grads_in_flight << ": " << c.reason;
+      EXPECT_GT(bench.median_us(update_launch(k), 3), 0.0);
+      // The run-time compiled built-in parameters verify again after timing runs.
+      EXPECT_TRUE(bench.verify(update_launch(k)).ok);
+    }
+
+    // The wrong candidate: the kernel source with the last occurrence of every row it
+    // sums dropped.
+    std::string header;
+    for (const gpu::RtcHeader& h : kernels::rtc_source_files())
+      if (h.name == "kernels/sparse_update_kernel.cuh") header = h.text;
+    const std::string right = "  uint32_t p = begin;\n";
+    ASSERT_NE(header.find(right), std::string::npos);
+    header.replace(header.find(right), right.size(), right + "  if (end > begin) --end;\n");
+    const kernels::TunedSparseUpdate wrong(shape, kernels::kDefaultSparseUpdateVariant, dev.compute_major,
+                                           dev.compute_minor, header);
+    const ForwardCheck c = bench.verify(update_launch(wrong));
+    EXPECT_FALSE(c.ok) << shape.key();
+    EXPECT_NE(c.reason.find("differs from the reference"), std::string::npos) << c.reason;
+
+    const auto dir = temp_dir("update_gate");
+    AttemptLog log((dir / "attempts.jsonl").string());
+    WinnersStore store;
+    Gate gate(log, store);
+    GateContext ctx;
+    ctx.key = {kSparseUpdateKernel, shape.key(), dev.name, "9.0", 1, kernels::rtc_sources_hash()};
+    ctx.kernel_header = header;
+    Attempt a;
+    a.kernel = kSparseUpdateKernel;
+    a.shape = shape.key();
+    a.origin = "model";
+    a.params = sparse_update_parameters(kernels::kDefaultSparseUpdateVariant, shape, 32);
+    a.compiled = true;
+    a.source_hash = ctx.key.source_hash;
+    a.verdict = c.ok ? Verdict::passed : Verdict::wrong;
+    a.reason = c.reason;
+    a.time_us = bench.median_us(update_launch(wrong), 3);  // it runs, and may even be fast
+    EXPECT_FALSE(gate.record(a, ctx));
+    EXPECT_TRUE(store.winners().empty());
+    store.save((dir / "winners.json").string());
+    EXPECT_TRUE(WinnersStore::load((dir / "winners.json").string()).winners().empty());
+    std::filesystem::remove_all(dir);
+  }
+}
+
 TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   HETREC_REQUIRE_GPU();
   TuneOptions o;
@@ -176,13 +260,16 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   o.dim = 64;
   o.tables = small_tables();
   o.row_dtypes = {DType::f32};
+  o.sparse_lr = 0.01;
   o.batch = 2048;
   o.reps = 5;
   o.rotations = 2;
   std::ostringstream progress;
   const nlohmann::json r = run_tuning(o, progress);
-  ASSERT_EQ(r["shapes"].size(), 2u);  // the embedding forward (fp32 rows) and the dot interaction
+  // The embedding forward (fp32 rows), the dot interaction and the sparse update (fp32 rows).
+  ASSERT_EQ(r["shapes"].size(), 3u);
   EXPECT_EQ(r["shapes"][1]["kernel"], "dot_interaction_forward");
+  EXPECT_EQ(r["shapes"][2]["kernel"], "embedding_sparse_update");
   const nlohmann::json& s = r["shapes"][0];
   EXPECT_GT(s["default_us"].get<double>(), 0.0);
   EXPECT_GT(s["floor_us"].get<double>(), 0.0);
@@ -234,6 +321,14 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   dot.key.shape = kernels::DotForwardShape{m.num_tables() + 1, m.embedding_dim, false}.key();
   dot.params = {{"block_threads", 128}, {"samples_per_block", 4}, {"row_pad", 1}};  // not the built-in
   store.offer(dot);
+  // The sparse update: the built-in row layout (so row-wise Adagrad sums g^2 in the same
+  // order), other gradients in flight, block size and launch bound.
+  Winner update = w;
+  update.key.kernel = kSparseUpdateKernel;
+  update.key.shape = kernels::SparseUpdateShape{DType::f32, 16, kernels::SparseOptimizerKind::rowwise_adagrad}.key();
+  update.params = {{"vec_bytes", 16}, {"lanes", 4}, {"grads_in_flight", 2}, {"block_threads", 128},
+                   {"min_blocks_per_sm", 2}};
+  store.offer(update);
   const std::string file = (dir / "winners.json").string();
   store.save(file);
 
@@ -243,6 +338,7 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   auto b = make_gpu_model(m, optim, tuned);
   EXPECT_NE(b->describe().find("embedding forward: tuned variant"), std::string::npos) << b->describe();
   EXPECT_NE(b->describe().find("dot interaction: tuned variant"), std::string::npos) << b->describe();
+  EXPECT_NE(b->describe().find("embedding sparse update: tuned variant"), std::string::npos) << b->describe();
   EXPECT_EQ(a->describe().find("tuned variant"), std::string::npos);
 
   Batch batch;
@@ -267,9 +363,13 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   store = WinnersStore();
   w.key.driver_version += 1;
   store.offer(w);
+  update.key.driver_version += 1;
+  store.offer(update);
   store.save(file);
   auto c = make_gpu_model(m, optim, tuned);
   EXPECT_NE(c->describe().find("stale"), std::string::npos) << c->describe();
+  EXPECT_NE(c->describe().find("embedding sparse update: built-in variant (1 stale winner(s)"), std::string::npos)
+      << c->describe();
   std::filesystem::remove_all(dir);
 }
 

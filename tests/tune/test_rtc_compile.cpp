@@ -10,6 +10,7 @@
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
+#include "kernels/sparse_update_tuned.h"
 
 namespace hetrec::kernels {
 namespace {
@@ -53,6 +54,27 @@ TEST(RtcCompile, DotInteractionVariantsCompile) {
     EXPECT_NE(b.lowered_name.find("dot_forward_kernel"), std::string::npos) << b.lowered_name;
   }
   EXPECT_EQ(dot_forward_program({128, 4, 1}).name_expression, "hetrec::kernels::dot_forward_kernel<128, 4, 1>");
+}
+
+TEST(RtcCompile, SparseUpdateVariantsOfEveryRowTypeAndOptimizerCompile) {
+  const SparseUpdateShape shapes[] = {{DType::f32, 128, SparseOptimizerKind::rowwise_adagrad},
+                                      {DType::bf16, 128, SparseOptimizerKind::rowwise_adagrad},
+                                      {DType::f16, 64, SparseOptimizerKind::adagrad},
+                                      {DType::f32, 64, SparseOptimizerKind::sgd}};
+  const SparseUpdateVariant variants[] = {kDefaultSparseUpdateVariant, {4, 8, 1, 128, 1}, {8, 16, 8, 512, 2}};
+  for (const auto& s : shapes)
+    for (const auto& v : variants) {
+      if (!sparse_update_variant_problem(s, v, 32).empty()) continue;
+      const gpu::RtcProgram p = sparse_update_program(s, v);
+      const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+      EXPECT_TRUE(b.ok) << s.key() << " " << p.name_expression << "\n" << b.log;
+      EXPECT_NE(b.lowered_name.find("sparse_update_kernel"), std::string::npos) << b.lowered_name;
+    }
+  // 16-byte vectors of bf16 over a 128-wide row: 16 vectors, 16 lanes, one each.
+  EXPECT_EQ(sparse_update_program({DType::bf16, 128, SparseOptimizerKind::rowwise_adagrad}, kDefaultSparseUpdateVariant)
+                .name_expression,
+            "hetrec::kernels::sparse_update_kernel<hetrec::kernels::Bf16Bits, 8, 1, "
+            "hetrec::kernels::SparseOptimizerKind::rowwise_adagrad, 4, 256, 4>");
 }
 
 TEST(RtcCompile, BrokenSourceIsReportedNotThrown) {

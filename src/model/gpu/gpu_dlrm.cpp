@@ -163,7 +163,9 @@ class GpuDlrm final : public GpuModel {
     const kernels::DotForwardShape dot_tuning_shape{dot_shape_.num_features, dot_shape_.dim, dot_shape_.self};
     tuned_ = gpu_model::load_tuned_kernels(options.tuned_kernels_file, props_,
                                            kernels::EmbeddingForwardShape{model.row_dtype, DType::f32, dim},
-                                           model.arch == Arch::dlrm ? &dot_tuning_shape : nullptr);
+                                           model.arch == Arch::dlrm ? &dot_tuning_shape : nullptr,
+                                           kernels::SparseUpdateShape{model.row_dtype, dim,
+                                                                      gpu_model::sparse_optimizer_kind(optim.sparse)});
     scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
     output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
     *output_host_.as<StepOutput>() = StepOutput{};  // the overflow flag is only copied with fp16
@@ -701,13 +703,13 @@ class GpuDlrm final : public GpuModel {
       if (loss_scale) comm->all_reduce_sum(&loss_scale->overflow, 1, gpu::ReduceType::i32, s);
       comm->all_reduce_sum(&device_output()->loss, 1, gpu::ReduceType::f64, s);
       mark(kGradientExchange);
-      sharded_->update(scalars, s);
+      sharded_->update(scalars, s, tuned_.sparse_update.get());
     } else {
       mark(kDenseAllReduce);
       mark(kGradientExchange);
       kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
                                              embeddings_->optimizer(scalars), embedding_workspace_.raw(),
-                                             embedding_workspace_.nbytes(), s);
+                                             embedding_workspace_.nbytes(), s, tuned_.sparse_update.get());
     }
     mark(kEmbeddingBackward);
     dense_->step(scalars, s);

@@ -13,6 +13,15 @@
 
 namespace hetrec::gpu_model {
 
+kernels::SparseOptimizerKind sparse_optimizer_kind(OptimizerKind kind) {
+  switch (kind) {
+    case OptimizerKind::sgd: return kernels::SparseOptimizerKind::sgd;
+    case OptimizerKind::adagrad: return kernels::SparseOptimizerKind::adagrad;
+    default: return kernels::SparseOptimizerKind::rowwise_adagrad;
+  }
+}
+
+
 namespace {
 // Ids are int32 (data/batch.h), so a table can address at most 2^31 rows.
 constexpr int64_t kMaxRowsPerTable = int64_t{1} << 31;
@@ -149,11 +158,7 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
   tables_.total_rows = total_rows;
   tables_.row_dtype = dtype;
 
-  switch (optim.sparse) {
-    case OptimizerKind::sgd: optimizer_.kind = kernels::SparseOptimizerKind::sgd; break;
-    case OptimizerKind::adagrad: optimizer_.kind = kernels::SparseOptimizerKind::adagrad; break;
-    default: optimizer_.kind = kernels::SparseOptimizerKind::rowwise_adagrad; break;
-  }
+  optimizer_.kind = sparse_optimizer_kind(optim.sparse);
   optimizer_.eps = static_cast<float>(optim.eps);
   optimizer_.accumulators = state == 0 ? nullptr
                             : hbm_rows > 0 ? accumulators_.data<float>()

@@ -27,6 +27,10 @@
 
 namespace hetrec::gpu_model {
 
+// The device update rule of a config's sparse optimizer (optim.sparse).
+kernels::SparseOptimizerKind sparse_optimizer_kind(OptimizerKind kind);
+
+
 class GpuEmbeddings {
  public:
   // Throws ConfigError for a row dtype, optimizer or table size the kernels cannot serve,

@@ -296,13 +296,16 @@ void ShardedGpuEmbeddings::exchange_gradients(const float* grad_slots, int64_t s
   }
 }
 
-void ShardedGpuEmbeddings::update(const kernels::StepScalars* scalars, gpu::stream_t stream) {
+void ShardedGpuEmbeddings::update(const kernels::StepScalars* scalars, gpu::stream_t stream,
+                                  const kernels::TunedSparseUpdate* tuned) {
   const auto run = [&](Group& g, const Tensor& grad) {
     if (!g.tables) return;
-    kernels::embedding_bag_backward_update(g.tables->tables(), g.staging->device().bags, grad.data<float>(),
-                                           static_cast<int64_t>(g.lookups.size()) * g.width,
-                                           g.tables->optimizer(scalars), g.workspace.raw(), g.workspace.nbytes(),
-                                           stream);
+    const kernels::EmbeddingTables& tables = g.tables->tables();
+    const kernels::SparseOptimizerParams optimizer = g.tables->optimizer(scalars);
+    const bool fits = tuned && tuned->shape() == kernels::SparseUpdateShape{tables.row_dtype, tables.dim, optimizer.kind};
+    kernels::embedding_bag_backward_update(tables, g.staging->device().bags, grad.data<float>(),
+                                           static_cast<int64_t>(g.lookups.size()) * g.width, optimizer,
+                                           g.workspace.raw(), g.workspace.nbytes(), stream, fits ? tuned : nullptr);
   };
   run(whole_, whole_grad_);
   run(column_, column_grad_);

@@ -28,6 +28,7 @@
 #include "gpu/event.h"
 #include "gpu/stream.h"
 #include "kernels/embedding_forward_tuned.h"
+#include "kernels/sparse_update_tuned.h"
 #include "kernels/pooled_pieces.h"
 #include "kernels/step_scalars.h"
 #include "model/gpu/batch_staging.h"
@@ -63,7 +64,8 @@ class ShardedGpuEmbeddings {
   // Sends the local samples' slot gradients to the shards (same layout as forward's X).
   void exchange_gradients(const float* grad_slots, int64_t stride, gpu::stream_t stream);
   // The fused sparse optimizer on every shard of this rank, over the global batch.
-  void update(const kernels::StepScalars* scalars, gpu::stream_t stream);
+  // `tuned` runs the update of every group whose rows and optimizer it was compiled for.
+  void update(const kernels::StepScalars* scalars, gpu::stream_t stream, const kernels::TunedSparseUpdate* tuned);
 
   // Host: throws DataError naming the table, sample and id for the first id of the global
   // batch outside its table (called after the device reported one).

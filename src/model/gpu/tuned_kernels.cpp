@@ -6,6 +6,7 @@
 #include "kernels/rtc_sources.h"
 #include "tune/dot_interaction_model.h"
 #include "tune/embedding_forward_model.h"
+#include "tune/sparse_update_model.h"
 #include "tune/winners.h"
 
 namespace hetrec::gpu_model {
@@ -38,7 +39,8 @@ std::string joined(const std::string& a, const std::string& b) { return a.empty(
 
 TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
                                 const kernels::EmbeddingForwardShape& forward_shape,
-                                const kernels::DotForwardShape* dot_shape) {
+                                const kernels::DotForwardShape* dot_shape,
+                                const kernels::SparseUpdateShape& update_shape) {
   TunedKernels out;
   if (winners_file.empty()) return out;
   if (!std::filesystem::exists(winners_file))
@@ -64,6 +66,16 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
     } else {
       out.note = joined(out.note, "dot interaction: built-in variant (" + why_not + ")");
     }
+  }
+  if (const auto w = find_winner(store, device, tune::kSparseUpdateKernel, update_shape.key(), why_not)) {
+    out.sparse_update = std::make_unique<kernels::TunedSparseUpdate>(update_shape,
+                                                                     tune::to_sparse_update_variant(w->params),
+                                                                     device.compute_major, device.compute_minor,
+                                                                     w->kernel_header);
+    out.note = joined(out.note, "embedding sparse update: tuned variant " + tune::describe(w->params) +
+                                    (w->kernel_header.empty() ? "" : " (model-rewritten source)"));
+  } else {
+    out.note = joined(out.note, "embedding sparse update: built-in variant (" + why_not + ")");
   }
   return out;
 }

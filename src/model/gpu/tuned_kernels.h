@@ -9,12 +9,14 @@
 #include "gpu/device.h"
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_forward_tuned.h"
+#include "kernels/sparse_update_tuned.h"
 
 namespace hetrec::gpu_model {
 
 struct TunedKernels {
   std::unique_ptr<kernels::TunedEmbeddingForward> embedding_forward;  // null: the built-in variant
   std::unique_ptr<kernels::TunedDotForward> dot_forward;               // null: the built-in variant
+  std::unique_ptr<kernels::TunedSparseUpdate> sparse_update;          // null: the built-in variant
   std::string note;  // for the model's description
 };
 
@@ -23,6 +25,7 @@ struct TunedKernels {
 // `dot_shape` is null for a model without the dot interaction (DCNv2).
 TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
                                 const kernels::EmbeddingForwardShape& forward_shape,
-                                const kernels::DotForwardShape* dot_shape);
+                                const kernels::DotForwardShape* dot_shape,
+                                const kernels::SparseUpdateShape& update_shape);
 
 }  // namespace hetrec::gpu_model

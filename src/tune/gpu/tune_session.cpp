@@ -17,16 +17,20 @@
 #include "gpu/device.h"
 #include "gpu/rtc.h"
 #include "kernels/dot_interaction_tuned.h"
+#include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
+#include "kernels/sparse_update_tuned.h"
 #include "tune/attempt.h"
 #include "tune/dot_interaction_model.h"
 #include "tune/embedding_forward_model.h"
 #include "tune/gate.h"
 #include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/embedding_forward_bench.h"
+#include "tune/gpu/sparse_update_bench.h"
 #include "tune/model_proposer.h"
+#include "tune/sparse_update_model.h"
 #include "tune/winners.h"
 
 namespace hetrec::tune {
@@ -420,18 +424,92 @@ nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, Wi
   return search(o, dev, k, store, log, deadline, progress);
 }
 
+// ---- the embedding backward's fused sparse update ----
+
+class LoadedUpdate final : public LoadedCandidate {
+ public:
+  LoadedUpdate(SparseUpdateBench& bench, const kernels::SparseUpdateVariant& v, const gpu::RtcBinary& bin)
+      : bench_(bench), kernel_(bench.workload().shape, v, bin) {}
+  gpu::KernelResources resources() const override { return kernel_.resources(); }
+  ForwardCheck verify() override { return bench_.verify(launch()); }
+  double median_us(int reps) override { return bench_.median_us(launch(), reps); }
+
+ private:
+  UpdateLaunch launch() const {
+    return [this](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b, const float* g, int64_t gs,
+                  const kernels::SparseOptimizerParams& o, const kernels::SparseUpdatePlan& p,
+                  gpu::stream_t s) { kernel_.launch(t, b, g, gs, o, p, s); };
+  }
+  SparseUpdateBench& bench_;
+  kernels::TunedSparseUpdate kernel_;
+};
+
+nlohmann::json tune_sparse_update(const TuneOptions& o, const DeviceFacts& dev, DType row_dtype, WinnersStore& store,
+                                  AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+  const SparseUpdateRule rule{o.sparse_optimizer, static_cast<float>(o.sparse_lr), static_cast<float>(o.sparse_eps)};
+  SparseUpdateBench bench(o.tables, o.dim, row_dtype, rule, o.batch, fresh_seed(), o.rotations);
+  const SparseUpdateWorkload w = bench.workload();
+  progress << kSparseUpdateKernel << " [" << w.shape.key() << "]: " << bench.describe() << "\n";
+  // The built-in (nvcc) update: the baseline, verified like any candidate.
+  const UpdateLaunch builtin = [](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b, const float* g,
+                                  int64_t gs, const kernels::SparseOptimizerParams& opt,
+                                  const kernels::SparseUpdatePlan& p, gpu::stream_t s) {
+    kernels::embedding_backward_apply(t, b, g, gs, opt, p, s);
+  };
+  const ForwardCheck check = bench.verify(builtin);
+  if (!check.ok) throw InternalError("sparse update: the built-in kernel fails its reference: " + check.reason);
+
+  KernelProblem k;
+  k.kernel = kSparseUpdateKernel;
+  k.shape = w.shape.key();
+  k.workload = bench.describe();
+  k.header = "kernels/sparse_update_kernel.cuh";
+  k.signature = "template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT, int GRADS_IN_FLIGHT, int "
+                "BLOCK_THREADS, int MIN_BLOCKS_PER_SM> __global__ void sparse_update_kernel(Row* weights, float* "
+                "accumulators, void* const* table_weights, float* const* table_accumulators, const uint32_t* "
+                "sorted_keys, const uint32_t* sorted_bags, const uint32_t* segment_start, const uint32_t* num_unique, "
+                "const uint32_t* chunks, const uint32_t* chunk_start, const float* partial, const int32_t* offsets, "
+                "const int64_t* row_offsets, const uint8_t* mean_pooling, const float* grad, int64_t grad_stride, "
+                "int64_t batch, int dim, int lanes, int64_t total_rows, const StepScalars* scalars, float eps, "
+                "uint64_t seed, const ShardOrigin* shard_origins, int cached_table_keys) in namespace "
+                "hetrec::kernels, dynamic shared memory cached_table_keys x 8 bytes; keep sparse_add_occurrences, "
+                "sparse_zero and sparse_table_of_bag (the chunk sums use them)";
+  k.floor_us = sparse_update_floor_us(o.hw, w);
+  k.default_us = bench.median_us(builtin, o.reps);
+  k.default_params = sparse_update_parameters(kernels::kDefaultSparseUpdateVariant, w.shape, o.hw.warp_size);
+  k.space = sparse_update_space();
+  k.static_problem = [&](const ParameterSet& p) { return sparse_update_static_problem(o.hw, w, p); };
+  k.rank = [&](const ParameterSet& p) {
+    return std::make_pair(sparse_update_predicted_us(o.hw, w, p), sparse_update_issue_us(o.hw, w, p));
+  };
+  k.block_threads = [](const ParameterSet& p) { return to_sparse_update_variant(p).block_threads; };
+  k.dynamic_shared_bytes = [&](const ParameterSet&) {
+    return static_cast<std::size_t>(kernels::sparse_update_cached_table_keys(row_dtype, w.num_tables)) *
+           sizeof(uint64_t);
+  };
+  k.program = [&](const ParameterSet& p, const std::string& header) {
+    return kernels::sparse_update_program(w.shape, to_sparse_update_variant(p), header);
+  };
+  k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
+    return std::make_unique<LoadedUpdate>(bench, to_sparse_update_variant(p), bin);
+  };
+  return search(o, dev, k, store, log, deadline, progress);
+}
+
 }  // namespace
 
-std::vector<std::string> tunable_kernels() { return {kEmbeddingForwardKernel, kDotForwardKernel}; }
+std::vector<std::string> tunable_kernels() { return {kEmbeddingForwardKernel, kDotForwardKernel, kSparseUpdateKernel}; }
 
 nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   std::vector<std::string> kernels = o.kernels;
   if (std::find(kernels.begin(), kernels.end(), "all") != kernels.end()) kernels = tunable_kernels();
   const std::vector<std::string> known = tunable_kernels();
   for (const std::string& k : kernels)
-    if (std::find(known.begin(), known.end(), k) == known.end())
-      throw ConfigError("--kernel " + k + ": no variant space for this kernel; tunable: " + known[0] + ", " + known[1] +
-                        ", all");
+    if (std::find(known.begin(), known.end(), k) == known.end()) {
+      std::string names;
+      for (const std::string& n : known) names += n + ", ";
+      throw ConfigError("--kernel " + k + ": no variant space for this kernel; tunable: " + names + "all");
+    }
   if (gpu::device_count() == 0) throw DeviceError("hetrec tune: no GPU is visible; tuning measures on the device");
   const auto start = Clock::now();
   const auto deadline =
@@ -460,6 +538,11 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
         });
     if (k == kDotForwardKernel)
       jobs.push_back([&](Clock::time_point d) { return tune_dot_forward(o, dev, store, log, d, progress); });
+    if (k == kSparseUpdateKernel)
+      for (DType rows : o.row_dtypes)
+        jobs.push_back([&, rows](Clock::time_point d) {
+          return tune_sparse_update(o, dev, rows, store, log, d, progress);
+        });
   }
   nlohmann::json shapes = nlohmann::json::array();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -488,8 +571,8 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
       {"attempt_log", log.path()},
       {"winners_file", o.winners_path},
       {"kernels_without_space",
-       "embedding backward (fused sparse optimizer), dot interaction backward, cross net, BCE loss, dense optimizer, "
-       "radix sort, scan: not declared"},
+       "embedding backward's preparation (sort keys, segments, chunk sums of long rows), dot interaction backward, "
+       "cross net, BCE loss, dense optimizer, radix sort, scan: not declared"},
       {"shapes", shapes}};
   const std::string results_path = o.out_dir + "/tune-" + stamp + ".json";
   results["results_file"] = results_path;

@@ -1,6 +1,7 @@
 #pragma once
 // One `hetrec tune` run on the current device: for every kernel and shape asked for,
-// propose variants (pruned and ordered by tune/embedding_forward_model.h), compile each
+// propose variants (pruned and ordered by the kernel's model: tune/embedding_forward_model.h,
+// tune/dot_interaction_model.h, tune/sparse_update_model.h), compile each
 // with NVRTC, check its resources, verify it against the reference, time it, and keep
 // the winner; every attempt goes to the attempt log, winners to the winners file, and a
 // summary to the results JSON.
@@ -13,6 +14,7 @@
 #include "hw/hardware.h"
 #include "core/dtype.h"
 #include "data/feature_spec.h"
+#include "kernels/sparse_update_types.h"
 
 namespace hetrec::tune {
 
@@ -25,7 +27,11 @@ struct TuneOptions {
   std::vector<TableConfig> tables;    // the workload's tables (rows, hotness, pooling)
   int dim = 0;                        // row width
   bool interaction_self = false;      // the dot interaction's (i, i) terms
-  std::vector<DType> row_dtypes;      // embedding forward shapes to tune: one per row dtype
+  std::vector<DType> row_dtypes;      // embedding shapes to tune: one per row dtype
+  // The sparse update's rule, from the config's [optim] (sparse, sparse_lr, eps).
+  kernels::SparseOptimizerKind sparse_optimizer = kernels::SparseOptimizerKind::rowwise_adagrad;
+  double sparse_lr = 0.0;
+  double sparse_eps = 1e-8;
   int64_t batch = 65536;
   double stop_fraction = 0.10;        // stop a shape once the best is within this of the floor
   double min_occupancy = 0.25;        // reject compiled variants below this occupancy
