@@ -7,27 +7,14 @@
 
 namespace hetrec::kernels {
 
-namespace {
-
-const char* device_type(DType t) {
-  switch (t) {
-    case DType::f32: return "float";
-    case DType::f16: return "hetrec::kernels::F16Bits";
-    case DType::bf16: return "hetrec::kernels::Bf16Bits";
-    default: return nullptr;
-  }
-}
-
-}  // namespace
-
 gpu::RtcProgram embedding_forward_program(const EmbeddingForwardShape& s, const EmbeddingForwardVariant& v,
                                           const std::string& kernel_header) {
   const ForwardLaunchLayout l = forward_launch_layout(s, v, gpu::kWarpSize);
   gpu::RtcProgram p;
   p.name = "embedding_bag_forward_tuned.cu";
   p.source = "#include \"kernels/embedding_bag_forward_kernel.cuh\"\n";
-  p.name_expression = "hetrec::kernels::embedding_bag_forward_kernel<" + std::string(device_type(s.row_dtype)) + ", " +
-                      device_type(s.out_dtype) + ", " + std::to_string(l.vec) + ", " + std::to_string(l.units) + ", " +
+  p.name_expression = "hetrec::kernels::embedding_bag_forward_kernel<" + std::string(rtc_element_type(s.row_dtype)) + ", " +
+                      rtc_element_type(s.out_dtype) + ", " + std::to_string(l.vec) + ", " + std::to_string(l.units) + ", " +
                       std::to_string(v.ids_in_flight) + ", " + std::to_string(v.block_threads) + ">";
   p.headers = rtc_source_files();
   if (!kernel_header.empty())

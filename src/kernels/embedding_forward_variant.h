@@ -34,11 +34,13 @@ struct EmbeddingForwardVariant {
 // The variant nvcc compiles into the engine (kernels/embedding_bag_forward.cu).
 inline constexpr EmbeddingForwardVariant kDefaultForwardVariant{};
 
-struct ForwardLaunchLayout {
+// How a variant spreads one row over a lane group (the forward's bag, the update's row).
+struct RowLaneLayout {
   int vec = 1;    // elements per vector
-  int lanes = 1;  // threads per bag
+  int lanes = 1;  // threads per row (0 in a variant: as many as the row's vectors, up to a warp)
   int units = 1;  // vectors per lane
 };
+using ForwardLaunchLayout = RowLaneLayout;
 
 
 inline bool forward_power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -86,17 +88,24 @@ inline std::string forward_variant_problem(const EmbeddingForwardShape& s, const
   return "";
 }
 
+// The layout of a row of `dim` elements of `row_dtype` read `vec_bytes` at a time by
+// `lanes` threads (0: as many as its vectors, up to `warp_size`); the variant's checks
+// (whole vectors, at most kMaxEmbeddingUnitsPerLane vectors a lane) come first.
+inline RowLaneLayout row_lane_layout(DType row_dtype, int dim, int vec_bytes, int lanes, int warp_size) {
+  RowLaneLayout l;
+  l.vec = vec_bytes / static_cast<int>(dtype_size(row_dtype));
+  const int vectors = dim / l.vec;
+  l.lanes = lanes ? lanes : std::min(pow2_at_least(vectors), warp_size);
+  l.units = pow2_at_least((vectors + l.lanes - 1) / l.lanes);
+  return l;
+}
+
 // The launch layout; throws ConfigError with forward_variant_problem's reason.
 inline ForwardLaunchLayout forward_launch_layout(const EmbeddingForwardShape& s, const EmbeddingForwardVariant& v,
                                                  int warp_size) {
   const std::string problem = forward_variant_problem(s, v, warp_size);
   if (!problem.empty()) throw ConfigError("embedding forward variant for " + s.key() + ": " + problem);
-  ForwardLaunchLayout l;
-  l.vec = v.vec_bytes / static_cast<int>(dtype_size(s.row_dtype));
-  const int vectors = s.dim / l.vec;
-  l.lanes = v.lanes ? v.lanes : std::min(pow2_at_least(vectors), warp_size);
-  l.units = pow2_at_least((vectors + l.lanes - 1) / l.lanes);
-  return l;
+  return row_lane_layout(s.row_dtype, s.dim, v.vec_bytes, v.lanes, warp_size);
 }
 
 }  // namespace hetrec::kernels

@@ -33,4 +33,13 @@ std::string rtc_sources_hash() {
   return hex(h);
 }
 
+const char* rtc_element_type(DType t) {
+  switch (t) {
+    case DType::f32: return "float";
+    case DType::f16: return "hetrec::kernels::F16Bits";
+    case DType::bf16: return "hetrec::kernels::Bf16Bits";
+    default: return nullptr;
+  }
+}
+
 }  // namespace hetrec::kernels

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "gpu/rtc.h"
 
 namespace hetrec::kernels {
@@ -20,5 +21,9 @@ std::string rtc_sources_hash();
 
 // FNV-1a (64 bit) of any text, as 16 hex digits.
 std::string fnv1a_hex(const std::string& text);
+
+// The device type of a row or output element type in a run-time compiled kernel's
+// template arguments ("float", "hetrec::kernels::Bf16Bits", ...); nullptr for others.
+const char* rtc_element_type(DType t);
 
 }  // namespace hetrec::kernels

@@ -10,15 +10,6 @@ namespace hetrec::kernels {
 
 namespace {
 
-const char* device_type(DType t) {
-  switch (t) {
-    case DType::f32: return "float";
-    case DType::f16: return "hetrec::kernels::F16Bits";
-    case DType::bf16: return "hetrec::kernels::Bf16Bits";
-    default: return nullptr;
-  }
-}
-
 const char* optimizer_enumerator(SparseOptimizerKind k) {
   switch (k) {
     case SparseOptimizerKind::sgd: return "hetrec::kernels::SparseOptimizerKind::sgd";
@@ -43,7 +34,7 @@ gpu::RtcProgram sparse_update_program(const SparseUpdateShape& s, const SparseUp
   gpu::RtcProgram p;
   p.name = "sparse_update_tuned.cu";
   p.source = "#include \"kernels/sparse_update_kernel.cuh\"\n";
-  p.name_expression = "hetrec::kernels::sparse_update_kernel<" + std::string(device_type(s.row_dtype)) + ", " +
+  p.name_expression = "hetrec::kernels::sparse_update_kernel<" + std::string(rtc_element_type(s.row_dtype)) + ", " +
                       std::to_string(l.vec) + ", " + std::to_string(l.units) + ", " + optimizer_enumerator(s.optimizer) +
                       ", " + std::to_string(v.grads_in_flight) + ", " + std::to_string(v.block_threads) + ", " +
                       std::to_string(v.min_blocks_per_sm) + ">";

@@ -67,11 +67,7 @@ inline int sparse_update_cached_table_keys(DType row_dtype, int num_tables) {
   return num_tables < kMaxCachedTableKeys ? num_tables : kMaxCachedTableKeys;
 }
 
-struct SparseUpdateLayout {
-  int vec = 1;    // elements per vector
-  int lanes = 1;  // threads per row
-  int units = 1;  // vectors per lane
-};
+using SparseUpdateLayout = RowLaneLayout;
 
 // Empty when `variant` can run `shape` on a device of `warp_size` lanes; otherwise why
 // not (a sentence).
@@ -108,12 +104,7 @@ inline SparseUpdateLayout sparse_update_layout(const SparseUpdateShape& s, const
                                                int warp_size) {
   const std::string problem = sparse_update_variant_problem(s, v, warp_size);
   if (!problem.empty()) throw ConfigError("sparse update variant for " + s.key() + ": " + problem);
-  SparseUpdateLayout l;
-  l.vec = v.vec_bytes / static_cast<int>(dtype_size(s.row_dtype));
-  const int vectors = s.dim / l.vec;
-  l.lanes = v.lanes ? v.lanes : std::min(pow2_at_least(vectors), warp_size);
-  l.units = pow2_at_least((vectors + l.lanes - 1) / l.lanes);
-  return l;
+  return row_lane_layout(s.row_dtype, s.dim, v.vec_bytes, v.lanes, warp_size);
 }
 
 }  // namespace hetrec::kernels

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gpu/event.h"
+#include "tune/gpu/median_launch_time.h"
 #include "gpu/memory.h"
 
 namespace hetrec::tune {
@@ -114,18 +115,10 @@ ForwardCheck DotForwardBench::verify(const DotLaunch& launch) {
 
 double DotForwardBench::median_us(const DotLaunch& launch, int reps) {
   const int64_t stride = static_cast<int64_t>(workload_.shape.num_features) * workload_.shape.dim;
-  std::vector<gpu::Event> start(reps), stop(reps);
-  launch(shape(), features_.back().as<float>(), stride, out_.as<float>(), width(), stream_.get());  // warm-up
-  for (int i = 0; i < reps; ++i) {
-    start[i].record(stream_.get());
-    launch(shape(), features_[i % features_.size()].as<float>(), stride, out_.as<float>(), width(), stream_.get());
-    stop[i].record(stream_.get());
-  }
-  stream_.synchronize();
-  std::vector<double> us(reps);
-  for (int i = 0; i < reps; ++i) us[i] = 1000.0 * gpu::Event::elapsed_ms(start[i], stop[i]);
-  std::nth_element(us.begin(), us.begin() + reps / 2, us.end());
-  return us[reps / 2];
+  return median_launch_us(stream_, reps, [&](int i) {
+    const gpu::DeviceBuffer& in = i < 0 ? features_.back() : features_[static_cast<std::size_t>(i) % features_.size()];
+    launch(shape(), in.as<float>(), stride, out_.as<float>(), width(), stream_.get());
+  });
 }
 
 }  // namespace hetrec::tune

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gpu/event.h"
+#include "tune/gpu/median_launch_time.h"
 #include "gpu/memory.h"
 #include "kernels/embedding_init.h"
 
@@ -246,20 +247,11 @@ ForwardCheck EmbeddingForwardBench::verify(const ForwardLaunch& launch) {
 }
 
 double EmbeddingForwardBench::median_us(const ForwardLaunch& launch, int reps) {
-  std::vector<gpu::Event> start(reps), stop(reps);
   const kernels::PooledView out = pooled();
-  launch(device_tables_, bags(batches_[batches_.size() - 1]), out, bad_counter_.as<int32_t>(), stream_.get());  // warm-up
-  for (int i = 0; i < reps; ++i) {
-    const IdBatch& b = batches_[i % batches_.size()];
-    start[i].record(stream_.get());
+  return median_launch_us(stream_, reps, [&](int i) {
+    const IdBatch& b = i < 0 ? batches_.back() : batches_[static_cast<std::size_t>(i) % batches_.size()];
     launch(device_tables_, bags(b), out, bad_counter_.as<int32_t>(), stream_.get());
-    stop[i].record(stream_.get());
-  }
-  stream_.synchronize();
-  std::vector<double> us(reps);
-  for (int i = 0; i < reps; ++i) us[i] = 1000.0 * gpu::Event::elapsed_ms(start[i], stop[i]);
-  std::nth_element(us.begin(), us.begin() + reps / 2, us.end());
-  return us[reps / 2];
+  });
 }
 
 }  // namespace hetrec::tune

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "gpu/event.h"
+#include "tune/gpu/median_launch_time.h"
 #include "gpu/memory.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_init.h"
@@ -392,19 +393,9 @@ ForwardCheck SparseUpdateBench::verify(const UpdateLaunch& launch) {
 }
 
 double SparseUpdateBench::median_us(const UpdateLaunch& launch, int reps) {
-  std::vector<gpu::Event> start(reps), stop(reps);
-  run(launch, batches_.back());  // warm-up
-  for (int i = 0; i < reps; ++i) {
-    const UpdateBatch& b = batches_[i % batches_.size()];
-    start[i].record(stream_.get());
-    run(launch, b);
-    stop[i].record(stream_.get());
-  }
-  stream_.synchronize();
-  std::vector<double> us(reps);
-  for (int i = 0; i < reps; ++i) us[i] = 1000.0 * gpu::Event::elapsed_ms(start[i], stop[i]);
-  std::nth_element(us.begin(), us.begin() + reps / 2, us.end());
-  return us[reps / 2];
+  return median_launch_us(stream_, reps, [&](int i) {
+    run(launch, i < 0 ? batches_.back() : batches_[static_cast<std::size_t>(i) % batches_.size()]);
+  });
 }
 
 }  // namespace hetrec::tune
