@@ -6,9 +6,9 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "core/rng.h"
 #include "gpu/event.h"
 #include "tune/gpu/median_launch_time.h"
+#include "tune/gpu/skewed_bags.h"
 #include "gpu/memory.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_init.h"
@@ -119,32 +119,15 @@ SparseUpdateBench::SparseUpdateBench(const std::vector<TableConfig>& tables, int
   optimizer_.seed = seed;
   optimizer_.scalars = scalars_.as<kernels::StepScalars>();
 
-  // Bags: the table's hotness (or a length drawn in [1, 2h-1]); ids skewed toward low
-  // rows like the benchmark's (rows * u^3), as the embedding forward's workload.
+  // Bags as the embedding forward's workload (tune/gpu/skewed_bags.h).
   const int64_t grad_stride = static_cast<int64_t>(T) * dim;
   for (int r = 0; r < rotations; ++r) {
-    Rng rng(seed, 1000 + r);
+    SkewedBags sb = make_skewed_bags(tables, batch, seed, 1000 + static_cast<uint64_t>(r), r == 0 ? kBadIdEvery : 0);
     UpdateBatch b;
-    b.host_offsets.assign(static_cast<std::size_t>(T) * batch + 1, 0);
-    for (int t = 0; t < T; ++t)
-      for (int64_t s = 0; s < batch; ++s) {
-        const int h = tables[t].variable_bags ? 1 + static_cast<int>(rng.uniform() * (2 * tables[t].hotness - 1))
-                                              : tables[t].hotness;
-        for (int k = 0; k < h; ++k) {
-          const double u = rng.uniform();
-          int32_t id = static_cast<int32_t>(std::min<double>(tables[t].rows - 1, tables[t].rows * u * u * u));
-          if (r == 0 && (b.host_ids.size() + 1) % kBadIdEvery == 0)
-            id = (b.host_ids.size() / kBadIdEvery) % 2 ? -1 : static_cast<int32_t>(tables[t].rows);
-          b.host_ids.push_back(id);
-        }
-        b.host_offsets[static_cast<std::size_t>(t) * batch + s + 1] = static_cast<int32_t>(b.host_ids.size());
-      }
-    b.offsets = gpu::DeviceBuffer(b.host_offsets.size() * sizeof(int32_t));
-    b.ids = gpu::DeviceBuffer(std::max<std::size_t>(1, b.host_ids.size()) * sizeof(int32_t));
-    gpu::memcpy_sync(b.offsets.get(), b.host_offsets.data(), b.host_offsets.size() * sizeof(int32_t),
-                     gpu::CopyKind::host_to_device);
-    gpu::memcpy_sync(b.ids.get(), b.host_ids.data(), b.host_ids.size() * sizeof(int32_t),
-                     gpu::CopyKind::host_to_device);
+    b.host_offsets = std::move(sb.host_offsets);
+    b.host_ids = std::move(sb.host_ids);
+    b.offsets = std::move(sb.offsets);
+    b.ids = std::move(sb.ids);
     // Pooled gradients uniform in [-sqrt(1/B), sqrt(1/B)], one row of T x dim per sample.
     b.grad = gpu::DeviceBuffer(static_cast<std::size_t>(batch * grad_stride) * sizeof(float));
     kernels::embedding_init_uniform(b.grad.get(), batch, static_cast<int>(grad_stride), DType::f32,
