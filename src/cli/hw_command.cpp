@@ -62,7 +62,7 @@ void add_hw_command(CLI::App& app, Action& action) {
       const std::string path = po->cache.empty() ? default_device_probe_path(po->device) : po->cache;
       const DeviceProbe p = probe_device(po->device, path, po->refresh, Logger{});
       std::printf("%s (driver %s, runtime %s, %s), measured %s\n", p.validators.gpu.c_str(),
-                  p.validators.driver.c_str(), p.validators.runtime.c_str(), p.validators.library.c_str(),
+                  p.validators.driver.c_str(), p.validators.runtime.c_str(), p.validators.blas_library.c_str(),
                   p.date.c_str());
       std::printf("  device-to-device copy %.2f TB/s (read + write, %.0f MiB buffer)\n", p.copy_tbs,
                   p.copy_bytes / (1 << 20));

@@ -36,7 +36,7 @@ std::string why_validators_differ(const ProbeValidators& found, const ProbeValid
   if (found.gpu != expected.gpu) return "gpu is \"" + found.gpu + "\", this device is \"" + expected.gpu + "\"";
   if (found.driver != expected.driver) return "driver is " + found.driver + ", now " + expected.driver;
   if (found.runtime != expected.runtime) return "runtime is " + found.runtime + ", now " + expected.runtime;
-  return "library is \"" + found.library + "\", now \"" + expected.library + "\"";
+  return "library is \"" + found.blas_library + "\", now \"" + expected.blas_library + "\"";
 }
 
 }  // namespace
@@ -64,7 +64,7 @@ std::optional<DeviceProbe> load_device_probe(const std::string& path, const Prob
     p.validators.gpu = j.at("gpu").get<std::string>();
     p.validators.driver = j.at("driver").get<std::string>();
     p.validators.runtime = j.at("runtime").get<std::string>();
-    p.validators.library = j.at("library").get<std::string>();
+    p.validators.blas_library = j.at("library").get<std::string>();
     if (!(p.validators == expected)) return fail(path + ": written for another setup (" + why_validators_differ(p.validators, expected) + ")");
     p.date = j.at("date").get<std::string>();
     p.copy_tbs = j.at("copy_tbs").get<double>();
@@ -85,7 +85,7 @@ void save_device_probe(const DeviceProbe& p, const std::string& path) {
             {"gpu", p.validators.gpu},
             {"driver", p.validators.driver},
             {"runtime", p.validators.runtime},
-            {"library", p.validators.library},
+            {"library", p.validators.blas_library},
             {"date", p.date},
             {"copy_tbs", p.copy_tbs},
             {"copy_bytes", p.copy_bytes},
@@ -174,7 +174,7 @@ ProbeValidators local_probe_validators(int device_index) {
   v.gpu = gpu::device_properties(device_index).name;
   v.driver = version_text(gpu::driver_version());
   v.runtime = version_text(gpu::runtime_version());
-  v.library = gpu::blas_lt_library_text();
+  v.blas_library = gpu::blas_lt_library_text();
   return v;
 }
 

@@ -20,7 +20,7 @@ struct ProbeValidators {
   std::string gpu;      // the driver's device name, e.g. "NVIDIA H200"
   std::string driver;   // driver version, e.g. "13.0"
   std::string runtime;  // runtime version
-  std::string library;  // the BLAS-Lt library and its version
+  std::string blas_library;  // the BLAS-Lt library and its version
   bool operator==(const ProbeValidators&) const = default;
 };
 

@@ -67,7 +67,7 @@ TEST_F(DeviceProbeCache, OtherSetupIsRefusedNamingWhatDiffers) {
   gpu.gpu = "NVIDIA H100 80GB HBM3";
   driver.driver = "13.1";
   runtime.runtime = "12.9";
-  library.library = "cublaslt 130100";
+  library.blas_library = "cublaslt 130100";
   for (const Change& c : {Change{gpu, "gpu is"}, Change{driver, "driver is"}, Change{runtime, "runtime is"},
                           Change{library, "library is"}}) {
     std::string why;
