@@ -77,6 +77,23 @@ std::vector<uint64_t> group_offsets(const std::vector<char>& bytes) {
   return out;
 }
 
+// a.bin in `dir`: `lines` random TSV lines (seed `seed`) converted in row groups of 100
+// samples; returns its bytes (a.tsv stays beside it).
+std::vector<char> converted_tsv_bytes(const TempDir& dir, int64_t lines, uint64_t seed) {
+  hetrec::testing::write_text(dir.file("a.tsv"), random_tsv(lines, seed, false));
+  ConvertOptions options;
+  options.group_samples = 100;
+  convert_tsv_to_binary(dir.file("a.tsv"), dir.file("a.bin"), tsv_layout(), options);
+  return read_bytes(dir.file("a.bin"));
+}
+
+// Recomputes the CRC-32C of the row group starting at byte `group` after an edit, so
+// that only the reader's value checks can catch the edit.
+void reseal_group(std::vector<char>& bytes, std::size_t group) {
+  const auto payload = load<uint64_t>(bytes, group + 16);
+  store<uint32_t>(bytes, group + 24 + payload, crc32c(bytes.data() + group, 24 + payload));
+}
+
 std::string data_error(const std::function<void()>& f) {
   try {
     f();
@@ -180,11 +197,7 @@ TEST(BinaryFormat, ConvertSkipsOrFailsAndRemovesPartialOutput) {
 
 TEST(BinaryFormat, TruncatedForeignAndNewerFilesAreRejected) {
   TempDir dir;
-  hetrec::testing::write_text(dir.file("a.tsv"), random_tsv(300, 3, false));
-  ConvertOptions options;
-  options.group_samples = 100;
-  convert_tsv_to_binary(dir.file("a.tsv"), dir.file("a.bin"), tsv_layout(), options);
-  const std::vector<char> bytes = read_bytes(dir.file("a.bin"));
+  const std::vector<char> bytes = converted_tsv_bytes(dir, 300, 3);
   const std::string cut = dir.file("cut.bin");
   // Cut inside the header, after the header, inside a group, and one byte short.
   for (std::size_t keep : {std::size_t{4}, std::size_t{20}, std::size_t{60}, std::size_t{600}, bytes.size() - 1}) {
@@ -212,11 +225,7 @@ TEST(BinaryFormat, TruncatedForeignAndNewerFilesAreRejected) {
 
 TEST(BinaryFormat, FlippedByteFailsItsGroupChecksum) {
   TempDir dir;
-  hetrec::testing::write_text(dir.file("a.tsv"), random_tsv(300, 4, false));
-  ConvertOptions options;
-  options.group_samples = 100;
-  convert_tsv_to_binary(dir.file("a.tsv"), dir.file("a.bin"), tsv_layout(), options);
-  std::vector<char> bytes = read_bytes(dir.file("a.bin"));
+  std::vector<char> bytes = converted_tsv_bytes(dir, 300, 4);
   const auto offsets = group_offsets(bytes);
   ASSERT_EQ(offsets.size(), 3u);
   bytes[offsets[1] + 24 + 150] ^= 0x10;  // inside group 1's dense columns
@@ -236,11 +245,7 @@ TEST(BinaryFormat, FlippedByteFailsItsGroupChecksum) {
 
 TEST(BinaryFormat, OutOfRangeIdsAreNamed) {
   TempDir dir;
-  hetrec::testing::write_text(dir.file("a.tsv"), random_tsv(250, 5, false));
-  ConvertOptions options;
-  options.group_samples = 100;
-  convert_tsv_to_binary(dir.file("a.tsv"), dir.file("a.bin"), tsv_layout(), options);
-  std::vector<char> bytes = read_bytes(dir.file("a.bin"));
+  std::vector<char> bytes = converted_tsv_bytes(dir, 250, 5);
   const auto offsets = group_offsets(bytes);
   // Group 2 holds 50 samples: labels (52 padded bytes), 4 dense columns, then table 0's
   // lengths (50 x 4) and ids. Overwrite the id of sample 7 of the group (sample 207) and
@@ -248,8 +253,7 @@ TEST(BinaryFormat, OutOfRangeIdsAreNamed) {
   const std::size_t group = offsets[2];
   const std::size_t ids = group + 24 + 52 + 4 * 50 * 4 + 50 * 4;
   store<uint32_t>(bytes, ids + 4 * 7, 1000);
-  const auto payload = load<uint64_t>(bytes, group + 16);
-  store<uint32_t>(bytes, group + 24 + payload, crc32c(bytes.data() + group, 24 + payload));
+  reseal_group(bytes, group);
   write_bytes(dir.file("range.bin"), bytes);
   BinarySource source(dir.file("range.bin"));
   source.seek(200);
@@ -355,11 +359,7 @@ TEST(BinaryFormat, ParallelReadEqualsTheSequentialRead) {
 // table 2; the length once the id is repaired.
 TEST(BinaryFormat, FirstFaultInFileOrderIsReportedWithAnyThreadCount) {
   TempDir dir;
-  hetrec::testing::write_text(dir.file("a.tsv"), random_tsv(250, 5, false));
-  ConvertOptions options;
-  options.group_samples = 100;
-  convert_tsv_to_binary(dir.file("a.tsv"), dir.file("a.bin"), tsv_layout(), options);
-  std::vector<char> bytes = read_bytes(dir.file("a.bin"));
+  std::vector<char> bytes = converted_tsv_bytes(dir, 250, 5);
   const std::size_t group = group_offsets(bytes)[2];  // 50 samples
   // Walk the group: labels (52 padded bytes), 4 dense columns, then per table its 50
   // lengths and its ids.
@@ -372,15 +372,13 @@ TEST(BinaryFormat, FirstFaultInFileOrderIsReportedWithAnyThreadCount) {
     ids_at.push_back(cursor + 200);
     cursor += 200 + 4 * count;
   }
-  const auto payload = load<uint64_t>(bytes, group + 16);
-  auto reseal = [&] { store<uint32_t>(bytes, group + 24 + payload, crc32c(bytes.data() + group, 24 + payload)); };
   const uint32_t good_id = load<uint32_t>(bytes, ids_at[0] + 4 * 7);
   store<uint32_t>(bytes, ids_at[0] + 4 * 7, 1000);          // sample 207, table 0: id out of range
   store<uint32_t>(bytes, lengths_at[2] + 4 * 3, 0x80000000u);  // sample 203, table 2: corrupt length
-  reseal();
+  reseal_group(bytes, group);
   write_bytes(dir.file("two.bin"), bytes);
   store<uint32_t>(bytes, ids_at[0] + 4 * 7, good_id);
-  reseal();
+  reseal_group(bytes, group);
   write_bytes(dir.file("length.bin"), bytes);
   for (int threads : {1, 4}) {
     Batch batch;
