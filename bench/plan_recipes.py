@@ -39,7 +39,8 @@ def parse_args():
     p.add_argument("--planned", action="append", metavar="CONFIG",
                    help="also plan CONFIG for --hw and --port-from and measure both recipes (repeatable)")
     p.add_argument("--hw", default="h200_sxm", help="hardware the predictions are for (this GPU)")
-    p.add_argument("--port-from", default="h100_sxm", help="hardware whose planned recipe is run here as the direct port")
+    p.add_argument("--port-from", default="h100_sxm,a100_sxm_40gb",
+                   help="comma-separated hardware whose planned recipes are run here as direct ports")
     p.add_argument("--plan-args", default="--dense fp32,tf32,bf16 --allow-host-tables",
                    help="extra `hetrec plan` arguments for the planned recipes (what the GPU engine runs)")
     p.add_argument("--steps", type=int, default=40, help="timed steps per run")
@@ -158,22 +159,24 @@ def main():
     for config in a.planned or []:
         cname = os.path.splitext(os.path.basename(config))[0]
         extra = a.plan_args.split()
-        for hw, role in ((a.hw, "planned"), (a.port_from, "direct_port")):
+        for hw, role in [(a.hw, "planned")] + [(h, "direct_port") for h in a.port_from.split(",") if h]:
             out = os.path.join(a.out_dir, f"plan-{cname}-{hw}.toml")
             cmd = r.plan_command(config, hw, extra + ["--out", out])
             rc, text, _ = r.run(cmd, 300)
             if rc != 0:
                 print(f"planning {config} for {hw} failed (rc {rc}); see plan_recipes.log", file=sys.stderr)
                 continue
-            jobs.append((config, out, f"{cname}-plan-{hw}", role))
+            jobs.append((config, out, f"{cname}-plan-{hw}", role, hw))
     for group in a.run or []:
         config = group[0]
         for recipe in group[1:]:
-            jobs.append((config, recipe, os.path.splitext(os.path.basename(recipe))[0], "given"))
+            jobs.append((config, recipe, os.path.splitext(os.path.basename(recipe))[0], "given", None))
 
     results, measured_by_key = [], {}
-    for config, recipe, name, role in jobs:
+    for config, recipe, name, role, planned_for in jobs:
         entry = {"name": name, "role": role, "config": config, "recipe_file": recipe}
+        if planned_for:
+            entry["planned_for"] = planned_for
         with open(recipe) as f:
             entry["recipe_text"] = f.read()
         key = recipe_key(config, recipe)
@@ -237,15 +240,18 @@ def main():
     for config in sorted({e["config"] for e in measured}):
         group = [e for e in measured if e["config"] == config]
         chosen = [e for e in group if e["role"] == "planned"]
-        port = [e for e in group if e["role"] == "direct_port"]
+        ports = [e for e in group if e["role"] == "direct_port"]
         best = max(group, key=lambda e: e["measured"]["samples_per_s"])
         if chosen:
             c = chosen[0]["measured"]["samples_per_s"]
             chosen_vs_best[config] = {"ratio": c / best["measured"]["samples_per_s"], "best": best["name"],
                                       "chosen": chosen[0]["name"]}
-            if port:
-                chosen_vs_port[config] = {"ratio": c / port[0]["measured"]["samples_per_s"],
-                                          "direct_port": port[0]["name"], "chosen": chosen[0]["name"]}
+            # One entry per hardware the port comes from: the planned recipe's measured
+            # samples/s over the ported one's, both run here.
+            for port in ports:
+                chosen_vs_port.setdefault(config, {})[port["planned_for"]] = {
+                    "ratio": c / port["measured"]["samples_per_s"], "direct_port": port["name"],
+                    "chosen": chosen[0]["name"]}
     doc = {
         "benchmark": "planner",
         "date": datetime.date.today().isoformat(),
@@ -253,7 +259,7 @@ def main():
         "commit": os.environ.get("HETREC_COMMIT", "unknown"),
         "command": " ".join([sys.executable] + sys.argv),
         "metrics": {
-            "hardware": a.hw, "port_from": a.port_from, "warmup_steps": a.warmup, "timed_steps": a.steps,
+            "hardware": a.hw, "port_from": [h for h in a.port_from.split(",") if h], "warmup_steps": a.warmup, "timed_steps": a.steps,
             "recipes": results,
             "measured_recipes": len(measured),
             "max_step_error": max(step_errors) / 100.0 if step_errors else None,

@@ -31,6 +31,17 @@ constexpr int kMfmaDepthBytes[] = {64, 128};
 constexpr int kMfmaStages[] = {3, 2};
 // hipBLASLt lays 2x2 wavefronts (256 threads) over macro tiles from 64 up, one below.
 constexpr int kMfmaTwoWaveEdge = 64;
+// CUTLASS sm80 (Ampere mma.sync) threadblock tiles with their warp layouts: 64x64 warp
+// tiles on the large shapes, 32-wide ones on the smaller, four or eight warps per block.
+struct AmpereTile {
+  int m, n, warps_m, warps_n;
+};
+constexpr AmpereTile kAmpereTiles[] = {{256, 128, 4, 2}, {128, 256, 2, 4}, {128, 128, 2, 2}, {128, 64, 2, 2},
+                                       {64, 128, 2, 2},  {64, 64, 2, 2},   {64, 32, 2, 1},   {32, 64, 1, 2}};
+// Tile depth in bytes per row (32 or 64 16-bit elements, 16 or 32 tf32) and the cp.async
+// pipeline depths of CUTLASS's sm80 kernels (deepest first; shared memory caps the rest).
+constexpr int kAmpereDepthBytes[] = {64, 128};
+constexpr int kAmpereStages[] = {6, 5, 4, 3};
 // CUTLASS SIMT sgemm tiles and depths, with 32x64 warp tiles.
 constexpr int kSimtTileEdges[] = {64, 128};
 constexpr int kSimtWarpTileM = 32;
@@ -181,6 +192,23 @@ void add_mfma(const Hardware& hw, MatrixPrecision p, CandidateList& list) {
   }
 }
 
+void add_ampere(MatrixPrecision p, const MatrixInstruction& mi, CandidateList& list) {
+  for (const AmpereTile& t : kAmpereTiles) {
+    for (int depth_bytes : kAmpereDepthBytes) {
+      const int tile_k = depth_bytes / int(precision_operand_bytes(p));
+      if (tile_k % mi.k != 0) continue;
+      for (int stages : kAmpereStages) {
+        GemmConfig c;
+        c.tile_m = t.m, c.tile_n = t.n, c.tile_k = tile_k;
+        c.inst_m = mi.m, c.inst_n = mi.n_min, c.inst_k = mi.k;
+        c.warps_m = t.warps_m, c.warps_n = t.warps_n;
+        c.stages = stages;
+        list.add(c);
+      }
+    }
+  }
+}
+
 void add_simt(const MatrixInstruction& mi, CandidateList& list) {
   for (int tm : kSimtTileEdges) {
     for (int tn : kSimtTileEdges) {
@@ -204,20 +232,25 @@ std::vector<GemmConfig> gemm_candidates(const Hardware& hw, MatrixPrecision prec
   CandidateList list(hw, precision);
   const MatrixInstruction* warpgroup = nullptr;
   const MatrixInstruction* simt = nullptr;
-  bool has_cta = false, has_mfma = false;
+  const MatrixInstruction* warp_matrix = nullptr;
+  bool has_cta = false;
   for (const MatrixInstruction& mi : hw.matrix_instructions) {
     if (mi.precision != precision) continue;
     if (mi.scope == IssueScope::warpgroup && !warpgroup) warpgroup = &mi;
     if (mi.scope == IssueScope::cta) has_cta = true;
     if (mi.scope == IssueScope::warp && mi.m == 1 && mi.n_max == 1) simt = &mi;
-    if (mi.scope == IssueScope::warp && mi.m > 1) has_mfma = true;
+    if (mi.scope == IssueScope::warp && mi.m > 1 && !warp_matrix) warp_matrix = &mi;
   }
   if (warpgroup) add_hopper(hw, precision, *warpgroup, list);
   if (has_cta) add_blackwell(hw, precision, list);
   // Warp-level matrix instructions make the candidates only where they are the GPU's
-  // newest scope (AMD MFMA): Hopper also lists the Ampere-generation mma.sync, which the
-  // library's older kernels issue, but CUTLASS's Hopper kernels are built on wgmma.
-  if (has_mfma && !warpgroup && !has_cta) add_mfma(hw, precision, list);
+  // newest scope (Ampere's mma.sync, AMD's MFMA): Hopper also lists the Ampere-generation
+  // mma.sync, which the library's older kernels issue, but CUTLASS's Hopper kernels are
+  // built on wgmma.
+  if (warp_matrix && !warpgroup && !has_cta) {
+    if (hw.vendor == Vendor::nvidia) add_ampere(precision, *warp_matrix, list);
+    else add_mfma(hw, precision, list);
+  }
   if (simt) add_simt(*simt, list);
   return list.take();
 }

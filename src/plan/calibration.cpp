@@ -27,6 +27,7 @@ struct Observation {
   bool total;             // the step total, else one phase
   StepPhase phase;
   double measured_ms;
+  double weight = 1.0;    // multiplies the log residual
 };
 
 StepModelParams with_logs(const StepModelParams& base, const Vec& logs) {
@@ -45,12 +46,16 @@ std::vector<Observation> observations(const std::vector<StepMeasurement>& ms, bo
       throw ConfigError("calibration: measurement '" + m.label + "' has step time " + std::to_string(m.step_ms) +
                         " ms, expected > 0");
     obs.push_back({i, true, StepPhase::overhead, m.step_ms});
-    if (!use_phases) continue;
+    if (!use_phases || m.phase_ms.empty()) continue;
+    // A profiled step's phases weigh together as much as its total (squared weights sum
+    // to 1): the step is what the planner ranks recipes by, the phases say how it splits,
+    // and a profile of 11 phases must not outvote the unprofiled steps 11 to 1.
+    const double phase_weight = 1.0 / std::sqrt(double(m.phase_ms.size()));
     for (const auto& [phase, ms_value] : m.phase_ms) {
       if (!(ms_value > 0.0))
         throw ConfigError("calibration: measurement '" + m.label + "' phase " + std::string(step_phase_name(phase)) +
                           " = " + std::to_string(ms_value) + " ms, expected > 0");
-      obs.push_back({i, false, phase, ms_value});
+      obs.push_back({i, false, phase, ms_value, phase_weight});
     }
   }
   return obs;
@@ -68,7 +73,7 @@ std::vector<double> residuals(const std::vector<StepMeasurement>& ms, const std:
   for (const Observation& o : obs) {
     const double v = observed(preds[o.measurement], o);
     // A phase the model gives no work at all: a fixed large residual the fit cannot change.
-    r.push_back(v > 0.0 ? std::log(v / o.measured_ms) : std::log(1e-9 / o.measured_ms));
+    r.push_back(o.weight * (v > 0.0 ? std::log(v / o.measured_ms) : std::log(1e-9 / o.measured_ms)));
   }
   const double w = std::sqrt(prior_weight);
   for (std::size_t i = 0; i < kN; ++i) r.push_back(w * (logs[i] - start[i]));
@@ -193,13 +198,17 @@ CalibrationFit calibrate_step_model(const std::vector<StepMeasurement>& measurem
   for (const StepMeasurement& m : measurements) fit.params.note += " " + m.label;
   fit.iterations = it;
   fit.residuals = step_model_residuals(measurements, fit.params, options.use_phases);
-  double sum = 0.0;
-  for (const CalibrationResidual& res : fit.residuals) {
+  // The residuals follow the observations one to one; the rms weighs them as the fit did.
+  double sum = 0.0, weights = 0.0;
+  for (std::size_t i = 0; i < fit.residuals.size(); ++i) {
+    const CalibrationResidual& res = fit.residuals[i];
     const double l = std::log(res.predicted_ms / res.measured_ms);
-    sum += l * l;
+    const double w2 = obs[i].weight * obs[i].weight;
+    sum += w2 * l * l;
+    weights += w2;
     if (res.quantity == "step") fit.max_step_error = std::max(fit.max_step_error, std::abs(res.relative_error()));
   }
-  fit.rms_log_error = std::sqrt(sum / static_cast<double>(fit.residuals.size()));
+  fit.rms_log_error = std::sqrt(sum / weights);
   return fit;
 }
 

@@ -43,6 +43,8 @@ struct CalibrationResidual {
 struct CalibrationFit {
   StepModelParams params;  // calibrated = true, note names the measurements
   std::vector<CalibrationResidual> residuals;  // after the fit, one per observation
+  // Root mean square of log(predicted / measured), weighted as the fit weighs them (a
+  // profiled step's phases together as much as its total).
   double rms_log_error = 0.0;
   double max_step_error = 0.0;  // largest |predicted / measured - 1| over the step totals
   int iterations = 0;

@@ -88,7 +88,8 @@ TEST(CliTrain, TimingRunReportsStepTimeWithoutEvaluation) {
 }
 
 // bench/plan_recipes.py end to end on the CPU (its --device cpu dry run on the demo
-// config): a given recipe with host tables and the planned ones are predicted and
+// config): a given recipe with host tables, the one planned here and the ones planned
+// for the H100 and the A100 (the direct ports) are predicted and
 // trained, and the results file has the planner fields with the exact commands.
 TEST(CliPlan, RecipeMeasurementScriptWritesThePlannerResults) {
   const auto dir = scratch_dir("plan_recipes");
@@ -108,7 +109,7 @@ TEST(CliPlan, RecipeMeasurementScriptWritesThePlannerResults) {
   for (const char* field : {"\"benchmark\": \"planner\"", "\"max_step_error\"", "\"max_memory_error\"",
                             "\"chosen_vs_best\"", "\"chosen_vs_direct_port\"", "\"step_ms_median\"",
                             "\"step_error_pct\"", "\"train_command\"", "\"predict_command\"", "\"role\": \"direct_port\"",
-                            "\"t1\"", "\"measured_recipes\": 3"})
+                            "\"t1\"", "\"measured_recipes\": 4", "\"planned_for\": \"a100_sxm_40gb\""})
     EXPECT_NE(results.find(field), std::string::npos) << field << " missing";
   fs::remove_all(dir);
 }

@@ -92,8 +92,8 @@ constexpr DesignRow kDesignTable[] = {
 }  // namespace
 
 TEST(HardwareFiles, ListsEveryShippedGpu) {
-  const std::vector<std::string> expected = {"b200",   "h100_sxm", "h200_sxm", "mi300x",
-                                             "mi325x", "mi350x",   "mi355x"};
+  const std::vector<std::string> expected = {"a100_sxm_40gb", "b200",   "h100_sxm", "h200_sxm",
+                                             "mi300x",        "mi325x", "mi350x",   "mi355x"};
   EXPECT_EQ(list_hardware(kHwDir), expected);
 }
 
@@ -120,7 +120,7 @@ TEST(HardwareFiles, MatchTheDesignTable) {
 TEST(HardwareFiles, EveryNumberHasASourceAndRatesMatchTheClock) {
   // Dense bf16 FLOP per clock per SM/CU that each architecture's documents give.
   const std::map<std::string, double> bf16_flops_per_clock = {
-      {"sm_90", 4096}, {"sm_100", 8192}, {"gfx942", 2048}, {"gfx950", 4096}};
+      {"sm_80", 2048}, {"sm_90", 4096}, {"sm_100", 8192}, {"gfx942", 2048}, {"gfx950", 4096}};
   for (const std::string& name : list_hardware(kHwDir)) {
     SCOPED_TRACE(name);
     const Hardware hw = load_hardware_by_name(name, kHwDir);
@@ -321,7 +321,7 @@ TEST(HardwareErrors, MissingFilesAndNames) {
   } catch (const ConfigError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("hardware 'h300'"), std::string::npos) << what;
-    EXPECT_NE(what.find("available: b200, h100_sxm, h200_sxm, mi300x"), std::string::npos) << what;
+    EXPECT_NE(what.find("available: a100_sxm_40gb, b200, h100_sxm, h200_sxm, mi300x"), std::string::npos) << what;
   }
   EXPECT_THROW(list_hardware(dir.str() + "/no_such_dir"), IoError);
 }

@@ -14,7 +14,7 @@ using namespace hetrec::test;
 
 namespace {
 
-const char* const kAllGpus[] = {"h100_sxm", "h200_sxm", "b200", "mi300x", "mi325x", "mi350x", "mi355x"};
+const char* const kAllGpus[] = {"a100_sxm_40gb", "h100_sxm", "h200_sxm", "b200", "mi300x", "mi325x", "mi350x", "mi355x"};
 
 // A configuration that runs one CTA per unit, data parallel.
 GemmConfig hopper_128x256() {
@@ -107,6 +107,33 @@ TEST(GemmModel, LargeSquareBf16OnH200IsInTheMeasuredBand) {
   EXPECT_LE(t8k, hw.measured->bf16_gemm_tflops_high.value() * 1.03);
 }
 
+TEST(GemmModel, AmpereRunsMmaSyncAtTheFullRate) {
+  // On the A100, mma.sync is the newest matrix instruction: its candidates are CUTLASS
+  // sm80-style tiles of warps, with no previous-generation discount, and no fp8.
+  const Hardware hw = shipped_hardware("a100_sxm_40gb");
+  const GemmModelParams params = shipped_params(hw);
+  EXPECT_TRUE(gemm_candidates(hw, MatrixPrecision::fp8).empty());
+  for (MatrixPrecision p : {MatrixPrecision::bf16, MatrixPrecision::fp16, MatrixPrecision::tf32}) {
+    SCOPED_TRACE(precision_name(p));
+    const std::vector<GemmConfig> candidates = gemm_candidates(hw, p);
+    ASSERT_FALSE(candidates.empty());
+    for (const GemmConfig& c : candidates) {
+      const GemmKernelTraits t = gemm_kernel_traits(hw, params, p, c);
+      ASSERT_TRUE(t.feasible) << to_string(c);
+      EXPECT_TRUE(t.warp_scope) << to_string(c);
+      EXPECT_FALSE(t.legacy_instruction) << to_string(c);
+      EXPECT_EQ(c.cluster_m * c.cluster_n, 1) << to_string(c);
+    }
+  }
+  // A large square bf16 GEMM is math-bound below the datasheet's dense 312 TFLOP/s, at the
+  // sm_80 starting efficiency's share of it less the per-tile overheads.
+  const GemmSelector selector = GemmSelector::for_hardware(hw, params);
+  const RankedConfig best = selector.select(square(8192));
+  EXPECT_EQ(best.estimate.limiter, GemmLimiter::math) << to_string(best.config);
+  EXPECT_LE(best.estimate.tflops, hw.dense_tflops.bf16 * params.matrix_efficiency.bf16);
+  EXPECT_GE(best.estimate.tflops, hw.dense_tflops.bf16 * params.matrix_efficiency.bf16 * 0.9);
+}
+
 TEST(GemmModel, MemoryBoundGemvPredictsBytesOverBandwidth) {
   Rng rng(23);
   for (const char* name : kAllGpus) {
@@ -168,7 +195,7 @@ TEST(GemmModel, OneTileMoreThanUnitsCostsTwoWaves) {
 
 TEST(GemmModel, WavesMatchADirectCountOfTheDispatch) {
   Rng rng(24);
-  for (const char* name : {"h200_sxm", "mi300x", "mi355x", "b200"}) {
+  for (const char* name : {"h200_sxm", "a100_sxm_40gb", "mi300x", "mi355x", "b200"}) {
     SCOPED_TRACE(name);
     const Hardware hw = shipped_hardware(name);
     const GemmModelParams params = shipped_params(hw);

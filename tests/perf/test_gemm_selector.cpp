@@ -20,7 +20,7 @@ using namespace hetrec::test;
 
 namespace {
 
-const char* const kAllGpus[] = {"h100_sxm", "h200_sxm", "b200", "mi300x", "mi325x", "mi350x", "mi355x"};
+const char* const kAllGpus[] = {"a100_sxm_40gb", "h100_sxm", "h200_sxm", "b200", "mi300x", "mi325x", "mi350x", "mi355x"};
 
 // The selector may stop at a candidate within this relative distance of the best when
 // candidates tie (gemm_selector.cpp, kTieTolerance).

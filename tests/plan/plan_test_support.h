@@ -60,11 +60,9 @@ inline ModelConfig mlperf_model(int64_t cap = 0, Arch arch = Arch::dcnv2) {
   return m;
 }
 
-// The recorded planner benchmarks on the H200 (bench/plan_recipes.py, docs/planner.md):
-// the latest, whose recipes the planner chose with the model calibrated on the earlier
-// one, and the earlier one (the same engine; both are calibration input).
-inline const std::string kPlannerRecordFile = "planner-20261130-h200-replan.json";
-inline const std::string kEarlierPlannerRecordFile = "planner-20261130-h200.json";
+// The recorded planner benchmark on the H200 (bench/plan_recipes.py, docs/planner.md) of
+// the current engine, with the direct ports from the H100 and the A100: calibration input.
+inline const std::string kPlannerRecordFile = "planner-20261130-h200-port.json";
 
 // The model of a config bench/plan_recipes.py trains (the plan layer reads no configs).
 inline ModelConfig planner_config_model(const std::string& config) {
