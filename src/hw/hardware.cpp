@@ -278,6 +278,21 @@ Hardware load_hardware(const std::string& path) {
     facts.bf16_gemm_tflops_low = read.optional_measured(*meas, "bf16_gemm_tflops_low");
     facts.bf16_gemm_tflops_high = read.optional_measured(*meas, "bf16_gemm_tflops_high");
     facts.l2_mb_reported = read.optional_measured(*meas, "l2_mb_reported");
+    if (meas->has("host_gather")) {
+      for (TomlTableReader& r : meas->array_of_tables("host_gather")) {
+        HostGatherPoint point;
+        point.span_gb = r.number("span_gb");
+        point.distinct_gbs = r.number("distinct_gbs");
+        point.source = r.string("source");
+        if (!(point.span_gb > 0.0)) r.fail("span_gb", "must be > 0");
+        if (!(point.distinct_gbs > 0.0)) r.fail("distinct_gbs", "must be > 0");
+        if (point.source.empty()) r.fail("source", "must name the measurement");
+        if (!facts.host_gather.empty() && point.span_gb <= facts.host_gather.back().span_gb)
+          r.fail("span_gb", "points must come in ascending span");
+        r.finish();
+        facts.host_gather.push_back(std::move(point));
+      }
+    }
     if (facts.bf16_gemm_tflops_low.has_value() != facts.bf16_gemm_tflops_high.has_value())
       meas->fail("bf16_gemm_tflops_low", "give both ends of the range or neither");
     if (facts.bf16_gemm_tflops_low && *facts.bf16_gemm_tflops_low > *facts.bf16_gemm_tflops_high)
@@ -287,6 +302,17 @@ Hardware load_hardware(const std::string& path) {
   }
   root.finish();
   return hw;
+}
+
+std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_gb) {
+  if (!hw.measured || hw.measured->host_gather.empty()) return std::nullopt;
+  const std::vector<HostGatherPoint>& c = hw.measured->host_gather;
+  if (span_gb <= c.front().span_gb) return c.front().distinct_gbs;
+  if (span_gb >= c.back().span_gb) return c.back().distinct_gbs;
+  std::size_t i = 1;
+  while (c[i].span_gb < span_gb) ++i;
+  const double t = std::log(span_gb / c[i - 1].span_gb) / std::log(c[i].span_gb / c[i - 1].span_gb);
+  return c[i - 1].distinct_gbs + t * (c[i].distinct_gbs - c[i - 1].distinct_gbs);
 }
 
 std::vector<std::string> list_hardware(const std::string& dir) {

@@ -51,8 +51,19 @@ struct MatrixInstruction {
 };
 
 // Facts measured on a real device (optional), with the date of the measurement.
+// One point of a measured curve: the rate at which the GPU gathers distinct embedding
+// rows from a table in mapped page-locked host memory spanning `span_gb` (bench/
+// host_gather_bench.cpp). The rate falls as the span outgrows what the address
+// translation caches cover.
+struct HostGatherPoint {
+  double span_gb = 0.0;
+  double distinct_gbs = 0.0;
+  std::string source;
+};
+
 struct MeasuredFacts {
   std::string date;
+  std::vector<HostGatherPoint> host_gather;     // ascending span; empty: not measured
   std::optional<double> copy_tbs;               // device-to-device copy, read + write
   std::optional<double> bf16_gemm_tflops_low;   // large bf16 GEMM, lower end of the range
   std::optional<double> bf16_gemm_tflops_high;  // upper end
@@ -122,5 +133,10 @@ Hardware load_hardware(const std::string& path);
 Hardware load_hardware_by_name(std::string_view name, const std::string& search_dir);
 // Names (file stems) of the hardware files in `dir`, sorted.
 std::vector<std::string> list_hardware(const std::string& dir);
+
+// The measured host-gather rate (GB/s of distinct rows) at a host span of `span_gb`:
+// interpolated linearly in log(span) between the measured points and held at the end
+// points' rates beyond them. Empty when the hardware file has no such measurement.
+std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_gb);
 
 }  // namespace hetrec

@@ -20,6 +20,7 @@ constexpr double kIndexBytes = 4.0;  // int32 ids, offsets, sort keys and values
 // Bytes per unit of rate: TB/s = 1e6 bytes per microsecond, GB/s = 1e3.
 constexpr double kBytesPerUsPerTbs = 1e6;
 constexpr double kBytesPerUsPerGbs = 1e3;
+constexpr double kBytesPerGb = 1e9;  // the hardware files quote GB of 10^9 bytes
 // Copies and memsets the step enqueues around its kernels: the step scalars in, the
 // output cleared, the loss and the skip flag out (GpuDlrm::enqueue_step).
 constexpr int kStepCopies = 4;
@@ -126,6 +127,15 @@ class WorkBuilder {
   }
   void host(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
     add(phase, factor, bytes / host_bytes_per_us_, what);
+  }
+  // Distinct embedding rows of tables in host memory that together span `span_bytes`:
+  // at the GPU's measured gather rate for that span where the hardware file has one
+  // (the rate falls as the span outgrows the address translation caches' reach), else
+  // at the link's datasheet rate.
+  void host_table_rows(StepPhase phase, double bytes, double span_bytes, const std::string& what) {
+    const std::optional<double> gbs = measured_host_gather_gbs(hw_, span_bytes / kBytesPerGb);
+    const double bytes_per_us = gbs ? *gbs * kBytesPerUsPerGbs : host_bytes_per_us_;
+    add(phase, StepFactor::host_tables, bytes / bytes_per_us, what);
   }
   // A collective between the GPUs: its busiest rank's bytes over the peer link and its
   // latency steps.
@@ -293,7 +303,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   const double grad_row_bytes = g.width * kFloatBytes;
   const double tables = static_cast<double>(g.shards.size());
   double lookups = 0.0, occurrences = 0.0, hbm_gather = 0.0, hbm_rows = 0.0, host_read = 0.0, host_update = 0.0,
-         distinct_rows = 0.0;
+         host_span = 0.0, distinct_rows = 0.0;
   int64_t total_rows = 0;
   for (const ShardLoad& s : g.shards) {
     lookups += s.lookup_ids;
@@ -308,6 +318,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
     } else {
       host_read += s.lookup_unique * row_bytes;                       // first touch crosses the link
       host_update += s.update_unique * (row_bytes + state_bytes);     // read, then written back (full duplex)
+      host_span += static_cast<double>(s.rows) * (row_bytes + state_bytes);
     }
   }
   const double lb = g.lookup_samples, ub = g.update_samples;
@@ -315,7 +326,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   w.hbm(fwd, StepFactor::embedding_forward, hbm_gather, label + "row reads (every id)");
   w.hbm(fwd, StepFactor::embedding_forward, (lookups + lb * tables) * kIndexBytes, label + "ids and offsets");
   w.hbm(fwd, StepFactor::embedding_forward, lb * tables * grad_row_bytes, label + "pooled output (fp32)");
-  w.host(fwd, StepFactor::host_tables, host_read, label + "distinct rows of host tables over the link");
+  w.host_table_rows(fwd, host_read, host_span, label + "distinct rows of host tables over the link");
   w.launches(fwd, 1);
 
   const auto bwd = StepPhase::embedding_bwd_update;
@@ -330,8 +341,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
         label + "pooled-gradient row of every occurrence");
   w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, label + "distinct rows and optimizer state, read and written");
   w.row_updates(bwd, distinct_rows, label + "per-row update work of the distinct rows");
-  w.host(bwd, StepFactor::host_tables, host_update,
-         label + "distinct rows of host tables, read and written over the link");
+  w.host_table_rows(bwd, host_update, host_span, label + "distinct rows of host tables, read and written over the link");
   // fp16 rows: the fused update rounds each distinct row's new values to fp16.
   if (recipe.row_dtype == DType::f16) w.fp16_rounding(bwd, distinct_rows * g.width, label + "updated fp16 rows");
   w.launches(bwd, plan_kernels::embedding_backward_launches(static_cast<int64_t>(capacity), total_rows));

@@ -151,6 +151,23 @@ TEST(HardwareFiles, H200CarriesItsMeasurements) {
   EXPECT_FALSE(load_hardware_by_name("h100_sxm", kHwDir).measured.has_value());
 }
 
+TEST(HardwareFiles, HostGatherRateFollowsTheMeasuredCurve) {
+  const Hardware hw = load_hardware_by_name("h200_sxm", kHwDir);
+  ASSERT_TRUE(hw.measured.has_value());
+  const std::vector<HostGatherPoint>& c = hw.measured->host_gather;
+  ASSERT_GE(c.size(), 2u);
+  for (std::size_t i = 1; i < c.size(); ++i) EXPECT_GT(c[i].span_gb, c[i - 1].span_gb);
+  // At the points, between them linearly in log(span), and held beyond the ends.
+  for (const HostGatherPoint& p : c) EXPECT_DOUBLE_EQ(*measured_host_gather_gbs(hw, p.span_gb), p.distinct_gbs);
+  const double mid = std::sqrt(c[0].span_gb * c[1].span_gb);
+  EXPECT_NEAR(*measured_host_gather_gbs(hw, mid), 0.5 * (c[0].distinct_gbs + c[1].distinct_gbs), 1e-9);
+  EXPECT_DOUBLE_EQ(*measured_host_gather_gbs(hw, c.front().span_gb / 10), c.front().distinct_gbs);
+  EXPECT_DOUBLE_EQ(*measured_host_gather_gbs(hw, c.back().span_gb * 10), c.back().distinct_gbs);
+  // Measured on the H200: a 20 GB span gathers at a fraction of a 0.5 GB one's rate.
+  EXPECT_LT(*measured_host_gather_gbs(hw, 20.0), 0.25 * *measured_host_gather_gbs(hw, 0.5));
+  EXPECT_FALSE(measured_host_gather_gbs(load_hardware_by_name("b200", kHwDir), 1.0).has_value());
+}
+
 TEST(HardwareFiles, InstructionsDescribeTheirShapes) {
   const Hardware h100 = load_hardware_by_name("h100_sxm", kHwDir);
   bool found_wgmma = false, found_mma_sync = false;
@@ -191,6 +208,16 @@ TEST(HardwareErrors, UnknownKeys) {
   EXPECT_NE(e.find("'compute.units.note': unknown key"), std::string::npos) << e;
   e = load_error("k = 16\nsource", "k = 16\nwidth = 3\nsource");
   EXPECT_NE(e.find("'matrix_instructions[0].width': unknown key"), std::string::npos) << e;
+  // A measured host-gather curve must ascend in span and name its source.
+  const std::string points =
+      "[measured]\ndate = \"2026-11\"\n[[measured.host_gather]]\nspan_gb = 2\ndistinct_gbs = 15\nsource = \"b\"\n"
+      "[[measured.host_gather]]\nspan_gb = 1\ndistinct_gbs = 30\nsource = \"b\"\n";
+  e = load_error_of_text(read_text(kHwDir + "/h100_sxm.toml") + points);
+  EXPECT_NE(e.find("measured.host_gather[1].span_gb"), std::string::npos) << e;
+  EXPECT_NE(e.find("ascending"), std::string::npos) << e;
+  e = load_error_of_text(read_text(kHwDir + "/h100_sxm.toml") +
+                         "[measured]\ndate = \"2026-11\"\n[[measured.host_gather]]\nspan_gb = 2\ndistinct_gbs = 15\n");
+  EXPECT_NE(e.find("measured.host_gather[0].source"), std::string::npos) << e;
 }
 
 TEST(HardwareErrors, WrongTypes) {

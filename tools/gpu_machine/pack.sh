@@ -10,13 +10,16 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" .carry/suite
 cp "$build/src/cli/hetrec" "$stage/bin/"
-[ -x "$build/bench/e2e_bench" ] && cp "$build/bench/e2e_bench" "$stage/bin/"
+for b in e2e_bench host_gather_bench; do [ -x "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/bin/"; done
 # The GPU test programs suite.sh runs (each links every kernel: about 11 MB apiece, so
 # only these travel).
 for t in "$build"/tests/*/{gpu_test_*,gemm_test_*,dist_test_nccl*,dist_test_distributed_gpu*,tune_test_gate*,kernels_test_*,model_gpu_test_*}; do
   [ -x "$t" ] && [ -f "$t" ] || continue
   case $t in *.cmake) continue ;; esac
-  if ldd "$t" 2>/dev/null | grep -qE 'libcudart|libcublasLt|libnvrtc|libnccl|libcuda\.so'; then cp "$t" "$stage/bin/"; fi
+  # The library list is captured first: `ldd | grep -q` under pipefail fails when grep
+  # stops reading early, which would drop the program silently.
+  libs=$(ldd "$t" 2>/dev/null || true)
+  if grep -qE 'libcudart|libcublasLt|libnvrtc|libnccl|libcuda\.so' <<<"$libs"; then cp "$t" "$stage/bin/"; fi
 done
 strip --strip-all "$stage"/bin/* 2>/dev/null || true
 # Libraries that come from Debian packages (not in the CUDA toolkit or the base system).
