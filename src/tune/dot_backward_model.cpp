@@ -1,6 +1,7 @@
 #include "tune/dot_backward_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 
@@ -16,7 +17,8 @@ constexpr double kFlopsPerTFlop = 1e12;
 constexpr double kUsPerS = 1e6;
 constexpr double kHzPerMHz = 1e6;
 
-double ceil_div(double a, double b) { return static_cast<double>(static_cast<int64_t>((a + b - 1) / b)); }
+// Warp-wide accesses needed for `items` consecutive elements.
+double warp_accesses(double items, double warp) { return std::ceil(items / warp); }
 }  // namespace
 
 VariantSpace dot_backward_space() {
@@ -104,10 +106,10 @@ double dot_backward_shared_clocks_per_sample(const Hardware& hw, const DotBackwa
   const double warp = hw.warp_size;
   const int f = w.shape.num_features, d = w.shape.dim;
   const int groups = (f + v.rows_per_thread - 1) / v.rows_per_thread;
-  const double staging = ceil_div(static_cast<double>(f) * d, warp) +           // features written
-                         ceil_div(static_cast<double>(f) * (f + v.row_pad), warp) +  // matrix zeroed
-                         2.0 * ceil_div(w.pairs(), warp);                         // both triangles filled
-  const double warps = ceil_div(static_cast<double>(groups) * d, warp);
+  const double staging = warp_accesses(static_cast<double>(f) * d, warp) +             // features written
+                         warp_accesses(static_cast<double>(f) * (f + v.row_pad), warp) +  // matrix zeroed
+                         2.0 * warp_accesses(w.pairs(), warp);                          // both triangles filled
+  const double warps = warp_accesses(static_cast<double>(groups) * d, warp);
   const double summing = warps * f * (1.0 + v.rows_per_thread);
   return staging + summing;
 }
