@@ -38,7 +38,8 @@ void add_tune_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "search kernel variants on this GPU (compile, verify against a reference, time) and keep the winners");
-  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | all")->capture_default_str();
+  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | "
+                  "dot_interaction_backward | all")->capture_default_str();
   cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();

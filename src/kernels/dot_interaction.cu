@@ -5,6 +5,8 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/kernel_attributes.h"
+#include "kernels/dot_interaction_backward_kernel.cuh"
+#include "kernels/dot_interaction_backward_tuned.h"
 #include "kernels/dot_interaction_kernel.cuh"
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/launch.h"
@@ -15,50 +17,18 @@ namespace {
 
 // The built-in forward variant (kDefaultDotForwardVariant): 256 threads, one sample per
 // block, rows padded by one float so that threads reading the same element of different
-// features fall into different banks. The backward uses the same padding.
+// features fall into different banks.
 constexpr int kThreads = kDefaultDotForwardVariant.block_threads;
 constexpr int kSamplesPerBlock = kDefaultDotForwardVariant.samples_per_block;
 constexpr int kRowPad = kDefaultDotForwardVariant.row_pad;
+// The built-in backward variant (kDefaultDotBackwardVariant): 256 threads, one sample per
+// block, rows padded by one float, one output per thread and item.
+constexpr int kBackwardThreads = kDefaultDotBackwardVariant.block_threads;
+constexpr int kBackwardSamplesPerBlock = kDefaultDotBackwardVariant.samples_per_block;
+constexpr int kBackwardRowPad = kDefaultDotBackwardVariant.row_pad;
+constexpr int kBackwardRowsPerThread = kDefaultDotBackwardVariant.rows_per_thread;
 // Above the default 48 KB of dynamic shared memory a kernel must opt in.
 constexpr std::size_t kDefaultSharedLimit = 48 * 1024;
-
-// Shared memory: the features (F rows, padded) then the symmetric pair-gradient matrix G
-// (F x F): G[i][j] = G[j][i] = dout of pair (i, j), G[i][i] = 2 dout of (i, i) or 0.
-__global__ void __launch_bounds__(kThreads)
-    dot_backward_kernel(const float* __restrict__ features, int64_t feature_stride, const float* __restrict__ dout,
-                        int64_t dout_stride, float* __restrict__ dfeatures, int64_t dfeature_stride, int num_features,
-                        int dim, bool self) {
-  extern __shared__ float dynamic_shared[];
-  const int padded = dim + kRowPad;
-  float* x = dynamic_shared;
-  float* g = dynamic_shared + num_features * padded;
-  const int64_t b = blockIdx.x;
-  dot_load_features(x, features + b * feature_stride, num_features, dim, padded);
-  const float* go = dout + b * dout_stride;
-  for (int e = threadIdx.x; e < num_features * num_features; e += blockDim.x) g[e] = 0.0f;
-  __syncthreads();
-  const int pairs = self ? num_features * (num_features + 1) / 2 : num_features * (num_features - 1) / 2;
-  for (int p = threadIdx.x; p < pairs; p += blockDim.x) {
-    int i = 0, j = 0;
-    dot_pair_of(p, self, i, j);
-    const float v = go[dim + p];
-    if (i == j) {
-      g[i * num_features + i] = 2.0f * v;
-    } else {
-      g[i * num_features + j] = v;
-      g[j * num_features + i] = v;
-    }
-  }
-  __syncthreads();
-  float* dst = dfeatures + b * dfeature_stride;
-  for (int e = threadIdx.x; e < num_features * dim; e += blockDim.x) {
-    const int i = e / dim;
-    const int k = e - i * dim;
-    float acc = i == 0 ? go[k] : 0.0f;
-    for (int j = 0; j < num_features; ++j) acc = fmaf(g[i * num_features + j], x[j * padded + k], acc);
-    dst[i * dim + k] = acc;
-  }
-}
 
 template <class Kernel>
 void allow_shared(Kernel kernel, std::size_t bytes) {
@@ -88,16 +58,17 @@ void dot_interaction_forward(const DotInteractionShape& shape, const float* feat
 
 void dot_interaction_backward(const DotInteractionShape& shape, const float* features, int64_t feature_stride,
                               const float* dout, int64_t dout_stride, float* dfeatures, int64_t dfeature_stride,
-                              gpu::stream_t stream) {
+                              gpu::stream_t stream, const TunedDotBackward* tuned) {
+  if (tuned)
+    return tuned->launch(shape, features, feature_stride, dout, dout_stride, dfeatures, dfeature_stride, stream);
   check_shape(shape);
   if (shape.batch == 0) return;
-  const std::size_t smem = (static_cast<std::size_t>(shape.num_features) * (shape.dim + kRowPad) +
-                            static_cast<std::size_t>(shape.num_features) * shape.num_features) *
-                           sizeof(float);
-  allow_shared(dot_backward_kernel, smem);
-  dot_backward_kernel<<<grid_for(shape.batch, 1), kThreads, smem, stream>>>(
-      features, feature_stride, dout, dout_stride, dfeatures, dfeature_stride, shape.num_features, shape.dim,
-      shape.self);
+  const std::size_t smem = dot_backward_shared_bytes(shape.num_features, shape.dim, kDefaultDotBackwardVariant);
+  allow_shared(dot_backward_kernel<kBackwardThreads, kBackwardSamplesPerBlock, kBackwardRowPad, kBackwardRowsPerThread>,
+               smem);
+  dot_backward_kernel<kBackwardThreads, kBackwardSamplesPerBlock, kBackwardRowPad, kBackwardRowsPerThread><<<grid_for(shape.batch, kBackwardSamplesPerBlock), kBackwardThreads, smem, stream>>>(
+      features, feature_stride, dout, dout_stride, dfeatures, dfeature_stride, shape.batch, shape.num_features,
+      shape.dim, shape.self);
   HETREC_GPU_CHECK_LAUNCH("dot_backward_kernel");
 }
 

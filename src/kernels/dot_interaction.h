@@ -28,9 +28,11 @@ void dot_interaction_forward(const DotInteractionShape& shape, const float* feat
 
 // Given dout (b, c) at dout[b * dout_stride + c], writes (overwrites) dfeatures(b, f, d) at
 // dfeatures[b * dfeature_stride + f * D + d]: x_0 gets the pass-through gradient plus its
-// pair terms; d(x_i . x_j) = x_j dx_i + x_i dx_j (2 x_i for a self pair).
+// pair terms; d(x_i . x_j) = x_j dx_i + x_i dx_j (2 x_i for a self pair). With `tuned`,
+// that variant (kernels/dot_interaction_backward_tuned.h) runs instead of the built-in one.
+class TunedDotBackward;
 void dot_interaction_backward(const DotInteractionShape& shape, const float* features, int64_t feature_stride,
                               const float* dout, int64_t dout_stride, float* dfeatures, int64_t dfeature_stride,
-                              gpu::stream_t stream);
+                              gpu::stream_t stream, const TunedDotBackward* tuned = nullptr);
 
 }  // namespace hetrec::kernels

@@ -11,8 +11,8 @@
 namespace hetrec::kernels {
 
 // {path below src/, text}: kernels/embedding_bag_forward_kernel.cuh,
-// kernels/dot_interaction_kernel.cuh, kernels/sparse_update_kernel.cuh and what they
-// include.
+// kernels/dot_interaction_kernel.cuh, kernels/sparse_update_kernel.cuh,
+// kernels/dot_interaction_backward_kernel.cuh and what they include.
 const std::vector<gpu::RtcHeader>& rtc_source_files();
 
 // FNV-1a (64 bit) over every embedded file's name and text, as 16 hex digits: a tuned

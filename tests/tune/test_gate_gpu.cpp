@@ -1,7 +1,8 @@
 // The gate on the device: correct variants pass verification against the double-precision
 // reference, deliberately wrong kernel sources (one drops the last id of every bag, one
 // the last term of every dot product, one the last occurrence of every row the sparse
-// update sums) are rejected, and never stored, a short tuning run writes its attempt
+// update sums, one the last feature's pair terms in the dot backward) are rejected, and
+// never stored, a short tuning run writes its attempt
 // log, winners and results, and the GPU model runs stored winners in place of the
 // built-in kernels with the same results.
 #include <gtest/gtest.h>
@@ -16,6 +17,7 @@
 #include "../gpu/device_test_support.h"
 #include "core/rng.h"
 #include "gpu/device.h"
+#include "kernels/dot_interaction_backward_tuned.h"
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/embedding_forward_tuned.h"
@@ -24,6 +26,7 @@
 #include "kernels/sparse_update_tuned.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "tune/gate.h"
+#include "tune/gpu/dot_backward_bench.h"
 #include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/embedding_forward_bench.h"
 #include "tune/gpu/sparse_update_bench.h"
@@ -156,6 +159,71 @@ TEST(TuneGateGpu, DotInteractionVariantsPassAndAWrongKernelIsRejected) {
   }
 }
 
+DotBackwardLaunch dot_backward_launch(const kernels::TunedDotBackward& k) {
+  return [&k](const kernels::DotInteractionShape& s, const float* f, int64_t fs, const float* g, int64_t gs, float* df,
+              int64_t dfs, gpu::stream_t st) { k.launch(s, f, fs, g, gs, df, dfs, st); };
+}
+
+TEST(TuneGateGpu, DotInteractionBackwardVariantsPassAndAWrongKernelIsRejectedAndNeverStored) {
+  HETREC_REQUIRE_GPU();
+  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
+  for (const bool self : {false, true}) {
+    const kernels::DotForwardShape shape{9, 48, self};
+    // 1001 samples: a partial last block for every samples_per_block above 1.
+    DotBackwardBench bench(shape, 1001, Rng(13).next_u64() + (self ? 1 : 0), 2);
+    const ForwardCheck builtin = bench.verify([](const kernels::DotInteractionShape& s, const float* f, int64_t fs,
+                                                 const float* g, int64_t gs, float* df, int64_t dfs, gpu::stream_t st) {
+      kernels::dot_interaction_backward(s, f, fs, g, gs, df, dfs, st);
+    });
+    ASSERT_TRUE(builtin.ok) << builtin.reason;
+    // Rows per thread 2, 4 and 8 with 9 features: the last group reads rows past F.
+    for (const kernels::DotBackwardVariant v :
+         {kernels::kDefaultDotBackwardVariant, kernels::DotBackwardVariant{64, 8, 0, 8},
+          kernels::DotBackwardVariant{512, 4, 1, 4}, kernels::DotBackwardVariant{128, 2, 0, 2}}) {
+      const kernels::TunedDotBackward k(shape, v, dev.compute_major, dev.compute_minor);
+      const ForwardCheck c = bench.verify(dot_backward_launch(k));
+      EXPECT_TRUE(c.ok) << shape.key() << " " << describe(dot_backward_parameters(v)) << ": " << c.reason;
+      EXPECT_GT(bench.median_us(dot_backward_launch(k), 3), 0.0);
+    }
+    // The wrong candidate: no feature gets the last feature's pair terms.
+    std::string header;
+    for (const gpu::RtcHeader& h : kernels::rtc_source_files())
+      if (h.name == "kernels/dot_interaction_backward_kernel.cuh") header = h.text;
+    const std::string right = "for (int j = 0; j < num_features; ++j) {";
+    ASSERT_NE(header.find(right), std::string::npos);
+    header.replace(header.find(right), right.size(), "for (int j = 0; j < num_features - 1; ++j) {");
+    const kernels::TunedDotBackward wrong(shape, kernels::kDefaultDotBackwardVariant, dev.compute_major,
+                                          dev.compute_minor, header);
+    const ForwardCheck c = bench.verify(dot_backward_launch(wrong));
+    EXPECT_FALSE(c.ok);
+    EXPECT_NE(c.reason.find("differs from the reference"), std::string::npos) << c.reason;
+
+    const auto dir = temp_dir("dot_backward_gate");
+    AttemptLog log((dir / "attempts.jsonl").string());
+    WinnersStore store;
+    Gate gate(log, store);
+    GateContext ctx;
+    ctx.key = {kDotBackwardKernel, shape.key(), dev.name, "9.0", 1, kernels::rtc_sources_hash()};
+    ctx.kernel_header = header;
+    ctx.default_us = 1e9;  // any time would beat it: only the verdict keeps it out
+    Attempt a;
+    a.kernel = kDotBackwardKernel;
+    a.shape = shape.key();
+    a.origin = "model";
+    a.params = dot_backward_parameters(kernels::kDefaultDotBackwardVariant);
+    a.compiled = true;
+    a.source_hash = ctx.key.source_hash;
+    a.verdict = c.ok ? Verdict::passed : Verdict::wrong;
+    a.reason = c.reason;
+    a.time_us = bench.median_us(dot_backward_launch(wrong), 3);  // it runs, and may even be fast
+    EXPECT_FALSE(gate.record(a, ctx));
+    EXPECT_TRUE(store.winners().empty());
+    store.save((dir / "winners.json").string());
+    EXPECT_TRUE(WinnersStore::load((dir / "winners.json").string()).winners().empty());
+    std::filesystem::remove_all(dir);
+  }
+}
+
 UpdateLaunch update_launch(const kernels::TunedSparseUpdate& k) {
   return [&k](const kernels::EmbeddingTables& t, const kernels::DeviceBags& b, const float* g, int64_t gs,
               const kernels::SparseOptimizerParams& o, const kernels::SparseUpdatePlan& p,
@@ -266,10 +334,12 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   o.rotations = 2;
   std::ostringstream progress;
   const nlohmann::json r = run_tuning(o, progress);
-  // The embedding forward (fp32 rows), the dot interaction and the sparse update (fp32 rows).
-  ASSERT_EQ(r["shapes"].size(), 3u);
+  // The embedding forward (fp32 rows), the dot interaction, the sparse update (fp32 rows)
+  // and the dot interaction's backward.
+  ASSERT_EQ(r["shapes"].size(), 4u);
   EXPECT_EQ(r["shapes"][1]["kernel"], "dot_interaction_forward");
   EXPECT_EQ(r["shapes"][2]["kernel"], "embedding_sparse_update");
+  EXPECT_EQ(r["shapes"][3]["kernel"], "dot_interaction_backward");
   const nlohmann::json& s = r["shapes"][0];
   EXPECT_GT(s["default_us"].get<double>(), 0.0);
   EXPECT_GT(s["floor_us"].get<double>(), 0.0);
@@ -329,6 +399,10 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   update.params = {{"vec_bytes", 16}, {"lanes", 4}, {"grads_in_flight", 2}, {"block_threads", 128},
                    {"min_blocks_per_sm", 2}};
   store.offer(update);
+  Winner dot_backward = dot;
+  dot_backward.key.kernel = kDotBackwardKernel;
+  dot_backward.params = {{"block_threads", 128}, {"samples_per_block", 2}, {"row_pad", 0}, {"rows_per_thread", 4}};
+  store.offer(dot_backward);
   const std::string file = (dir / "winners.json").string();
   store.save(file);
 
@@ -339,6 +413,7 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   EXPECT_NE(b->describe().find("embedding forward: tuned variant"), std::string::npos) << b->describe();
   EXPECT_NE(b->describe().find("dot interaction: tuned variant"), std::string::npos) << b->describe();
   EXPECT_NE(b->describe().find("embedding sparse update: tuned variant"), std::string::npos) << b->describe();
+  EXPECT_NE(b->describe().find("dot interaction backward: tuned variant"), std::string::npos) << b->describe();
   EXPECT_EQ(a->describe().find("tuned variant"), std::string::npos);
 
   Batch batch;
@@ -365,10 +440,14 @@ TEST(TuneGateGpu, GpuModelRunsTheStoredWinnerWithTheSameResults) {
   store.offer(w);
   update.key.driver_version += 1;
   store.offer(update);
+  dot_backward.key.driver_version += 1;
+  store.offer(dot_backward);
   store.save(file);
   auto c = make_gpu_model(m, optim, tuned);
   EXPECT_NE(c->describe().find("stale"), std::string::npos) << c->describe();
   EXPECT_NE(c->describe().find("embedding sparse update: built-in variant (1 stale winner(s)"), std::string::npos)
+      << c->describe();
+  EXPECT_NE(c->describe().find("dot interaction backward: built-in variant (1 stale winner(s)"), std::string::npos)
       << c->describe();
   std::filesystem::remove_all(dir);
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpu/rtc.h"
+#include "kernels/dot_interaction_backward_tuned.h"
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
@@ -44,6 +45,20 @@ TEST(RtcCompile, VariantsOfEveryRowTypeCompile) {
       EXPECT_FALSE(b.image.empty());
       EXPECT_NE(b.lowered_name.find("embedding_bag_forward_kernel"), std::string::npos) << b.lowered_name;
     }
+}
+
+TEST(RtcCompile, DotInteractionBackwardVariantsCompile) {
+  bool embedded = false;
+  for (const gpu::RtcHeader& h : rtc_source_files()) embedded |= h.name == "kernels/dot_interaction_backward_kernel.cuh";
+  EXPECT_TRUE(embedded);
+  for (const DotBackwardVariant v : {kDefaultDotBackwardVariant, DotBackwardVariant{64, 8, 0, 8},
+                                     DotBackwardVariant{512, 2, 1, 4}, DotBackwardVariant{128, 4, 0, 2}}) {
+    const gpu::RtcProgram p = dot_backward_program(v);
+    const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+    EXPECT_TRUE(b.ok) << p.name_expression << "\n" << b.log;
+    EXPECT_NE(b.lowered_name.find("dot_backward_kernel"), std::string::npos) << b.lowered_name;
+  }
+  EXPECT_EQ(dot_backward_program({128, 4, 1, 2}).name_expression, "hetrec::kernels::dot_backward_kernel<128, 4, 1, 2>");
 }
 
 TEST(RtcCompile, DotInteractionVariantsCompile) {

@@ -674,7 +674,8 @@ class GpuDlrm final : public GpuModel {
     mark(kTopBackward);
     float* grad_x = grad_features_.data<float>();
     if (config_.arch == Arch::dlrm) {
-      kernels::dot_interaction_backward(dot_shape_, features_.data<float>(), fd, grad_top_in, width, grad_x, fd, s);
+      kernels::dot_interaction_backward(dot_shape_, features_.data<float>(), fd, grad_top_in, width, grad_x, fd, s,
+                                        tuned_.dot_backward.get());
     } else if (cross_) {
       cross_->backward(gemm_, features_.data<float>(), grad_top_in, grad_x, batch, scratch, s);
     } else {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/rtc_sources.h"
+#include "tune/dot_backward_model.h"
 #include "tune/dot_interaction_model.h"
 #include "tune/embedding_forward_model.h"
 #include "tune/sparse_update_model.h"
@@ -76,6 +77,17 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
                                     (w->kernel_header.empty() ? "" : " (model-rewritten source)"));
   } else {
     out.note = joined(out.note, "embedding sparse update: built-in variant (" + why_not + ")");
+  }
+  if (dot_shape) {
+    if (const auto w = find_winner(store, device, tune::kDotBackwardKernel, dot_shape->key(), why_not)) {
+      out.dot_backward = std::make_unique<kernels::TunedDotBackward>(
+          *dot_shape, tune::to_dot_backward_variant(w->params), device.compute_major, device.compute_minor,
+          w->kernel_header);
+      out.note = joined(out.note, "dot interaction backward: tuned variant " + tune::describe(w->params) +
+                                      (w->kernel_header.empty() ? "" : " (model-rewritten source)"));
+    } else {
+      out.note = joined(out.note, "dot interaction backward: built-in variant (" + why_not + ")");
+    }
   }
   return out;
 }

@@ -1,7 +1,7 @@
 #pragma once
 // One `hetrec tune` run on the current device: for every kernel and shape asked for,
 // propose variants (pruned and ordered by the kernel's model: tune/embedding_forward_model.h,
-// tune/dot_interaction_model.h, tune/sparse_update_model.h), compile each
+// tune/dot_interaction_model.h, tune/sparse_update_model.h, tune/dot_backward_model.h), compile each
 // with NVRTC, check its resources, verify it against the reference, time it, and keep
 // the winner; every attempt goes to the attempt log, winners to the winners file, and a
 // summary to the results JSON.
