@@ -41,16 +41,17 @@ struct CrossBackwardVariant {
 inline constexpr CrossForwardVariant kDefaultCrossForwardVariant{};
 inline constexpr CrossBackwardVariant kDefaultCrossBackwardVariant{};
 
-// Limits of the run-time compiled variants: a vector is at most 8 elements (two 16-byte
-// words of fp32); the chunk rows are bounded so the column sums' serial chain (which the
-// gate's bound uses, cross_backward_sum_chain) stays short.
-inline constexpr int kMaxCrossVec = 8;
+// Limits of the run-time compiled variants (a vector is at most 8 elements: two 16-byte
+// words of fp32). Vectors per thread: beyond 8 the unrolled loads only cost registers.
 inline constexpr int kMaxCrossItems = 8;
+// Chunk rows are bounded so the column sums' serial chain (which the gate's bound uses,
+// cross_backward_sum_chain) stays short.
 inline constexpr int kMaxCrossChunkRows = 1024;
 // The engine's bias-gradient workspace holds the partials of chunks of this many rows
 // (kernels/column_chunks.cuh kColumnChunkRows, kernels/column_sum.h): a variant may not
 // use shorter chunks, which would need more.
 inline constexpr int kMinCrossChunkRows = 256;
+// Threads per block a launch may have (CUDA C++ Programming Guide, compute capability 9.0).
 inline constexpr int kCrossMaxBlockThreads = 1024;
 // The backward's chunks are the grid's y dimension (the device limit: 65535 blocks).
 inline constexpr int64_t kMaxCrossChunks = 65535;

@@ -173,18 +173,24 @@ TEST(CrossNetGateGpu, BackwardVariantsPassAndAWrongKernelIsRejectedAndNeverStore
       }
     }
     // The wrong candidate: every element is computed, but the last row of each chunk is
-    // left out of the column sums.
+    // left out of the column sums, in the one-column path and in the vector path.
     const kernels::CrossNetShape shape{op, 136};
     CrossBackwardBench bench(shape, 4096, Rng(34).next_u64() + static_cast<uint64_t>(op));
-    const std::string header = replaced(embedded_header(), "for (int k = 0; k < VEC; ++k) sum[k] += d[k];",
-                                        "for (int k = 0; k < VEC; ++k) sum[k] += r + 1 < r_limit ? d[k] : 0.0f;");
-    const kernels::CrossBackwardVariant v = kernels::kDefaultCrossBackwardVariant;
-    const kernels::TunedCrossBackward wrong(shape, v, dev.compute_major, dev.compute_minor, header);
-    const ForwardCheck c = bench.verify(backward_launch(wrong));
-    EXPECT_FALSE(c.ok);
-    EXPECT_NE(c.reason.find("bias gradient"), std::string::npos) << c.reason;
-    expect_never_stored(kCrossBackwardKernel, shape.key(), cross_backward_parameters(v), c, header,
-                        bench.median_us(backward_launch(wrong), 3));
+    const std::string header = replaced(
+        replaced(embedded_header(), "for (int k = 0; k < VEC; ++k) sum[k] += d[k];",
+                 "for (int k = 0; k < VEC; ++k) sum[k] += r + 1 < r_limit ? d[k] : 0.0f;"),
+        "sum[0] += cross_backward_element(g, h, x0, z, acc, accumulate, dx0, dz, r * cols + c0);",
+        "{ const float d_last = cross_backward_element(g, h, x0, z, acc, accumulate, dx0, dz, r * cols + c0);"
+        " if (r + 1 < r_limit) sum[0] += d_last; }");
+    for (const kernels::CrossBackwardVariant v :
+         {kernels::kDefaultCrossBackwardVariant, kernels::CrossBackwardVariant{4, 32, 1, 256}}) {
+      const kernels::TunedCrossBackward wrong(shape, v, dev.compute_major, dev.compute_minor, header);
+      const ForwardCheck c = bench.verify(backward_launch(wrong));
+      EXPECT_FALSE(c.ok) << "vec=" << v.vec;
+      EXPECT_NE(c.reason.find("bias gradient"), std::string::npos) << c.reason;
+      expect_never_stored(kCrossBackwardKernel, shape.key(), cross_backward_parameters(v), c, header,
+                          bench.median_us(backward_launch(wrong), 3));
+    }
   }
 }
 

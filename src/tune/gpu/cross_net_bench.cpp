@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <limits>
 
 #include "core/error.h"
 #include "core/rng.h"
@@ -34,6 +33,7 @@ constexpr int kRoundingsDirect = 2;
 constexpr int kRoundingsDx0 = 3;
 // All bits set: a NaN in fp32, bf16 and fp16 alike.
 constexpr int kPoisonByte = 0xFF;
+// Room for one failing element's or column's description.
 constexpr std::size_t kReasonChars = 320;
 
 double op_unit_roundoff(DType t) {
