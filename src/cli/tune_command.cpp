@@ -28,6 +28,7 @@ struct TuneArgs {
   std::string hw_dir = default_hw_dir();
   std::string config = "configs/dlrm_dcnv2_capped.toml";
   std::vector<std::string> rows = {"fp32", "bf16"};
+  std::vector<std::string> cross_operands = {"fp32", "bf16"};
   int64_t batch = 65536;
   double stop_fraction = 0.10;
   double min_occupancy = 0.25;
@@ -38,8 +39,10 @@ void add_tune_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "search kernel variants on this GPU (compile, verify against a reference, time) and keep the winners");
-  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | "
-                  "dot_interaction_backward | all")->capture_default_str();
+  cmd->add_option("--kernel", a->kernel,
+                  "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | "
+                  "dot_interaction_backward | cross_forward | cross_backward | all")
+      ->capture_default_str();
   cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -53,6 +56,9 @@ void add_tune_command(CLI::App& app, Action& action) {
   cmd->add_option("--config,-c", a->config, "config whose [model] tables and row width make the workload")
       ->capture_default_str();
   cmd->add_option("--rows", a->rows, "row dtypes to tune (one shape each): fp32 fp16 bf16")->capture_default_str();
+  cmd->add_option("--cross-operands", a->cross_operands,
+                  "cross net GEMM operand dtypes to tune (one shape each): fp32 fp16 bf16")
+      ->capture_default_str();
   cmd->add_option("--batch", a->batch, "samples per workload batch")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--stop-within", a->stop_fraction, "stop a shape once the best is within this fraction of the floor")
       ->check(CLI::Range(0.0, 10.0))
@@ -75,6 +81,8 @@ void add_tune_command(CLI::App& app, Action& action) {
       o.dim = model.embedding_dim;
       o.interaction_self = model.interaction_self;
       for (const std::string& r : a->rows) o.row_dtypes.push_back(parse_dtype(r, "--rows"));
+      o.cross_operand_dtypes.clear();
+      for (const std::string& t : a->cross_operands) o.cross_operand_dtypes.push_back(parse_dtype(t, "--cross-operands"));
       o.sparse_optimizer = gpu_model::sparse_optimizer_kind(run.optim.sparse);
       o.sparse_lr = run.optim.sparse_lr;
       o.sparse_eps = run.optim.eps;
@@ -86,6 +94,8 @@ void add_tune_command(CLI::App& app, Action& action) {
               << a->out_dir << " --winners " << a->winners << " --hw " << a->hw << " --config " << a->config
               << " --batch " << a->batch << " --rows";
       for (const std::string& r : a->rows) cmdline << " " << r;
+      cmdline << " --cross-operands";
+      for (const std::string& t : a->cross_operands) cmdline << " " << t;
       o.command_line = cmdline.str();
       const nlohmann::json results = tune::run_tuning(o, std::cerr);
       std::printf("results        %s\n", results["results_file"].get<std::string>().c_str());

@@ -36,7 +36,7 @@ void RtcKernel::release() noexcept {}
 KernelResources RtcKernel::resources() const { return {}; }
 void RtcKernel::allow_dynamic_shared_memory(std::size_t) const {}
 int RtcKernel::resident_blocks(int, std::size_t) const { return 0; }
-void RtcKernel::launch(unsigned, unsigned, std::size_t, stream_t, void**) const {}
+void RtcKernel::launch(unsigned, unsigned, std::size_t, stream_t, void**, unsigned) const {}
 
 #else
 
@@ -173,9 +173,10 @@ int RtcKernel::resident_blocks(int threads, std::size_t dynamic_shared_bytes) co
   return resident_blocks_per_multiprocessor(static_cast<const void*>(kernel_), threads, dynamic_shared_bytes);
 }
 
-void RtcKernel::launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args) const {
-  HETREC_GPU_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel_), dim3(grid), dim3(block), args, shared_bytes,
-                                    stream));
+void RtcKernel::launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args,
+                       unsigned grid_y) const {
+  HETREC_GPU_CHECK(cudaLaunchKernel(static_cast<const void*>(kernel_), dim3(grid, grid_y), dim3(block), args,
+                                    shared_bytes, stream));
 }
 
 #endif

@@ -61,8 +61,10 @@ class RtcKernel {
   // Blocks of `threads` threads (and `dynamic_shared_bytes` each) one multiprocessor
   // holds at once: what a persistent grid launches per multiprocessor.
   int resident_blocks(int threads, std::size_t dynamic_shared_bytes) const;
-  // args[i] points at the i-th kernel argument. Throws DeviceError when the launch fails.
-  void launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args) const;
+  // args[i] points at the i-th kernel argument; the grid is grid x grid_y blocks. Throws
+  // DeviceError when the launch fails.
+  void launch(unsigned grid, unsigned block, std::size_t shared_bytes, stream_t stream, void** args,
+              unsigned grid_y = 1) const;
 
  private:
   void release() noexcept;

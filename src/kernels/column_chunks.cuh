@@ -3,8 +3,10 @@
 // gradients), in one fixed order whatever the launch: one thread per column walks a chunk
 // of kColumnChunkRows rows in order, then the chunk partials are added in chunk order.
 // Threads of a warp take consecutive columns, so every row is read and written coalesced.
-// Used by kernels/column_sum.cu and the fused cross-net backward (kernels/cross_net.cu),
-// which therefore produce bit-identical bias gradients for the same values.
+// Used by kernels/column_sum.cu; the fused cross-net backward's built-in variant
+// (kernels/cross_net_kernel.cuh) walks the same chunks in the same order and adds its
+// partials with combine_column_chunks_kernel, so both produce bit-identical bias
+// gradients for the same values.
 //
 // The pass is a functor `float op(int64_t r, int64_t c)` that does its element's work
 // (reads and writes) and returns the value summed into column c.

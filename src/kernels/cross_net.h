@@ -20,8 +20,10 @@ struct CrossShape {
 // v = x0 * z + x; out = v (fp32, skipped when null) and out_op = v in op_type (skipped
 // when null). z is in op_type: fp32, or bf16/fp16 bit patterns in 16-bit mode, where the
 // GEMM that makes z writes it in 16 bits as an autocast Linear does.
+// With `tuned`, that variant (kernels/cross_net_tuned.h) runs instead of the built-in one.
+class TunedCrossForward;
 void cross_forward(const CrossShape& s, const float* x0, const float* x, const void* z, float* out, void* out_op,
-                   DType op_type, gpu::stream_t stream);
+                   DType op_type, gpu::stream_t stream, const TunedCrossForward* tuned = nullptr);
 
 // One layer's backward, given the chain gradient of its output in pieces: G = g + h
 // (h, the layer above's term through its own input, may be null: G = g).
@@ -44,7 +46,19 @@ struct CrossBackward {
   DType op_type = DType::f32;
   float* bias_grad = nullptr;
 };
+// The workspace holds the bias gradient's chunk partials (kernels/column_sum.h's
+// column_sum_workspace_bytes(batch, width) is enough for every variant). With `tuned`,
+// that variant (kernels/cross_net_tuned.h) runs instead of the built-in one.
+class TunedCrossBackward;
 void cross_backward(const CrossShape& s, const CrossBackward& args, void* workspace, std::size_t workspace_bytes,
-                    gpu::stream_t stream);
+                    gpu::stream_t stream, const TunedCrossBackward* tuned = nullptr);
+
+// Throws InternalError when `args` misses what its mode needs.
+void check_cross_backward_args(const CrossBackward& args);
+
+// sums[c] = the `chunks` chunk partials of column c (partial[k * cols + c]), added in
+// chunk order: the backward's second step, shared by the run-time compiled variants.
+void cross_combine_column_chunks(const float* partial, int64_t chunks, int64_t cols, float* sums,
+                                 gpu::stream_t stream);
 
 }  // namespace hetrec::kernels

@@ -328,6 +328,7 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   o.dim = 64;
   o.tables = small_tables();
   o.row_dtypes = {DType::f32};
+  o.cross_operand_dtypes = {DType::bf16};
   o.sparse_lr = 0.01;
   o.batch = 2048;
   o.reps = 5;
@@ -335,11 +336,13 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   std::ostringstream progress;
   const nlohmann::json r = run_tuning(o, progress);
   // The embedding forward (fp32 rows), the dot interaction, the sparse update (fp32 rows)
-  // and the dot interaction's backward.
-  ASSERT_EQ(r["shapes"].size(), 4u);
+  // the dot interaction's backward and the cross net's two passes (bf16 operands).
+  ASSERT_EQ(r["shapes"].size(), 6u);
   EXPECT_EQ(r["shapes"][1]["kernel"], "dot_interaction_forward");
   EXPECT_EQ(r["shapes"][2]["kernel"], "embedding_sparse_update");
   EXPECT_EQ(r["shapes"][3]["kernel"], "dot_interaction_backward");
+  EXPECT_EQ(r["shapes"][4]["kernel"], "cross_forward");
+  EXPECT_EQ(r["shapes"][5]["kernel"], "cross_backward");
   const nlohmann::json& s = r["shapes"][0];
   EXPECT_GT(s["default_us"].get<double>(), 0.0);
   EXPECT_GT(s["floor_us"].get<double>(), 0.0);

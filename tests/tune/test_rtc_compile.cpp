@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpu/rtc.h"
+#include "kernels/cross_net_tuned.h"
 #include "kernels/dot_interaction_backward_tuned.h"
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_forward_tuned.h"
@@ -90,6 +91,33 @@ TEST(RtcCompile, SparseUpdateVariantsOfEveryRowTypeAndOptimizerCompile) {
                 .name_expression,
             "hetrec::kernels::sparse_update_kernel<hetrec::kernels::Bf16Bits, 8, 1, "
             "hetrec::kernels::SparseOptimizerKind::rowwise_adagrad, 4, 256, 4>");
+}
+
+TEST(RtcCompile, CrossNetVariantsOfEveryOperandTypeCompile) {
+  bool embedded = false;
+  for (const gpu::RtcHeader& h : rtc_source_files()) embedded = embedded || h.name == kCrossNetKernelHeader;
+  EXPECT_TRUE(embedded) << "the cross net's header is among the embedded sources (and so equals its file)";
+  for (DType op : {DType::f32, DType::bf16, DType::f16}) {
+    const CrossNetShape s{op, 3456};
+    for (const CrossForwardVariant v : {kDefaultCrossForwardVariant, CrossForwardVariant{8, 4, 128},
+                                        CrossForwardVariant{2, 2, 1024}}) {
+      const gpu::RtcProgram p = cross_forward_program(s, v);
+      const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+      EXPECT_TRUE(b.ok) << p.name_expression << "\n" << b.log;
+      EXPECT_NE(b.lowered_name.find("cross_forward_kernel"), std::string::npos) << b.lowered_name;
+    }
+    for (const CrossBackwardVariant v : {kDefaultCrossBackwardVariant, CrossBackwardVariant{4, 32, 8, 1024},
+                                         CrossBackwardVariant{2, 128, 2, 512}}) {
+      const gpu::RtcProgram p = cross_backward_program(s, v);
+      const gpu::RtcBinary b = gpu::rtc_compile(p, kMajor, kMinor);
+      EXPECT_TRUE(b.ok) << p.name_expression << "\n" << b.log;
+      EXPECT_NE(b.lowered_name.find("cross_backward_chunk_kernel"), std::string::npos) << b.lowered_name;
+    }
+  }
+  EXPECT_EQ(cross_forward_program({DType::bf16, 3456}, {4, 2, 512}).name_expression,
+            "hetrec::kernels::cross_forward_kernel<hetrec::kernels::Bf16Bits, 4, 2, 512>");
+  EXPECT_EQ(cross_backward_program({DType::f32, 3456}, {2, 64, 4, 512}).name_expression,
+            "hetrec::kernels::cross_backward_chunk_kernel<float, 2, 64, 4, 512>");
 }
 
 TEST(RtcCompile, BrokenSourceIsReportedNotThrown) {

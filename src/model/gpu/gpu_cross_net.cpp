@@ -115,7 +115,7 @@ const float* GpuCrossNet::forward(cublaslt::Gemm& gemm, const float* x0, int64_t
     }
     float* out = xs_[l].defined() ? xs_[l].data<float>() : nullptr;
     void* out_op = half() ? xs_op_[l + 1].raw() : nullptr;
-    kernels::cross_forward({batch, n}, x0, x(li, x0), z, out, out_op, op_type_, stream);
+    kernels::cross_forward({batch, n}, x0, x(li, x0), z, out, out_op, op_type_, stream, tuned_forward_);
   }
   if (layers_.empty()) return x0;
   return xs_.back().defined() ? xs_.back().data<float>() : nullptr;
@@ -152,7 +152,7 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
     args.dz = dz;
     args.op_type = op_type_;
     args.bias_grad = ly.grad_bias;
-    kernels::cross_backward({batch, n}, args, scratch.data, scratch.bytes, stream);
+    kernels::cross_backward({batch, n}, args, scratch.data, scratch.bytes, stream, tuned_backward_);
 
     // This layer's term through x_l goes to h in the operand type (read by the next
     // pass) or, for the bottom layer, is added to dx0 in fp32.

@@ -21,6 +21,7 @@
 
 #include "core/tensor.h"
 #include "gemm/cublaslt_gemm.h"
+#include "kernels/cross_net.h"
 #include "model/gpu/dense_parameters.h"
 #include "model/gpu/gpu_mlp.h"
 
@@ -40,6 +41,13 @@ class GpuCrossNet {
   void set_output_16bit_only(bool only);
 
   void reserve(int64_t batch, Allocator& device);
+
+  // Tuned variants of the element-wise passes (kernels/cross_net_tuned.h) to run instead
+  // of the built-in ones; null keeps the built-in one. Not owned; they must outlive this.
+  void set_tuned(const kernels::TunedCrossForward* forward, const kernels::TunedCrossBackward* backward) {
+    tuned_forward_ = forward;
+    tuned_backward_ = backward;
+  }
 
   // x0: batch x width, contiguous. Returns x_L in fp32 (owned, valid until the next
   // forward), or null when set_output_16bit_only(true) in 16-bit mode.
@@ -96,6 +104,8 @@ class GpuCrossNet {
   Tensor dz_, dvx_;            // operand type
   Tensor h_;                   // operand type: a layer's chain term through its input
   Tensor acc_;                 // fp32: the direct part of dL/dx0
+  const kernels::TunedCrossForward* tuned_forward_ = nullptr;
+  const kernels::TunedCrossBackward* tuned_backward_ = nullptr;
 };
 
 }  // namespace hetrec::gpu_model

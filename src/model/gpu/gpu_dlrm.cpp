@@ -161,11 +161,15 @@ class GpuDlrm final : public GpuModel {
       HETREC_CHECK(dot_shape_.output_width() == model.interaction_width(), "dot interaction width");
     }
     const kernels::DotForwardShape dot_tuning_shape{dot_shape_.num_features, dot_shape_.dim, dot_shape_.self};
+    const kernels::CrossNetShape cross_tuning_shape{cross_ ? cross_->operand_type() : DType::f32,
+                                                    model.interaction_width()};
     tuned_ = gpu_model::load_tuned_kernels(options.tuned_kernels_file, props_,
                                            kernels::EmbeddingForwardShape{model.row_dtype, DType::f32, dim},
                                            model.arch == Arch::dlrm ? &dot_tuning_shape : nullptr,
                                            kernels::SparseUpdateShape{model.row_dtype, dim,
-                                                                      gpu_model::sparse_optimizer_kind(optim.sparse)});
+                                                                      gpu_model::sparse_optimizer_kind(optim.sparse)},
+                                           cross_ && cross_->num_layers() > 0 ? &cross_tuning_shape : nullptr);
+    if (cross_) cross_->set_tuned(tuned_.cross_forward.get(), tuned_.cross_backward.get());
     scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
     output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
     *output_host_.as<StepOutput>() = StepOutput{};  // the overflow flag is only copied with fp16

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/rtc_sources.h"
+#include "tune/cross_net_model.h"
 #include "tune/dot_backward_model.h"
 #include "tune/dot_interaction_model.h"
 #include "tune/embedding_forward_model.h"
@@ -36,12 +37,37 @@ std::optional<tune::Winner> find_winner(const tune::WinnersStore& store, const g
 
 std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : a + "; " + b; }
 
+// The cross net's two passes: each its winner, or the built-in variant and why.
+void load_cross_kernels(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
+                        const kernels::CrossNetShape& shape, TunedKernels& out) {
+  std::string why_not;
+  if (const auto w = find_winner(store, device, tune::kCrossForwardKernel, shape.key(), why_not)) {
+    out.cross_forward = std::make_unique<kernels::TunedCrossForward>(
+        shape, tune::to_cross_forward_variant(w->params), device.compute_major, device.compute_minor,
+        w->kernel_header);
+    out.note = joined(out.note, "cross forward: tuned variant " + tune::describe(w->params) +
+                                    (w->kernel_header.empty() ? "" : " (model-rewritten source)"));
+  } else {
+    out.note = joined(out.note, "cross forward: built-in variant (" + why_not + ")");
+  }
+  if (const auto w = find_winner(store, device, tune::kCrossBackwardKernel, shape.key(), why_not)) {
+    out.cross_backward = std::make_unique<kernels::TunedCrossBackward>(
+        shape, tune::to_cross_backward_variant(w->params), device.compute_major, device.compute_minor,
+        w->kernel_header);
+    out.note = joined(out.note, "cross backward: tuned variant " + tune::describe(w->params) +
+                                    (w->kernel_header.empty() ? "" : " (model-rewritten source)"));
+  } else {
+    out.note = joined(out.note, "cross backward: built-in variant (" + why_not + ")");
+  }
+}
+
 }  // namespace
 
 TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
                                 const kernels::EmbeddingForwardShape& forward_shape,
                                 const kernels::DotForwardShape* dot_shape,
-                                const kernels::SparseUpdateShape& update_shape) {
+                                const kernels::SparseUpdateShape& update_shape,
+                                const kernels::CrossNetShape* cross_shape) {
   TunedKernels out;
   if (winners_file.empty()) return out;
   if (!std::filesystem::exists(winners_file))
@@ -89,6 +115,7 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
       out.note = joined(out.note, "dot interaction backward: built-in variant (" + why_not + ")");
     }
   }
+  if (cross_shape) load_cross_kernels(store, device, *cross_shape, out);
   return out;
 }
 

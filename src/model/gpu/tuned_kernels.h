@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gpu/device.h"
+#include "kernels/cross_net_tuned.h"
 #include "kernels/dot_interaction_backward_tuned.h"
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_forward_tuned.h"
@@ -19,16 +20,20 @@ struct TunedKernels {
   std::unique_ptr<kernels::TunedDotForward> dot_forward;               // null: the built-in variant
   std::unique_ptr<kernels::TunedSparseUpdate> sparse_update;          // null: the built-in variant
   std::unique_ptr<kernels::TunedDotBackward> dot_backward;             // null: the built-in variant
+  std::unique_ptr<kernels::TunedCrossForward> cross_forward;          // null: the built-in variant
+  std::unique_ptr<kernels::TunedCrossBackward> cross_backward;        // null: the built-in variant
   std::string note;  // for the model's description
 };
 
 // An empty `winners_file` loads nothing. Throws ConfigError for a malformed file and
 // DeviceError when a matching winner fails to compile.
 // `dot_shape` (the forward's and the backward's) is null for a model without the dot
-// interaction (DCNv2).
+// interaction (DCNv2), `cross_shape` for one without a cross net (DLRM, or DCNv2 without
+// cross layers).
 TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
                                 const kernels::EmbeddingForwardShape& forward_shape,
                                 const kernels::DotForwardShape* dot_shape,
-                                const kernels::SparseUpdateShape& update_shape);
+                                const kernels::SparseUpdateShape& update_shape,
+                                const kernels::CrossNetShape* cross_shape = nullptr);
 
 }  // namespace hetrec::gpu_model

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "gpu/rtc.h"
+#include "kernels/cross_net_tuned.h"
 #include "kernels/dot_interaction_backward_tuned.h"
 #include "kernels/dot_interaction_tuned.h"
 #include "kernels/embedding_bag_backward.h"
@@ -24,10 +25,12 @@
 #include "kernels/rtc_sources.h"
 #include "kernels/sparse_update_tuned.h"
 #include "tune/attempt.h"
+#include "tune/cross_net_model.h"
 #include "tune/dot_backward_model.h"
 #include "tune/dot_interaction_model.h"
 #include "tune/embedding_forward_model.h"
 #include "tune/gate.h"
+#include "tune/gpu/cross_net_bench.h"
 #include "tune/gpu/dot_backward_bench.h"
 #include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/embedding_forward_bench.h"
@@ -564,11 +567,129 @@ nlohmann::json tune_dot_backward(const TuneOptions& o, const DeviceFacts& dev, W
   return search(o, dev, k, store, log, deadline, progress);
 }
 
+// ---- the cross net's element-wise passes ----
+
+class LoadedCrossForward final : public LoadedCandidate {
+ public:
+  LoadedCrossForward(CrossForwardBench& bench, const kernels::CrossForwardVariant& v, const gpu::RtcBinary& bin)
+      : bench_(bench), kernel_(bench.workload().shape, v, bin) {}
+  gpu::KernelResources resources() const override { return kernel_.resources(); }
+  ForwardCheck verify() override { return bench_.verify(launch()); }
+  double median_us(int reps) override { return bench_.median_us(launch(), reps); }
+
+ private:
+  CrossForwardLaunch launch() const {
+    return [this](const kernels::CrossShape& s, const float* x0, const float* x, const void* z, float* out,
+                  void* out_op, DType op, gpu::stream_t st) { kernel_.launch(s, x0, x, z, out, out_op, op, st); };
+  }
+  CrossForwardBench& bench_;
+  kernels::TunedCrossForward kernel_;
+};
+
+class LoadedCrossBackward final : public LoadedCandidate {
+ public:
+  LoadedCrossBackward(CrossBackwardBench& bench, const kernels::CrossBackwardVariant& v, const gpu::RtcBinary& bin)
+      : bench_(bench), kernel_(bench.workload().shape, v, bin) {}
+  gpu::KernelResources resources() const override { return kernel_.resources(); }
+  ForwardCheck verify() override { return bench_.verify(launch()); }
+  double median_us(int reps) override { return bench_.median_us(launch(), reps); }
+
+ private:
+  CrossBackwardLaunch launch() const {
+    return [this](const kernels::CrossShape& s, const kernels::CrossBackward& a, void* ws, std::size_t bytes,
+                  gpu::stream_t st) { kernel_.launch(s, a, ws, bytes, st); };
+  }
+  CrossBackwardBench& bench_;
+  kernels::TunedCrossBackward kernel_;
+};
+
+kernels::CrossNetShape cross_shape(const TuneOptions& o, DType op) {
+  return {op, static_cast<int>(o.tables.size() + 1) * o.dim};
+}
+
+nlohmann::json tune_cross_forward(const TuneOptions& o, const DeviceFacts& dev, DType op, WinnersStore& store,
+                                  AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+  CrossForwardBench bench(cross_shape(o, op), o.batch, fresh_seed());
+  const CrossWorkload w = bench.workload();
+  progress << kCrossForwardKernel << " [" << w.shape.key() << "]: " << bench.describe() << "\n";
+  const CrossForwardLaunch builtin = [](const kernels::CrossShape& s, const float* x0, const float* x, const void* z,
+                                        float* out, void* out_op, DType t, gpu::stream_t st) {
+    kernels::cross_forward(s, x0, x, z, out, out_op, t, st);
+  };
+  const ForwardCheck check = bench.verify(builtin);
+  if (!check.ok) throw InternalError("cross forward: the built-in kernel fails its reference: " + check.reason);
+
+  KernelProblem k;
+  k.kernel = kCrossForwardKernel;
+  k.shape = w.shape.key();
+  k.workload = bench.describe();
+  k.header = kernels::kCrossNetKernelHeader;
+  k.signature = "template <class Op, int VEC, int ITEMS, int BLOCK_THREADS> __global__ void cross_forward_kernel(const "
+                "float* x0, const float* x, const Op* z, float* out, Op* out_op, int64_t elements, bool vector_ok) "
+                "in namespace hetrec::kernels, grid ceil(elements / (BLOCK_THREADS x ITEMS x VEC)) blocks; keep "
+                "cross_backward_chunk_kernel and its helpers unchanged";
+  k.floor_us = cross_forward_floor_us(o.hw, w);
+  k.default_us = bench.median_us(builtin, o.reps);
+  k.default_params = cross_forward_parameters(kernels::kDefaultCrossForwardVariant);
+  k.space = cross_forward_space();
+  k.static_problem = [&](const ParameterSet& p) { return cross_forward_static_problem(o.hw, w, p); };
+  k.rank = [&](const ParameterSet& p) { return cross_forward_rank(o.hw, w, p); };
+  k.block_threads = [](const ParameterSet& p) { return to_cross_forward_variant(p).block_threads; };
+  k.dynamic_shared_bytes = [](const ParameterSet&) { return std::size_t{0}; };
+  k.program = [&](const ParameterSet& p, const std::string& header) {
+    return kernels::cross_forward_program(w.shape, to_cross_forward_variant(p), header);
+  };
+  k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
+    return std::make_unique<LoadedCrossForward>(bench, to_cross_forward_variant(p), bin);
+  };
+  return search(o, dev, k, store, log, deadline, progress);
+}
+
+nlohmann::json tune_cross_backward(const TuneOptions& o, const DeviceFacts& dev, DType op, WinnersStore& store,
+                                   AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+  CrossBackwardBench bench(cross_shape(o, op), o.batch, fresh_seed());
+  const CrossWorkload w = bench.workload();
+  progress << kCrossBackwardKernel << " [" << w.shape.key() << "]: " << bench.describe() << "\n";
+  const CrossBackwardLaunch builtin = [](const kernels::CrossShape& s, const kernels::CrossBackward& a, void* ws,
+                                         std::size_t bytes, gpu::stream_t st) {
+    kernels::cross_backward(s, a, ws, bytes, st);
+  };
+  const ForwardCheck check = bench.verify(builtin);
+  if (!check.ok) throw InternalError("cross backward: the built-in kernel fails its reference: " + check.reason);
+
+  KernelProblem k;
+  k.kernel = kCrossBackwardKernel;
+  k.shape = w.shape.key();
+  k.workload = bench.describe();
+  k.header = kernels::kCrossNetKernelHeader;
+  k.signature = "template <class Op, int VEC, int COL_THREADS, int ROW_GROUPS, int CHUNK_ROWS> __global__ void "
+                "cross_backward_chunk_kernel(float* g, const Op* h, const float* x0, const Op* z, float* acc, bool "
+                "accumulate, float* dx0, Op* dz, int64_t rows, int64_t cols, float* partial, bool vector_ok) in "
+                "namespace hetrec::kernels, a one-dimensional grid of ceil(cols / (COL_THREADS x VEC)) x "
+                "ceil(rows / CHUNK_ROWS) blocks of COL_THREADS x ROW_GROUPS threads writing partial[chunk * cols + c] "
+                "(the chunk's sum of dz in fp32); keep cross_forward_kernel unchanged";
+  k.floor_us = cross_backward_floor_us(o.hw, w);
+  k.default_us = bench.median_us(builtin, o.reps);
+  k.default_params = cross_backward_parameters(kernels::kDefaultCrossBackwardVariant);
+  k.space = cross_backward_space();
+  k.static_problem = [&](const ParameterSet& p) { return cross_backward_static_problem(o.hw, w, p); };
+  k.rank = [&](const ParameterSet& p) { return cross_backward_rank(o.hw, w, p); };
+  k.block_threads = [](const ParameterSet& p) { return to_cross_backward_variant(p).block_threads(); };
+  k.dynamic_shared_bytes = [](const ParameterSet&) { return std::size_t{0}; };
+  k.program = [&](const ParameterSet& p, const std::string& header) {
+    return kernels::cross_backward_program(w.shape, to_cross_backward_variant(p), header);
+  };
+  k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
+    return std::make_unique<LoadedCrossBackward>(bench, to_cross_backward_variant(p), bin);
+  };
+  return search(o, dev, k, store, log, deadline, progress);
+}
+
 }  // namespace
 
 std::vector<std::string> tunable_kernels() {
-  return {kEmbeddingForwardKernel, kDotForwardKernel, kSparseUpdateKernel,
-          kDotBackwardKernel};
+  return {kEmbeddingForwardKernel, kDotForwardKernel, kSparseUpdateKernel, kDotBackwardKernel, kCrossForwardKernel,
+          kCrossBackwardKernel};
 }
 
 nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
@@ -616,6 +737,12 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
         });
     if (k == kDotBackwardKernel)
       jobs.push_back([&](Clock::time_point d) { return tune_dot_backward(o, dev, store, log, d, progress); });
+    if (k == kCrossForwardKernel)
+      for (DType op : o.cross_operand_dtypes)
+        jobs.push_back([&, op](Clock::time_point d) { return tune_cross_forward(o, dev, op, store, log, d, progress); });
+    if (k == kCrossBackwardKernel)
+      for (DType op : o.cross_operand_dtypes)
+        jobs.push_back([&, op](Clock::time_point d) { return tune_cross_backward(o, dev, op, store, log, d, progress); });
   }
   nlohmann::json shapes = nlohmann::json::array();
   for (std::size_t i = 0; i < jobs.size(); ++i) {
@@ -645,7 +772,7 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
       {"winners_file", o.winners_path},
       {"kernels_without_space",
        "embedding backward's preparation (sort keys, segments, chunk sums of long rows), "
-       "cross net, BCE loss, dense optimizer, radix sort, scan: not declared"},
+       "BCE loss, dense optimizer, radix sort, scan: not declared"},
       {"shapes", shapes}};
   const std::string results_path = o.out_dir + "/tune-" + stamp + ".json";
   results["results_file"] = results_path;

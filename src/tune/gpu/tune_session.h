@@ -1,7 +1,8 @@
 #pragma once
 // One `hetrec tune` run on the current device: for every kernel and shape asked for,
 // propose variants (pruned and ordered by the kernel's model: tune/embedding_forward_model.h,
-// tune/dot_interaction_model.h, tune/sparse_update_model.h, tune/dot_backward_model.h), compile each
+// tune/dot_interaction_model.h, tune/sparse_update_model.h, tune/dot_backward_model.h,
+// tune/cross_net_model.h), compile each
 // with NVRTC, check its resources, verify it against the reference, time it, and keep
 // the winner; every attempt goes to the attempt log, winners to the winners file, and a
 // summary to the results JSON.
@@ -32,6 +33,8 @@ struct TuneOptions {
   kernels::SparseOptimizerKind sparse_optimizer = kernels::SparseOptimizerKind::rowwise_adagrad;
   double sparse_lr = 0.0;
   double sparse_eps = 1e-8;
+  // The cross net's shapes: one per GEMM operand type, at width (tables + 1) x dim.
+  std::vector<DType> cross_operand_dtypes = {DType::f32, DType::bf16};
   int64_t batch = 65536;
   double stop_fraction = 0.10;        // stop a shape once the best is within this of the floor
   double min_occupancy = 0.25;        // reject compiled variants below this occupancy
