@@ -14,6 +14,7 @@
 #if defined(HETREC_WITH_GPU)
 #include "model/gpu/gpu_embeddings.h"
 #include "tune/gpu/tune_session.h"
+#include "tune/small_gemm_model.h"
 #endif
 
 namespace hetrec::cli {
@@ -28,6 +29,7 @@ struct TuneArgs {
   std::string hw_dir = default_hw_dir();
   std::string config = "configs/dlrm_dcnv2_capped.toml";
   std::vector<std::string> rows = {"fp32", "bf16"};
+  std::vector<std::string> gemm_operands = {"fp32", "bf16"};
   int64_t batch = 65536;
   double stop_fraction = 0.10;
   double min_occupancy = 0.25;
@@ -38,7 +40,7 @@ void add_tune_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<TuneArgs>();
   CLI::App* cmd = app.add_subcommand(
       "tune", "search kernel variants on this GPU (compile, verify against a reference, time) and keep the winners");
-  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | all")->capture_default_str();
+  cmd->add_option("--kernel", a->kernel, "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | small_gemm | all")->capture_default_str();
   cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -52,6 +54,9 @@ void add_tune_command(CLI::App& app, Action& action) {
   cmd->add_option("--config,-c", a->config, "config whose [model] tables and row width make the workload")
       ->capture_default_str();
   cmd->add_option("--rows", a->rows, "row dtypes to tune (one shape each): fp32 fp16 bf16")->capture_default_str();
+  cmd->add_option("--gemm-operands", a->gemm_operands,
+                  "small_gemm: operand dtypes to tune the MLPs' narrow layers in (one shape each): fp32 fp16 bf16")
+      ->capture_default_str();
   cmd->add_option("--batch", a->batch, "samples per workload batch")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--stop-within", a->stop_fraction, "stop a shape once the best is within this fraction of the floor")
       ->check(CLI::Range(0.0, 10.0))
@@ -74,6 +79,17 @@ void add_tune_command(CLI::App& app, Action& action) {
       o.dim = model.embedding_dim;
       o.interaction_self = model.interaction_self;
       for (const std::string& r : a->rows) o.row_dtypes.push_back(parse_dtype(r, "--rows"));
+      // Every GEMM of the MLPs' narrow layers, the bottom MLP's input gradient included
+      // (the engine does not run it, the comparison bench times it).
+      for (const std::string& t : a->gemm_operands) {
+        const DType operand = parse_dtype(t, "--gemm-operands");
+        for (const auto& g : tune::small_gemm_mlp_gemms("bottom_mlp", model.num_dense, model.bottom_mlp, true, true,
+                                                        operand))
+          o.small_gemm_shapes.push_back(g.shape);
+        for (const auto& g : tune::small_gemm_mlp_gemms("top_mlp", model.interaction_width(), model.top_mlp, false,
+                                                        true, operand))
+          o.small_gemm_shapes.push_back(g.shape);
+      }
       o.sparse_optimizer = gpu_model::sparse_optimizer_kind(run.optim.sparse);
       o.sparse_lr = run.optim.sparse_lr;
       o.sparse_eps = run.optim.eps;
@@ -85,6 +101,8 @@ void add_tune_command(CLI::App& app, Action& action) {
               << a->out_dir << " --winners " << a->winners << " --hw " << a->hw << " --config " << a->config
               << " --batch " << a->batch << " --rows";
       for (const std::string& r : a->rows) cmdline << " " << r;
+      cmdline << " --gemm-operands";
+      for (const std::string& t : a->gemm_operands) cmdline << " " << t;
       o.command_line = cmdline.str();
       const nlohmann::json results = tune::run_tuning(o, std::cerr);
       std::printf("results        %s\n", results["results_file"].get<std::string>().c_str());

@@ -11,9 +11,10 @@ trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" .carry/suite
 cp "$build/src/cli/hetrec" "$stage/bin/"
 [ -x "$build/bench/e2e_bench" ] && cp "$build/bench/e2e_bench" "$stage/bin/"
+[ -x "$build/bench/small_gemm_bench" ] && cp "$build/bench/small_gemm_bench" "$stage/bin/"
 # The GPU test programs suite.sh runs (each links every kernel: about 11 MB apiece, so
 # only these travel).
-for t in "$build"/tests/*/{gpu_test_*,gemm_test_*,dist_test_nccl*,dist_test_distributed_gpu*,tune_test_gate*,kernels_test_*,model_gpu_test_*}; do
+for t in "$build"/tests/*/{gpu_test_*,gemm_test_*,dist_test_nccl*,dist_test_distributed_gpu*,tune_test_gate*,tune_test_small_gemm_gpu,kernels_test_*,model_gpu_test_*}; do
   [ -x "$t" ] && [ -f "$t" ] || continue
   case $t in *.cmake) continue ;; esac
   if ldd "$t" 2>/dev/null | grep -qE 'libcudart|libcublasLt|libnvrtc|libnccl|libcuda\.so'; then cp "$t" "$stage/bin/"; fi
