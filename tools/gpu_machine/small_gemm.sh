@@ -15,10 +15,10 @@ export LD_LIBRARY_PATH=$root/lib:$cuda_lib:${LD_LIBRARY_PATH:-}
 export HETREC_HW_DIR=$PWD/hw HETREC_COMMIT=$commit
 bin=$root/bin
 echo "=== tests ($(date +%T))"
-timeout 60 "$bin/tune_test_small_gemm_gpu" > "$out/tests.log" 2>&1
+timeout "${TEST_TIMEOUT:-45}" "$bin/tune_test_small_gemm_gpu" > "$out/tests.log" 2>&1
 echo "tests rc=$? $(grep -E '^\[  (PASSED|FAILED) ' "$out/tests.log" | tr '\n' ' ')"
 echo "=== tune ($(date +%T))"
-timeout $((budget * 60 + 45)) "$bin/hetrec" tune --kernel small_gemm --budget "$budget" --out-dir "$out/tune" \
+timeout $((budget * 60 + 40)) "$bin/hetrec" tune --kernel small_gemm --budget "$budget" --out-dir "$out/tune" \
   --winners "$out/winners.json" --hw h200_sxm --config configs/dlrm_dcnv2_mlperf.toml --gemm-operands fp32 bf16 \
   > "$out/tune.log" 2>&1
 echo "tune rc=$?"; grep -E 'winner|built-in kept' "$out/tune.log" | tail -14
