@@ -63,7 +63,10 @@ std::vector<SmallGemmLayerGemm> small_gemm_mlp_gemms(const std::string& name, in
     const bool relu = i + 1 < widths.size() || relu_last;
     const std::string layer = name + "." + std::to_string(i);
     const int li = static_cast<int>(i);
-    const auto add = [&](const char* what, SmallGemmKind kind, int narrow, int wide, bool flag, SmallGemmEpilogue e) {
+    const auto add = [&](SmallGemmPass pass, SmallGemmKind kind, int narrow, int wide, bool flag, SmallGemmEpilogue e) {
+      const char* what = pass == SmallGemmPass::forward           ? "forward"
+                         : pass == SmallGemmPass::weight_gradient ? "weight gradient"
+                                                                  : "input gradient";
       kernels::SmallGemmShape s;
       s.kind = kind;
       s.narrow = narrow;
@@ -71,18 +74,18 @@ std::vector<SmallGemmLayerGemm> small_gemm_mlp_gemms(const std::string& name, in
       s.flag = flag;
       s.operand = operand;
       s.epilogue = e;
-      out.push_back({layer + " " + what, li, s});
+      out.push_back({layer + " " + what, li, pass, s});
     };
     const SmallGemmEpilogue fwd = relu ? SmallGemmEpilogue::relu_bias : SmallGemmEpilogue::bias;
     const bool dx = i > 0 || input_gradient;
     if (o <= kernels::kSmallGemmMaxNarrow) {
-      add("forward", SmallGemmKind::rows, o, in, true, fwd);
-      add("weight gradient", SmallGemmKind::reduce, o, in, true, SmallGemmEpilogue::none);
-      if (dx) add("input gradient", SmallGemmKind::outer, o, in, false, SmallGemmEpilogue::none);
+      add(SmallGemmPass::forward, SmallGemmKind::rows, o, in, true, fwd);
+      add(SmallGemmPass::weight_gradient, SmallGemmKind::reduce, o, in, true, SmallGemmEpilogue::none);
+      if (dx) add(SmallGemmPass::input_gradient, SmallGemmKind::outer, o, in, false, SmallGemmEpilogue::none);
     } else if (in <= kernels::kSmallGemmMaxNarrow) {
-      add("forward", SmallGemmKind::outer, in, o, true, fwd);
-      add("weight gradient", SmallGemmKind::reduce, in, o, false, SmallGemmEpilogue::none);
-      if (dx) add("input gradient", SmallGemmKind::rows, in, o, false, SmallGemmEpilogue::none);
+      add(SmallGemmPass::forward, SmallGemmKind::outer, in, o, true, fwd);
+      add(SmallGemmPass::weight_gradient, SmallGemmKind::reduce, in, o, false, SmallGemmEpilogue::none);
+      if (dx) add(SmallGemmPass::input_gradient, SmallGemmKind::rows, in, o, false, SmallGemmEpilogue::none);
     }
     in = o;
   }

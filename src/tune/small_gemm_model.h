@@ -25,10 +25,13 @@ struct SmallGemmWorkload {
   int64_t m = 0;  // the batch rows
 };
 
+enum class SmallGemmPass : uint8_t { forward, weight_gradient, input_gradient };
+
 // One GEMM of an MLP layer that the small-GEMM kernels can run.
 struct SmallGemmLayerGemm {
   std::string role;  // "bottom_mlp.0 forward" | "... weight gradient" | "... input gradient"
   int layer = 0;
+  SmallGemmPass pass = SmallGemmPass::forward;
   kernels::SmallGemmShape shape;
 };
 
