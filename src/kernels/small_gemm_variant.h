@@ -70,18 +70,23 @@ inline std::string SmallGemmShape::key() const {
   return s;
 }
 
-// The parameters a shape starts from (the tuner's first candidate): 16-byte accesses
-// where the operand allows them, a warp's worth of threads or more per block.
+// The parameters a shape starts from (the tuner's first candidate, and the bench's
+// "default"): 16-byte accesses, two in flight per thread, at least two warps per block.
 inline SmallGemmVariant default_small_gemm_variant(const SmallGemmShape& s) {
-  constexpr int kVectorBytes = 16;
+  constexpr int kVectorBytes = 16;        // the widest load or store
+  constexpr int kFloatsPerVector = 4;     // outer: fp32 outputs per 16-byte store; reduce: a vector of fp32 columns
+  constexpr int kRowLanes = 8;            // rows: 8 lanes x 16 bytes = one 128-byte line of A per step
+  constexpr int kRowsPerBlock = 8;        // rows: 8 rows x 8 lanes = two warps
+  constexpr int kRowGroups = 2;           // outer, reduce: two row groups per block
+  constexpr int kInFlight = 2;            // vectors (rows) loaded before the first is used
+  constexpr int kChunks = 256;            // reduce: about two blocks per SM of a 132-SM H200
   const int elem = static_cast<int>(dtype_size(s.operand));
-  SmallGemmVariant v;
   switch (s.kind) {
-    case SmallGemmKind::rows: return {kVectorBytes / elem, 8, 8, 2, 1};
-    case SmallGemmKind::outer: return {4, 1, 2, 2, 1};  // four fp32 outputs: one 16-byte store
-    case SmallGemmKind::reduce: return {4, 1, 2, 2, 256};
+    case SmallGemmKind::rows: return {kVectorBytes / elem, kRowLanes, kRowsPerBlock, kInFlight, 1};
+    case SmallGemmKind::outer: return {kFloatsPerVector, 1, kRowGroups, kInFlight, 1};
+    case SmallGemmKind::reduce: return {kFloatsPerVector, 1, kRowGroups, kInFlight, kChunks};
   }
-  return v;
+  return {};
 }
 
 inline int small_gemm_block_threads(const SmallGemmShape& s, const SmallGemmVariant& v) {
@@ -90,7 +95,7 @@ inline int small_gemm_block_threads(const SmallGemmShape& s, const SmallGemmVari
 }
 
 inline std::size_t small_gemm_shared_bytes(const SmallGemmShape& s, const SmallGemmVariant& v) {
-  constexpr int kPad = 4;  // kSmallGemmSharedPad of the kernel header
+  constexpr int kPad = 4;  // kSmallGemmSharedPad of the kernel header: B's rows padded to 4 floats
   switch (s.kind) {
     case SmallGemmKind::rows:
       return static_cast<std::size_t>(s.narrow) * ((s.wide + kPad - 1) / kPad * kPad) * sizeof(float);
@@ -115,6 +120,7 @@ inline std::string small_gemm_variant_problem(const SmallGemmShape& s, const Sma
   constexpr int kMaxVectorBytes = 16;
   constexpr int kMaxUnroll = 8;
   constexpr int kMaxSplit = 4096;
+  constexpr int kMaxBlockThreads = 1024;  // the CUDA limit of threads per block
   if (s.narrow < 1 || s.narrow > kSmallGemmMaxNarrow) return "the small dimension must be 1..16";
   if (s.wide < 1) return "the wide dimension must be positive";
   if (s.operand != DType::f32 && s.operand != DType::bf16 && s.operand != DType::f16)
@@ -137,7 +143,8 @@ inline std::string small_gemm_variant_problem(const SmallGemmShape& s, const Sma
   if (s.kind == SmallGemmKind::reduce ? (v.split < 1 || v.split > kMaxSplit) : v.split != 1)
     return "split applies to the reduce kernel only (1..4096 there, 1 elsewhere)";
   const int threads = small_gemm_block_threads(s, v);
-  if (threads > 1024) return std::to_string(threads) + " threads per block exceed 1024";
+  if (threads > kMaxBlockThreads)
+    return std::to_string(threads) + " threads per block exceed " + std::to_string(kMaxBlockThreads);
   // The rows kernel's shuffles name the whole warp.
   if (s.kind == SmallGemmKind::rows && threads % warp_size != 0)
     return "threads per block must be a multiple of the warp width";

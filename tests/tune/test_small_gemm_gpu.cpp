@@ -85,6 +85,7 @@ TEST(SmallGemmGpu, EveryKindLayoutTypeAndEpilogueMatchesTheReference) {
           if (kind == SmallGemmKind::outer) variants.push_back({2, 1, 2, 4, 1});
           if (kind == SmallGemmKind::reduce) variants.insert(variants.end(), {{2, 1, 2, 4, 7}, {1, 1, 1, 1, 2000}});
           for (const SmallGemmVariant& v : variants) {
+            // 32-lane warps, the 48 KB of shared memory a block gets without opting in.
             const std::string why = kernels::small_gemm_variant_problem(s, v, 32, 48 * 1024);
             ASSERT_EQ(why, "") << s.key();
             const kernels::TunedSmallGemm k(s, v, dev.compute_major, dev.compute_minor);
