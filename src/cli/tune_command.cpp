@@ -14,6 +14,7 @@
 #if defined(HETREC_WITH_GPU)
 #include "model/gpu/gpu_embeddings.h"
 #include "tune/gpu/tune_session.h"
+#include "tune/small_gemm_model.h"
 #endif
 
 namespace hetrec::cli {
@@ -29,6 +30,7 @@ struct TuneArgs {
   std::string config = "configs/dlrm_dcnv2_capped.toml";
   std::vector<std::string> rows = {"fp32", "bf16"};
   std::vector<std::string> cross_operands = {"fp32", "bf16"};
+  std::vector<std::string> gemm_operands = {"fp32", "bf16"};
   int64_t batch = 65536;
   double stop_fraction = 0.10;
   double min_occupancy = 0.25;
@@ -41,7 +43,7 @@ void add_tune_command(CLI::App& app, Action& action) {
       "tune", "search kernel variants on this GPU (compile, verify against a reference, time) and keep the winners");
   cmd->add_option("--kernel", a->kernel,
                   "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | "
-                  "dot_interaction_backward | cross_forward | cross_backward | all")
+                  "dot_interaction_backward | cross_forward | cross_backward | small_gemm | all")
       ->capture_default_str();
   cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
       ->check(CLI::PositiveNumber)
@@ -58,6 +60,9 @@ void add_tune_command(CLI::App& app, Action& action) {
   cmd->add_option("--rows", a->rows, "row dtypes to tune (one shape each): fp32 fp16 bf16")->capture_default_str();
   cmd->add_option("--cross-operands", a->cross_operands,
                   "cross net GEMM operand dtypes to tune (one shape each): fp32 fp16 bf16")
+      ->capture_default_str();
+  cmd->add_option("--gemm-operands", a->gemm_operands,
+                  "small_gemm: operand dtypes to tune the MLPs' narrow layers in (one shape each): fp32 fp16 bf16")
       ->capture_default_str();
   cmd->add_option("--batch", a->batch, "samples per workload batch")->check(CLI::PositiveNumber)->capture_default_str();
   cmd->add_option("--stop-within", a->stop_fraction, "stop a shape once the best is within this fraction of the floor")
@@ -83,6 +88,17 @@ void add_tune_command(CLI::App& app, Action& action) {
       for (const std::string& r : a->rows) o.row_dtypes.push_back(parse_dtype(r, "--rows"));
       o.cross_operand_dtypes.clear();
       for (const std::string& t : a->cross_operands) o.cross_operand_dtypes.push_back(parse_dtype(t, "--cross-operands"));
+      // Every GEMM of the MLPs' narrow layers, the bottom MLP's input gradient included
+      // (the engine does not run it, the comparison bench times it).
+      for (const std::string& t : a->gemm_operands) {
+        const DType operand = parse_dtype(t, "--gemm-operands");
+        for (const auto& g : tune::small_gemm_mlp_gemms("bottom_mlp", model.num_dense, model.bottom_mlp, true, true,
+                                                        operand))
+          o.small_gemm_shapes.push_back(g.shape);
+        for (const auto& g : tune::small_gemm_mlp_gemms("top_mlp", model.interaction_width(), model.top_mlp, false,
+                                                        true, operand))
+          o.small_gemm_shapes.push_back(g.shape);
+      }
       o.sparse_optimizer = gpu_model::sparse_optimizer_kind(run.optim.sparse);
       o.sparse_lr = run.optim.sparse_lr;
       o.sparse_eps = run.optim.eps;
@@ -96,6 +112,8 @@ void add_tune_command(CLI::App& app, Action& action) {
       for (const std::string& r : a->rows) cmdline << " " << r;
       cmdline << " --cross-operands";
       for (const std::string& t : a->cross_operands) cmdline << " " << t;
+      cmdline << " --gemm-operands";
+      for (const std::string& t : a->gemm_operands) cmdline << " " << t;
       o.command_line = cmdline.str();
       const nlohmann::json results = tune::run_tuning(o, std::cerr);
       std::printf("results        %s\n", results["results_file"].get<std::string>().c_str());

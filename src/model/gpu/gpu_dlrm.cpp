@@ -30,6 +30,7 @@
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/loss_scale.h"
 #include "model/gpu/tuned_kernels.h"
+#include "model/gpu/tuned_small_gemms.h"
 #include "kernels/step_scalars.h"
 #include "model/describe.h"
 #include "model/dlrm.h"
@@ -170,6 +171,22 @@ class GpuDlrm final : public GpuModel {
                                                                       gpu_model::sparse_optimizer_kind(optim.sparse)},
                                            cross_ && cross_->num_layers() > 0 ? &cross_tuning_shape : nullptr);
     if (cross_) cross_->set_tuned(tuned_.cross_forward.get(), tuned_.cross_backward.get());
+    {
+      // The narrow layers' GEMMs with a tuned small-GEMM winner (fp32 layers only: a
+      // 16-bit layer stays on cuBLASLt). The bottom MLP has no input gradient.
+      const auto fp32_layers = [](const gpu_model::GpuMlp& mlp, std::vector<tune::SmallGemmLayerGemm> gemms) {
+        std::erase_if(gemms, [&](const tune::SmallGemmLayerGemm& g) { return mlp.layer_16bit(g.layer); });
+        return gemms;
+      };
+      small_gemms_ = gpu_model::load_tuned_small_gemms(
+          options.tuned_kernels_file, props_,
+          fp32_layers(*bottom_, tune::small_gemm_mlp_gemms("bottom_mlp", model.num_dense, model.bottom_mlp, true,
+                                                           false, DType::f32)),
+          fp32_layers(*top_, tune::small_gemm_mlp_gemms("top_mlp", model.interaction_width(), model.top_mlp, false,
+                                                        true, DType::f32)));
+      bottom_->use_small_gemms(small_gemms_.bottom);
+      top_->use_small_gemms(small_gemms_.top);
+    }
     scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
     output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
     *output_host_.as<StepOutput>() = StepOutput{};  // the overflow flag is only copied with fp16
@@ -439,6 +456,7 @@ class GpuDlrm final : public GpuModel {
       s += "; every table in device memory";
     }
     if (!tuned_.note.empty()) s += "; " + tuned_.note;
+    if (!small_gemms_.note.empty()) s += "; " + small_gemms_.note;
     return s;
   }
 
@@ -759,6 +777,7 @@ class GpuDlrm final : public GpuModel {
   std::optional<BatchFingerprint> packed_;      // the batch packed ahead, if any
   Tensor all_logits_;           // data parallel: every sample's logit (predict)
   gpu_model::TunedKernels tuned_;
+  gpu_model::TunedSmallGemms small_gemms_;  // the MLPs hold pointers to its kernels
   kernels::DotInteractionShape dot_shape_;
   Tensor step_;  // i64 [1], host: updates applied so far
   gpu::PinnedBuffer scalars_host_;

@@ -38,6 +38,21 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
   operands16_.assign(layers_.size(), nullptr);
 }
 
+void GpuMlp::use_small_gemms(std::vector<SmallGemmUse> uses) {
+  for (const SmallGemmUse& u : uses) {
+    const Layer& l = layers_.at(static_cast<std::size_t>(u.layer));
+    if (l.half) throw InternalError("GpuMlp: a small-GEMM kernel for a 16-bit layer");
+  }
+  small_gemms_ = std::move(uses);
+  capacity_ = 0;  // the next reserve() sizes the workspace
+}
+
+const kernels::TunedSmallGemm* GpuMlp::small_gemm(int layer, tune::SmallGemmPass pass) const {
+  for (const SmallGemmUse& u : small_gemms_)
+    if (u.layer == layer && u.pass == pass) return u.kernel;
+  return nullptr;
+}
+
 int GpuMlp::max_width() const {
   int m = in_;
   for (int w : widths_) m = std::max(m, w);
@@ -61,6 +76,10 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
     any_half = any_half || l.half;
   }
   grad16_ = any_half ? Tensor::empty({batch, max_width()}, half_type_, device) : Tensor();
+  std::size_t workspace = 0;
+  for (const SmallGemmUse& u : small_gemms_) workspace = std::max(workspace, u.kernel->workspace_floats());
+  small_gemm_workspace_ =
+      workspace > 0 ? Tensor::empty({static_cast<int64_t>(workspace)}, DType::f32, device) : Tensor();
   capacity_ = batch;
 }
 
@@ -109,7 +128,12 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
       p.bias_type = half_type_;
       o.bias = l.bias16;
     }
-    gemm.run(p, o, stream);
+    if (const kernels::TunedSmallGemm* k = small_gemm(static_cast<int>(i), tune::SmallGemmPass::forward)) {
+      // An fp32 layer (16-bit layers have no small-GEMM kernel): fp32 output, fp32 bias.
+      k->launch({batch, o.a, p.lda, o.b, p.ldb, static_cast<float*>(y), p.ldd, l.bias, nullptr}, stream);
+    } else {
+      gemm.run(p, o, stream);
+    }
     input = l.out16 ? nullptr : static_cast<const float*>(y);
     input16 = l.out16 ? y : nullptr;
     ld_in = ld_y;
@@ -174,7 +198,15 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     ow.a = dz_operand;
     ow.b = in_operand;
     ow.d = l.grad_weight;
-    gemm.run(pw, ow, stream);
+    if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::weight_gradient)) {
+      // C = dZ^T X: the narrow operand is dZ when the layer's output is the small side.
+      const bool dz_narrow = k->shape().flag;
+      k->launch({batch, dz_narrow ? ow.a : ow.b, dz_narrow ? pw.lda : pw.ldb, dz_narrow ? ow.b : ow.a,
+                 dz_narrow ? pw.ldb : pw.lda, l.grad_weight, pw.ldd, nullptr, small_gemm_workspace_.data<float>()},
+                stream);
+    } else {
+      gemm.run(pw, ow, stream);
+    }
 
     // dx (batch x in) = dz W.
     float* next = nullptr;
@@ -200,7 +232,10 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       ox.a = dz_operand;
       ox.b = l.half ? static_cast<const void*>(l.weight16) : l.weight;
       ox.d = next;
-      gemm.run(px, ox, stream);
+      if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::input_gradient))
+        k->launch({batch, ox.a, px.lda, ox.b, px.ldb, next, px.ldd, nullptr, nullptr}, stream);
+      else
+        gemm.run(px, ox, stream);
     }
     grad = next;
     ld_grad = ld_next;

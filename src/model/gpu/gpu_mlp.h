@@ -25,6 +25,7 @@
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/platform.h"
 #include "model/gpu/dense_parameters.h"
+#include "model/gpu/tuned_small_gemms.h"
 
 namespace hetrec::gpu_model {
 
@@ -52,6 +53,10 @@ class GpuMlp {
   int num_layers() const { return static_cast<int>(layers_.size()); }
   // Whether layer i runs its GEMMs on 16-bit operands.
   bool layer_16bit(int i) const { return layers_.at(static_cast<std::size_t>(i)).half; }
+
+  // GEMMs of narrow layers that run a tuned small-GEMM kernel instead of cuBLASLt
+  // (model/gpu/tuned_small_gemms.h); call before reserve(). The kernels must outlive the MLP.
+  void use_small_gemms(std::vector<SmallGemmUse> uses);
 
   // Activations and gradient buffers for `batch` samples (reallocated only when larger).
   void reserve(int64_t batch, Allocator& device);
@@ -99,6 +104,10 @@ class GpuMlp {
   Tensor grad16_;                    // the current layer's output gradient in 16 bits
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
+  // The tuned small-GEMM kernel of layer i's pass, or null (cuBLASLt).
+  const kernels::TunedSmallGemm* small_gemm(int layer, tune::SmallGemmPass pass) const;
+  std::vector<SmallGemmUse> small_gemms_;
+  Tensor small_gemm_workspace_;  // the weight-gradient kernels' partial sums (the largest need)
 };
 
 }  // namespace hetrec::gpu_model

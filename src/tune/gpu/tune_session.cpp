@@ -14,6 +14,8 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "gemm/cublaslt_gemm.h"
+#include "gpu/caching_allocator.h"
 #include "gpu/device.h"
 #include "gpu/rtc.h"
 #include "kernels/cross_net_tuned.h"
@@ -23,6 +25,8 @@
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
+#include "kernels/small_gemm_sources.h"
+#include "kernels/small_gemm_tuned.h"
 #include "kernels/sparse_update_tuned.h"
 #include "tune/attempt.h"
 #include "tune/cross_net_model.h"
@@ -34,8 +38,10 @@
 #include "tune/gpu/dot_backward_bench.h"
 #include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/embedding_forward_bench.h"
+#include "tune/gpu/small_gemm_bench.h"
 #include "tune/gpu/sparse_update_bench.h"
 #include "tune/model_proposer.h"
+#include "tune/small_gemm_model.h"
 #include "tune/sparse_update_model.h"
 #include "tune/winners.h"
 
@@ -71,6 +77,8 @@ struct DeviceFacts {
 std::string embedded_text(const std::string& name) {
   for (const gpu::RtcHeader& h : kernels::rtc_source_files())
     if (h.name == name) return h.text;
+  for (const gpu::RtcHeader& h : kernels::small_gemm_source_files())
+    if (h.name == name) return h.text;
   throw InternalError("tune: no embedded source " + name);
 }
 
@@ -98,6 +106,7 @@ struct KernelProblem {
   std::string workload;
   std::string header;     // the kernel header a model candidate rewrites
   std::string signature;  // what a rewrite must keep
+  std::string source_hash;  // the winners' validator: empty for kernels::rtc_sources_hash()
   double floor_us = 0.0;
   double default_us = 0.0;
   ParameterSet default_params;
@@ -117,7 +126,8 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
   progress << tag << ": built-in " << describe(k.default_params) << ": " << fmt_us(k.default_us) << ", floor "
            << fmt_us(k.floor_us) << "\n";
   GateContext ctx;
-  ctx.key = {k.kernel, k.shape, dev.props.name, dev.cc(), dev.driver, kernels::rtc_sources_hash()};
+  ctx.key = {k.kernel, k.shape, dev.props.name, dev.cc(), dev.driver,
+             k.source_hash.empty() ? kernels::rtc_sources_hash() : k.source_hash};
   ctx.default_us = k.default_us;
   ctx.floor_us = k.floor_us;
   ctx.workload = k.workload;
@@ -685,11 +695,86 @@ nlohmann::json tune_cross_backward(const TuneOptions& o, const DeviceFacts& dev,
   return search(o, dev, k, store, log, deadline, progress);
 }
 
+// ---- the small GEMMs (baseline: cuBLASLt, as the engine runs them) ----
+
+class LoadedSmallGemm final : public LoadedCandidate {
+ public:
+  LoadedSmallGemm(SmallGemmBench& bench, const kernels::SmallGemmVariant& v, const gpu::RtcBinary& bin,
+                  const gpu::RtcBinary& finish)
+      : bench_(bench), kernel_(bench.workload().shape, v, bin, finish) {}
+  gpu::KernelResources resources() const override { return kernel_.resources(); }
+  ForwardCheck verify() override { return bench_.verify(launch(), kernel_.workspace_floats()); }
+  double median_us(int reps) override { return bench_.median_us(launch(), reps, kernel_.workspace_floats()); }
+
+ private:
+  SmallGemmLaunch launch() const {
+    return [this](const kernels::SmallGemmArgs& g, gpu::stream_t s) { kernel_.launch(g, s); };
+  }
+  SmallGemmBench& bench_;
+  kernels::TunedSmallGemm kernel_;
+};
+
+nlohmann::json tune_small_gemm(const TuneOptions& o, const DeviceFacts& dev, const kernels::SmallGemmShape& shape,
+                               WinnersStore& store, AttemptLog& log, Clock::time_point deadline,
+                               std::ostream& progress) {
+  SmallGemmBench bench(shape, o.batch, fresh_seed(), o.rotations);
+  const SmallGemmWorkload w = bench.workload();
+  progress << kSmallGemmKernel << " [" << shape.key() << "]: " << bench.describe() << "\n";
+  // The baseline is what the engine runs without a winner: cuBLASLt's heuristic choice.
+  gpu::CachingDeviceAllocator allocator(gpu::current_device());
+  cublaslt::Gemm gemm(allocator);
+  const cublaslt::Problem problem = bench.cublas_problem();
+  const SmallGemmLaunch builtin = [&](const kernels::SmallGemmArgs& g, gpu::stream_t s) {
+    gemm.run(problem, bench.cublas_operands(g), s);
+  };
+  const ForwardCheck check = bench.verify(builtin);
+  if (!check.ok) progress << kSmallGemmKernel << " [" << shape.key() << "]: cuBLASLt misses the bound: " << check.reason << "\n";
+  // One second-pass binary serves every reduce candidate.
+  const gpu::RtcBinary finish =
+      shape.kind == kernels::SmallGemmKind::reduce
+          ? gpu::rtc_compile(kernels::small_gemm_finish_program(), dev.props.compute_major, dev.props.compute_minor)
+          : gpu::RtcBinary{};
+
+  KernelProblem k;
+  k.kernel = kSmallGemmKernel;
+  k.shape = shape.key();
+  k.workload = bench.describe();
+  k.header = "kernels/small_gemm_kernel.cuh";
+  k.signature = "the templates small_gemm_rows, small_gemm_outer, small_gemm_reduce and the kernel "
+                "small_gemm_reduce_finish in namespace hetrec::kernels with their template parameters, arguments and "
+                "shared-memory sizes as documented at the top of the header";
+  k.source_hash = kernels::small_gemm_sources_hash();
+  k.floor_us = small_gemm_floor_us(o.hw, w);
+  k.default_us = bench.median_us(builtin, o.reps);
+  k.default_params = small_gemm_parameters(kernels::default_small_gemm_variant(shape));
+  k.space = small_gemm_space(shape.kind);
+  k.static_problem = [&](const ParameterSet& p) { return small_gemm_static_problem(o.hw, w, p); };
+  k.rank = [&](const ParameterSet& p) {
+    return std::make_pair(small_gemm_predicted_us(o.hw, w, p), small_gemm_issue_us(o.hw, w, p));
+  };
+  k.block_threads = [&](const ParameterSet& p) {
+    return kernels::small_gemm_block_threads(shape, to_small_gemm_variant(p));
+  };
+  k.dynamic_shared_bytes = [&](const ParameterSet& p) {
+    return kernels::small_gemm_shared_bytes(shape, to_small_gemm_variant(p));
+  };
+  k.program = [&](const ParameterSet& p, const std::string& header) {
+    return kernels::small_gemm_program(shape, to_small_gemm_variant(p), header);
+  };
+  k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
+    return std::make_unique<LoadedSmallGemm>(bench, to_small_gemm_variant(p), bin, finish);
+  };
+  nlohmann::json r = search(o, dev, k, store, log, deadline, progress);
+  r["baseline"] = "cuBLASLt heuristic";
+  r["baseline_verified"] = check.ok;
+  return r;
+}
+
 }  // namespace
 
 std::vector<std::string> tunable_kernels() {
   return {kEmbeddingForwardKernel, kDotForwardKernel, kSparseUpdateKernel, kDotBackwardKernel, kCrossForwardKernel,
-          kCrossBackwardKernel};
+          kCrossBackwardKernel, kSmallGemmKernel};
 }
 
 nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
@@ -743,6 +828,11 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
     if (k == kCrossBackwardKernel)
       for (DType op : o.cross_operand_dtypes)
         jobs.push_back([&, op](Clock::time_point d) { return tune_cross_backward(o, dev, op, store, log, d, progress); });
+    if (k == kSmallGemmKernel)
+      for (const kernels::SmallGemmShape& shape : o.small_gemm_shapes)
+        jobs.push_back([&, shape](Clock::time_point d) {
+          return tune_small_gemm(o, dev, shape, store, log, d, progress);
+        });
   }
   nlohmann::json shapes = nlohmann::json::array();
   for (std::size_t i = 0; i < jobs.size(); ++i) {

@@ -15,6 +15,7 @@
 #include "hw/hardware.h"
 #include "core/dtype.h"
 #include "data/feature_spec.h"
+#include "kernels/small_gemm_variant.h"
 #include "kernels/sparse_update_types.h"
 
 namespace hetrec::tune {
@@ -35,6 +36,9 @@ struct TuneOptions {
   double sparse_eps = 1e-8;
   // The cross net's shapes: one per GEMM operand type, at width (tables + 1) x dim.
   std::vector<DType> cross_operand_dtypes = {DType::f32, DType::bf16};
+  // The small-GEMM shapes to tune (tune/small_gemm_model.h small_gemm_mlp_gemms), with
+  // the baseline each must beat: cuBLASLt as the engine runs it.
+  std::vector<kernels::SmallGemmShape> small_gemm_shapes;
   int64_t batch = 65536;
   double stop_fraction = 0.10;        // stop a shape once the best is within this of the floor
   double min_occupancy = 0.25;        // reject compiled variants below this occupancy

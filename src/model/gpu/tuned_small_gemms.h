@@ -1,0 +1,39 @@
+#pragma once
+// The small-GEMM winners (`hetrec tune --kernel small_gemm`) the GPU model's MLPs run in
+// place of cuBLASLt, loaded at start from the winners file like the other tuned kernels
+// (model/gpu/tuned_kernels.h): a GEMM of a narrow layer whose shape has a winner for
+// this GPU, driver and small-GEMM source runs the winner; every other GEMM stays on
+// cuBLASLt. A winner exists only where the tuner measured it faster than cuBLASLt's
+// heuristic on the same workload.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/device.h"
+#include "kernels/small_gemm_tuned.h"
+#include "tune/small_gemm_model.h"
+
+namespace hetrec::gpu_model {
+
+// One GEMM of one MLP layer that runs a tuned small-GEMM kernel.
+struct SmallGemmUse {
+  int layer = 0;
+  tune::SmallGemmPass pass = tune::SmallGemmPass::forward;
+  const kernels::TunedSmallGemm* kernel = nullptr;
+};
+
+struct TunedSmallGemms {
+  std::vector<std::unique_ptr<kernels::TunedSmallGemm>> kernels;
+  std::vector<SmallGemmUse> bottom, top;  // per MLP
+  std::string note;                       // for the model's description; empty when none loaded
+};
+
+// `bottom` and `top`: the MLPs' narrow-layer GEMMs (tune::small_gemm_mlp_gemms with fp32
+// operands: the engine runs those layers in fp32 at every dense precision). An empty
+// `winners_file` loads nothing. Throws ConfigError for a malformed file and DeviceError
+// when a matching winner fails to compile.
+TunedSmallGemms load_tuned_small_gemms(const std::string& winners_file, const gpu::DeviceProperties& device,
+                                       const std::vector<tune::SmallGemmLayerGemm>& bottom,
+                                       const std::vector<tune::SmallGemmLayerGemm>& top);
+
+}  // namespace hetrec::gpu_model

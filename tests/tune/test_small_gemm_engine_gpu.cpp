@@ -1,0 +1,138 @@
+// The GPU model with tuned small-GEMM winners: every GEMM of the narrow MLP layers (the
+// 13-wide input layer, a 16-wide layer, the 1-wide logit layer) runs the small-GEMM
+// kernel instead of cuBLASLt, and training gives the same losses as the cuBLASLt path
+// within a stated tolerance; 16-bit layers stay on cuBLASLt; stale winners are ignored.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <unistd.h>
+
+#include "../gpu/device_test_support.h"
+#include "core/rng.h"
+#include "gpu/device.h"
+#include "kernels/small_gemm_sources.h"
+#include "model/gpu/gpu_dlrm.h"
+#include "tune/small_gemm_model.h"
+#include "tune/winners.h"
+
+namespace hetrec::tune {
+namespace {
+
+// Each GEMM of the small-GEMM kernel adds its products in another order than cuBLASLt,
+// so an output differs by at most the fp32 summation bound, 2 (k + 2) 2^-24 sum|a b|
+// (k <= 32 here: about 4e-6 of the magnitudes), and the training steps carry such
+// differences on through the parameters. 1e-5 of the loss leaves room for that over
+// five steps and is far below what a wrong GEMM moves (a dropped input or batch row
+// changes the loss by orders of magnitude more). With bf16 the fp32 layers' outputs feed
+// 16-bit layers, where such a difference can flip an operand's rounding (2^-8 of that
+// element), hence 1e-3 there.
+constexpr double kLossRelTolerance = 1e-5;
+constexpr double kLossRelToleranceBf16 = 1e-3;
+constexpr int kSteps = 5;
+
+std::vector<TableConfig> tables() {
+  std::vector<TableConfig> t(3);
+  const int64_t rows[] = {5000, 300, 20000};
+  const int hot[] = {3, 1, 8};
+  for (int i = 0; i < 3; ++i) {
+    t[i].name = "T" + std::to_string(i);
+    t[i].rows = rows[i];
+    t[i].hotness = hot[i];
+  }
+  return t;
+}
+
+Batch random_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
+  Batch batch;
+  batch.reset(size, m.num_dense, m.num_tables());
+  Rng rng(seed);
+  for (float& x : batch.dense) x = static_cast<float>(rng.uniform());
+  for (float& y : batch.labels) y = rng.uniform() < 0.3 ? 1.0f : 0.0f;
+  for (int t = 0; t < m.num_tables(); ++t)
+    for (int64_t s = 0; s < size; ++s) {
+      for (int k = 0; k < m.tables[static_cast<std::size_t>(t)].hotness; ++k)
+        batch.ids.push_back(static_cast<int32_t>(rng.below(static_cast<uint64_t>(m.tables[static_cast<std::size_t>(t)].rows))));
+      batch.offsets[static_cast<std::size_t>(t * size + s + 1)] = static_cast<int32_t>(batch.ids.size());
+    }
+  return batch;
+}
+
+TEST(SmallGemmEngineGpu, NarrowLayersRunTheTunedKernelWithTheSameLosses) {
+  HETREC_REQUIRE_GPU();
+  ModelConfig m;
+  m.arch = Arch::dcnv2;
+  m.num_dense = 13;
+  m.embedding_dim = 16;
+  m.tables = tables();
+  m.bottom_mlp = {32, 16};  // 13 -> 32 (narrow input), 32 -> 16 (narrow output)
+  m.top_mlp = {32, 1};      // ... -> 32 -> 1 (the logit)
+  m.cross_layers = 1;
+  m.cross_rank = 16;
+  m.init_seed = 7;
+  OptimConfig optim;
+  optim.dense = OptimizerKind::adagrad;
+  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
+
+  // A winner (the default parameters) for every narrow-layer GEMM the engine runs.
+  WinnersStore store;
+  std::vector<SmallGemmLayerGemm> gemms = small_gemm_mlp_gemms("bottom_mlp", 13, m.bottom_mlp, true, false, DType::f32);
+  for (const auto& g : small_gemm_mlp_gemms("top_mlp", m.interaction_width(), m.top_mlp, false, true, DType::f32))
+    gemms.push_back(g);
+  ASSERT_EQ(gemms.size(), 2u + 3u + 3u);
+  for (const auto& g : gemms) {
+    Winner w;
+    w.key = {kSmallGemmKernel, g.shape.key(), dev.name,
+             std::to_string(dev.compute_major) + "." + std::to_string(dev.compute_minor), gpu::driver_version(),
+             kernels::small_gemm_sources_hash()};
+    w.params = small_gemm_parameters(kernels::default_small_gemm_variant(g.shape));
+    w.time_us = 1.0;
+    store.offer(w);
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("hetrec_small_gemm_engine_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "winners.json").string();
+  store.save(file);
+
+  const Batch batch = random_batch(m, 1000, 3);  // not a multiple of any rows per block
+  const StepRates rates{0.05f, 0.05f};
+  for (const cublaslt::Precision precision : {cublaslt::Precision::fp32, cublaslt::Precision::bf16}) {
+    GpuModelOptions plain, tuned;
+    plain.precision = tuned.precision = precision;
+    tuned.tuned_kernels_file = file;
+    auto a = make_gpu_model(m, optim, plain);
+    auto b = make_gpu_model(m, optim, tuned);
+    const std::string d = b->describe();
+    EXPECT_EQ(a->describe().find("small-GEMM"), std::string::npos);
+    for (const char* role : {"bottom_mlp.0 forward", "bottom_mlp.0 weight gradient", "top_mlp.1 forward",
+                             "top_mlp.1 weight gradient", "top_mlp.1 input gradient"})
+      EXPECT_NE(d.find(role), std::string::npos) << role << " in " << d;
+    // bottom_mlp.1 (32 -> 16) is a 16-bit layer with bf16: it stays on cuBLASLt.
+    EXPECT_EQ(d.find("bottom_mlp.1 forward") == std::string::npos, precision == cublaslt::Precision::bf16) << d;
+    for (int step = 0; step < kSteps; ++step) {
+      const double la = a->train_step(batch, rates), lb = b->train_step(batch, rates);
+      ASSERT_TRUE(std::isfinite(lb));
+      const double tolerance = precision == cublaslt::Precision::bf16 ? kLossRelToleranceBf16 : kLossRelTolerance;
+      EXPECT_NEAR(lb, la, tolerance * std::fabs(la))
+          << cublaslt::precision_name(precision) << " step " << step;
+    }
+  }
+
+  // Winners measured with another driver are stale: every GEMM stays on cuBLASLt.
+  WinnersStore stale;
+  for (Winner w : store.winners()) {
+    w.key.driver_version += 1;
+    stale.offer(w);
+  }
+  stale.save(file);
+  GpuModelOptions tuned;
+  tuned.tuned_kernels_file = file;
+  const std::string d = make_gpu_model(m, optim, tuned)->describe();
+  EXPECT_EQ(d.find("small-GEMM kernel (tuned)"), std::string::npos) << d;
+  EXPECT_NE(d.find("8 stale small-GEMM winner(s) ignored"), std::string::npos) << d;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace hetrec::tune
