@@ -13,7 +13,7 @@ cp "$build/src/cli/hetrec" "$stage/bin/"
 for b in e2e_bench host_gather_bench small_gemm_bench; do [ -x "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/bin/"; done
 # The GPU test programs suite.sh runs (each links every kernel: about 11 MB apiece, so
 # only these travel).
-for t in "$build"/tests/*/{gpu_test_*,gemm_test_*,dist_test_nccl*,dist_test_distributed_gpu*,tune_test_gate*,tune_test_small_gemm_gpu,kernels_test_*,model_gpu_test_*}; do
+for t in "$build"/tests/*/{gpu_test_*,gemm_test_*,dist_test_nccl*,dist_test_distributed_gpu*,tune_test_*gpu,kernels_test_*,model_gpu_test_*}; do
   [ -x "$t" ] && [ -f "$t" ] || continue
   case $t in *.cmake) continue ;; esac
   # The library list is captured first: `ldd | grep -q` under pipefail fails when grep
