@@ -15,13 +15,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/utc_time.h"
 #include "data/make_source.h"
 #include "dist/nccl_process_group.h"
 #include "dist/process_group.h"
@@ -93,15 +93,6 @@ Floor step_floor(const ModelConfig& m, int64_t batch, const std::string& gemm_pr
   fl.memory_ms = 1e3 * fl.bytes / (fl.copy_tbs * 1e12);
   fl.ms = fl.gemm_ms + fl.memory_ms;
   return fl;
-}
-
-std::string today(const char* format) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, format, &tm);
-  return buf;
 }
 
 int run(int argc, char** argv) {
@@ -268,7 +259,7 @@ int run(int argc, char** argv) {
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   nlohmann::json out;
   out["benchmark"] = "e2e";
-  out["date"] = today("%Y-%m-%d");
+  out["date"] = utc_time("%Y-%m-%d");
   out["gpu"] = gpu::device_properties(0).name;
   out["commit"] = commit;
   out["command"] = command;
@@ -306,7 +297,7 @@ int run(int argc, char** argv) {
                     {"phase_ms", phase_json},
                     {"rank_phase_ms", rank_phase_json}};
   if (json_out.empty())
-    json_out = "bench/results/e2e-" + today("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";
+    json_out = "bench/results/e2e-" + utc_time("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";
   std::ofstream f(json_out);
   if (!f) throw IoError("cannot write " + json_out);
   f << out.dump(2) << "\n";

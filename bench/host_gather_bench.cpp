@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <numeric>
 #include <sstream>
@@ -27,6 +26,7 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "core/utc_time.h"
 #include "data/zipf.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
@@ -46,15 +46,6 @@ constexpr int kBatchesInRotation = 4;
 // its ranks: the hottest rows are not adjacent.
 constexpr uint64_t kRankScatter = 0x9E3779B97F4A7C15ull;
 constexpr double kBytesPerGb = 1e9;
-
-std::string today(const char* format) {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, format, &tm);
-  return buf;
-}
 
 std::vector<double> parse_list(const std::string& text) {
   std::vector<double> out;
@@ -213,7 +204,7 @@ int main(int argc, char** argv) {
     }
     nlohmann::json doc;
     doc["benchmark"] = "host-gather";
-    doc["date"] = today("%Y-%m-%d");
+    doc["date"] = utc_time("%Y-%m-%d");
     doc["gpu"] = props.name;
     doc["commit"] = commit;
     std::string command;
@@ -222,7 +213,7 @@ int main(int argc, char** argv) {
     doc["metrics"] = {{"row_dtype", dtype_name(row_dtype)}, {"dim", dim},         {"row_bytes", row_bytes},
                       {"ids", ids_law},                     {"reps", reps},       {"batches_in_rotation", kBatchesInRotation},
                       {"spans", rows_json}};
-    if (json_out.empty()) json_out = "bench/results/host-gather-" + today("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";
+    if (json_out.empty()) json_out = "bench/results/host-gather-" + utc_time("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";
     std::ofstream f(json_out);
     if (!f) throw IoError("cannot write " + json_out);
     f << doc.dump(1) << "\n";

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -27,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/utc_time.h"
 #include "gemm/cublaslt_algos.h"
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/blaslt.h"
@@ -62,13 +62,6 @@ struct Options {
   int launches = 25;
   int max_candidates = 64;
 };
-
-std::string utc_now(const char* format) {
-  const std::time_t now = std::time(nullptr);
-  char buf[64];
-  std::strftime(buf, sizeof buf, format, std::gmtime(&now));
-  return buf;
-}
 
 // One cuBLASLt configuration of the bench's problem, launched on rotation i's operands.
 class CublasRunner {
@@ -235,7 +228,7 @@ int main(int argc, char** argv) {
     // Written after every GEMM, so that a run stopped early keeps what it measured.
     const auto write = [&] {
       const json results = {{"benchmark", "small-gemm"},
-                            {"date", utc_now("%Y-%m-%dT%H:%M:%SZ")},
+                            {"date", utc_time("%Y-%m-%dT%H:%M:%SZ")},
                             {"gpu", dev.name},
                             {"commit", commit ? commit : "unknown"},
                             {"command", cmd.str()},

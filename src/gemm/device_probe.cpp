@@ -1,13 +1,13 @@
 #include "gemm/device_probe.h"
 
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
+#include "core/utc_time.h"
 
 #if defined(HETREC_WITH_GPU)
 #include <algorithm>
@@ -138,15 +138,6 @@ constexpr int kWarmupLaunches = 3;
 constexpr int kTimedLaunches = 10;  // the median is kept
 constexpr uint64_t kProbeSeed = 0x70726f6265;  // "probe"
 
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
 template <class Launch>
@@ -181,7 +172,7 @@ ProbeValidators local_probe_validators(int device_index) {
 DeviceProbe measure_device_probe(int device_index) {
   DeviceProbe p;
   p.validators = local_probe_validators(device_index);
-  p.date = utc_now();
+  p.date = utc_time("%Y-%m-%dT%H:%M:%SZ");
   gpu::set_device(device_index);
   gpu::Stream stream;
 

@@ -1,6 +1,7 @@
 #include "gemm/gemm_bench.h"
 
 #include "core/error.h"
+#include "core/utc_time.h"
 
 // CUDA only: hipBLASLt cannot enumerate configurations (gemm/cublaslt_algos.h).
 #if defined(HETREC_WITH_CUDA)
@@ -10,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <filesystem>
 #include <iterator>
 #include <fstream>
@@ -116,13 +116,6 @@ ShapeBytes shape_bytes(const GemmSuiteShape& s, std::size_t rotation_bytes) {
   const std::size_t set = sb.a + sb.b + sb.d;
   sb.copies = std::max<int>(kMinCopies, static_cast<int>((rotation_bytes + set - 1) / set));
   return sb;
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
 }
 
 std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
@@ -436,7 +429,7 @@ void Bench::run() {
   ref_ = gpu::DeviceBuffer(ref_bytes);
 
   json results{{"schema", kGemmOracleSchema},
-               {"date", utc_now()},
+               {"date", utc_time("%Y-%m-%dT%H:%M:%SZ")},
                {"gpu", props.name},
                {"driver", version_text(gpu::driver_version())},
                {"cublaslt_version", std::to_string(cublasLtGetVersion())},

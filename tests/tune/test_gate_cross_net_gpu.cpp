@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "../gpu/device_test_support.h"
+#include "gate_test_support.h"
 #include "core/rng.h"
 #include "gpu/device.h"
 #include "gpu/stream.h"
@@ -26,13 +27,6 @@
 
 namespace hetrec::tune {
 namespace {
-
-std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("hetrec_cross_gate_" + std::to_string(::getpid()) + "_" + name);
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
-}
 
 std::string embedded_header() {
   for (const gpu::RtcHeader& h : kernels::rtc_source_files())
@@ -56,34 +50,6 @@ CrossForwardLaunch forward_launch(const kernels::TunedCrossForward& k) {
 CrossBackwardLaunch backward_launch(const kernels::TunedCrossBackward& k) {
   return [&k](const kernels::CrossShape& s, const kernels::CrossBackward& a, void* ws, std::size_t bytes,
               gpu::stream_t st) { k.launch(s, a, ws, bytes, st); };
-}
-
-// A rejected attempt goes to the log and never to the winners.
-void expect_never_stored(const char* kernel, const std::string& shape, const ParameterSet& params,
-                         const ForwardCheck& c, const std::string& header, double time_us) {
-  const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
-  const auto dir = temp_dir(kernel);
-  AttemptLog log((dir / "attempts.jsonl").string());
-  WinnersStore store;
-  Gate gate(log, store);
-  GateContext ctx;
-  ctx.key = {kernel, shape, dev.name, "9.0", 1, kernels::rtc_sources_hash()};
-  ctx.kernel_header = header;
-  Attempt a;
-  a.kernel = kernel;
-  a.shape = shape;
-  a.origin = "model";
-  a.params = params;
-  a.compiled = true;
-  a.source_hash = ctx.key.source_hash;
-  a.verdict = c.ok ? Verdict::passed : Verdict::wrong;
-  a.reason = c.reason;
-  a.time_us = time_us;  // it runs, and may even be fast
-  EXPECT_FALSE(gate.record(a, ctx));
-  EXPECT_TRUE(store.winners().empty());
-  store.save((dir / "winners.json").string());
-  EXPECT_TRUE(WinnersStore::load((dir / "winners.json").string()).winners().empty());
-  std::filesystem::remove_all(dir);
 }
 
 TEST(CrossNetGateGpu, ForwardVariantsPassAndAWrongKernelIsRejectedAndNeverStored) {
@@ -115,7 +81,8 @@ TEST(CrossNetGateGpu, ForwardVariantsPassAndAWrongKernelIsRejectedAndNeverStored
     const ForwardCheck c = bench.verify(forward_launch(wrong));
     EXPECT_FALSE(c.ok);
     EXPECT_NE(c.reason.find("differs from the reference"), std::string::npos) << c.reason;
-    expect_never_stored(kCrossForwardKernel, shape.key(), cross_forward_parameters(v), c, header,
+    expect_never_stored(kCrossForwardKernel, shape.key(), kernels::rtc_sources_hash(),
+                        cross_forward_parameters(v), c, header,
                         bench.median_us(forward_launch(wrong), 3));
   }
 }
@@ -188,7 +155,8 @@ TEST(CrossNetGateGpu, BackwardVariantsPassAndAWrongKernelIsRejectedAndNeverStore
       const ForwardCheck c = bench.verify(backward_launch(wrong));
       EXPECT_FALSE(c.ok) << "vec=" << v.vec;
       EXPECT_NE(c.reason.find("bias gradient"), std::string::npos) << c.reason;
-      expect_never_stored(kCrossBackwardKernel, shape.key(), cross_backward_parameters(v), c, header,
+      expect_never_stored(kCrossBackwardKernel, shape.key(), kernels::rtc_sources_hash(),
+                          cross_backward_parameters(v), c, header,
                           bench.median_us(backward_launch(wrong), 3));
     }
   }
@@ -214,7 +182,7 @@ TEST(CrossNetGateGpu, GpuModelRunsTheStoredWinnersWithTheSameResults) {
   OptimConfig optim;
   const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
   const kernels::CrossNetShape shape{DType::f32, m.interaction_width()};
-  const auto dir = temp_dir("model");
+  const auto dir = tune_temp_dir("model");
   WinnersStore store;
   Winner fwd;
   fwd.key = {kCrossForwardKernel, shape.key(), dev.name,

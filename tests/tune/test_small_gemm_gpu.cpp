@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../gpu/device_test_support.h"
+#include "gate_test_support.h"
 #include "core/rng.h"
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/caching_allocator.h"
@@ -51,13 +52,6 @@ SmallGemmShape make(SmallGemmKind kind, int narrow, int wide, bool flag, DType t
 
 SmallGemmLaunch launch_of(const kernels::TunedSmallGemm& k) {
   return [&k](const kernels::SmallGemmArgs& g, gpu::stream_t s) { k.launch(g, s); };
-}
-
-std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() / ("hetrec_small_gemm_" + std::to_string(::getpid()) + "_" + name);
-  std::filesystem::remove_all(d);
-  std::filesystem::create_directories(d);
-  return d;
 }
 
 TEST(SmallGemmGpu, EveryKindLayoutTypeAndEpilogueMatchesTheReference) {
@@ -129,29 +123,10 @@ TEST(SmallGemmGpu, AWrongKernelIsRejectedAndNeverStored) {
   EXPECT_FALSE(c.ok);
   EXPECT_NE(c.reason.find("differs from the reference"), std::string::npos) << c.reason;
 
-  const auto dir = temp_dir("gate");
-  AttemptLog log((dir / "attempts.jsonl").string());
-  WinnersStore store;
-  Gate gate(log, store);
-  GateContext ctx;
-  ctx.key = {kSmallGemmKernel, s.key(), dev.name, "9.0", 1, kernels::small_gemm_sources_hash()};
-  ctx.kernel_header = header;
-  ctx.default_us = 1e9;  // it would beat any baseline on time
-  Attempt a;
-  a.kernel = kSmallGemmKernel;
-  a.shape = s.key();
-  a.origin = "model";
-  a.params = small_gemm_parameters(v);
-  a.compiled = true;
-  a.source_hash = ctx.key.source_hash;
-  a.verdict = c.ok ? Verdict::passed : Verdict::wrong;
-  a.reason = c.reason;
-  a.time_us = bench.median_us(launch_of(wrong), 3);  // it runs, and may even be fast
-  EXPECT_FALSE(gate.record(a, ctx));
-  EXPECT_TRUE(store.winners().empty());
-  store.save((dir / "winners.json").string());
-  EXPECT_TRUE(WinnersStore::load((dir / "winners.json").string()).winners().empty());
-  std::filesystem::remove_all(dir);
+  // It runs, and may even be fast: the gate must keep it out on its verdict.
+  expect_never_stored(kSmallGemmKernel, s.key(), kernels::small_gemm_sources_hash(),
+                      small_gemm_parameters(v), c, header,
+                      bench.median_us(launch_of(wrong), 3));
 }
 
 TEST(SmallGemmGpu, ShortRunKeepsOnlyWinnersThatBeatCublasLt) {
@@ -171,7 +146,7 @@ TEST(SmallGemmGpu, ShortRunKeepsOnlyWinnersThatBeatCublasLt) {
     }
   }
   if (!found) GTEST_SKIP() << "no hardware description for " << device;
-  const auto dir = temp_dir("run");
+  const auto dir = tune_temp_dir("run");
   o.out_dir = (dir / "out").string();
   o.winners_path = (dir / "winners.json").string();
   o.small_gemm_shapes = {make(SmallGemmKind::rows, 1, 256, true, DType::f32, SmallGemmEpilogue::bias)};

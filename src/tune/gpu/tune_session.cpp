@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -14,6 +13,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/utc_time.h"
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
@@ -50,13 +50,6 @@ namespace hetrec::tune {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string utc_now(const char* format) {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  char buf[64];
-  std::strftime(buf, sizeof buf, format, std::gmtime(&now));
-  return buf;
-}
 
 std::string fmt_us(double us) {
   std::ostringstream s;
@@ -804,7 +797,7 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   // One job per (kernel, shape); each gets an equal share of what is left of the budget.
   std::vector<std::function<nlohmann::json(Clock::time_point)>> jobs;
   std::filesystem::create_directories(o.out_dir);
-  const std::string stamp = utc_now("%Y%m%d-%H%M%S");
+  const std::string stamp = utc_time("%Y%m%d-%H%M%S");
   AttemptLog log(o.out_dir + "/tune-attempts-" + stamp + ".jsonl");
   WinnersStore store = WinnersStore::load(o.winners_path);
   for (const std::string& k : kernels) {
@@ -846,7 +839,7 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   }
   const char* commit = std::getenv("HETREC_COMMIT");
   nlohmann::json results = {
-      {"date", utc_now("%Y-%m-%dT%H:%M:%SZ")},
+      {"date", utc_time("%Y-%m-%dT%H:%M:%SZ")},
       {"gpu", dev.props.name},
       {"compute_capability", dev.cc()},
       {"driver_version", dev.driver},
