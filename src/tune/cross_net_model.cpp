@@ -4,24 +4,16 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "tune/memory_bounds.h"
 
 namespace hetrec::tune {
 
 namespace {
-// Loaded HBM latency. An assumption (order of magnitude of a global load under load on
-// current HBM GPUs), not a measurement: it only orders candidates, the timing decides
-// (the same assumption as tune/sparse_update_model.cpp).
-constexpr double kAssumedMemoryLatencyUs = 1.0;
-// Load/store units per SM: Hopper whitepaper (4 partitions x 8 LD/ST units per SM), so
-// one warp-wide memory instruction (32 lanes) issues per SM per clock.
-constexpr double kLoadLanesPerUnitPerClock = 32;
 // The widest word one thread moves per memory instruction (128-bit loads and stores).
 constexpr double kMaxAccessBytes = 16;
 // Static shared memory a kernel may declare without opting in (CUDA C++ Programming
 // Guide: statically allocated shared memory is limited to 48 KB).
 constexpr double kStaticSharedLimitBytes = 48 * 1024;
-constexpr double kBytesPerTB = 1e12;
-constexpr double kUsPerS = 1e6;
 constexpr double kF32 = sizeof(float);
 
 int get(const ParameterSet& params, const char* kernel, const char* name) {
@@ -43,16 +35,6 @@ double backward_write_bytes(const CrossWorkload& w) { return 2 * kF32 + op_bytes
 
 // Memory instructions one thread issues for a vector of `vec` elements of `bytes` each.
 double accesses(int vec, double bytes) { return std::max(1.0, std::ceil(vec * bytes / kMaxAccessBytes)); }
-
-double hbm_bytes_per_us(const Hardware& hw) {
-  if (hw.hbm_tbs <= 0) throw ConfigError("hardware '" + hw.name + "': memory.hbm_tbs is needed for the floor");
-  return hw.hbm_tbs * kBytesPerTB / kUsPerS;
-}
-
-// Bandwidth (bytes/us) that `threads` threads each with `bytes_in_flight` outstanding sustain.
-double sustained_bytes_per_us(const Hardware& hw, double threads, double bytes_in_flight) {
-  return std::min(hbm_bytes_per_us(hw), threads * bytes_in_flight / kAssumedMemoryLatencyUs);
-}
 
 // Threads of `block_threads` an SM keeps resident (by the thread limit alone) over all SMs.
 double resident_threads(const Hardware& hw, int block_threads) {

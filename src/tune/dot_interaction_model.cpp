@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tune/memory_bounds.h"
 
 namespace hetrec::tune {
 
@@ -11,8 +12,6 @@ namespace {
 // clock / 4 (hw/<gpu>.toml memory.shared_bytes_per_clock; CUDA C++ Programming Guide:
 // 32 banks of 32 bits).
 constexpr int kBankBytes = 4;
-constexpr double kBytesPerTB = 1e12;
-constexpr double kFlopsPerTFlop = 1e12;
 constexpr double kUsPerS = 1e6;
 constexpr double kHzPerMHz = 1e6;
 }  // namespace
@@ -56,11 +55,7 @@ double dot_forward_flops(const DotForwardWorkload& w) {
 }
 
 double dot_forward_floor_us(const Hardware& hw, const DotForwardWorkload& w) {
-  if (hw.hbm_tbs <= 0 || hw.dense_tflops.fp32 <= 0)
-    throw ConfigError("hardware '" + hw.name + "': memory.hbm_tbs and dense_tflops.fp32 are needed for the floor");
-  return std::max(dot_forward_bytes(w) / (hw.hbm_tbs * kBytesPerTB),
-                  dot_forward_flops(w) / (hw.dense_tflops.fp32 * kFlopsPerTFlop)) *
-         kUsPerS;
+  return hbm_or_fp32_floor_us(hw, dot_forward_bytes(w), dot_forward_flops(w));
 }
 
 std::string dot_forward_static_problem(const Hardware& hw, const DotForwardWorkload& w, const ParameterSet& params) {

@@ -3,21 +3,11 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tune/memory_bounds.h"
 
 namespace hetrec::tune {
 
 namespace {
-// A DRAM sector: the unit in which NVIDIA GPUs move global memory (CUDA C++ Best
-// Practices Guide, "Coalesced Access to Global Memory": 32-byte segments).
-constexpr int kSectorBytes = 32;
-// Loaded HBM latency. An assumption (order of magnitude of a global load under load on
-// current HBM GPUs), not a measurement: it only orders candidates, the timing decides.
-constexpr double kAssumedMemoryLatencyUs = 1.0;
-// Load/store units per SM: Hopper whitepaper (4 partitions x 8 LD/ST units per SM), so
-// one warp-wide load instruction (32 lanes) issues per SM per clock.
-constexpr double kLoadLanesPerUnitPerClock = 32;
-constexpr double kBytesPerTB = 1e12;
-constexpr double kUsPerS = 1e6;
 }  // namespace
 
 VariantSpace embedding_forward_space() {
@@ -64,8 +54,7 @@ double embedding_forward_bytes(const EmbeddingForwardWorkload& w) {
 }
 
 double embedding_forward_floor_us(const Hardware& hw, const EmbeddingForwardWorkload& w) {
-  if (hw.hbm_tbs <= 0) throw ConfigError("hardware '" + hw.name + "': memory.hbm_tbs is needed for the floor");
-  return embedding_forward_bytes(w) / (hw.hbm_tbs * kBytesPerTB) * kUsPerS;
+  return hbm_floor_us(hw, embedding_forward_bytes(w));
 }
 
 std::string embedding_forward_static_problem(const Hardware& hw, const EmbeddingForwardWorkload& w,
@@ -98,9 +87,8 @@ double embedding_forward_predicted_us(const Hardware& hw, const EmbeddingForward
   const double resident_threads = occupancy * hw.max_threads_per_unit * hw.compute_units;
   // Only as many threads as the problem has can be resident.
   const double threads = std::min(resident_threads, bags * l.lanes);
-  const double latency_bound_tbs = threads * bytes_per_thread / (kAssumedMemoryLatencyUs / kUsPerS) / kBytesPerTB;
-  const double tbs = std::min(hw.hbm_tbs, latency_bound_tbs);
-  return std::max(embedding_forward_bytes(w) / (tbs * kBytesPerTB) * kUsPerS, embedding_forward_issue_us(hw, w, params));
+  return std::max(embedding_forward_bytes(w) / sustained_bytes_per_us(hw, threads, bytes_per_thread),
+                  embedding_forward_issue_us(hw, w, params));
 }
 
 double embedding_forward_issue_us(const Hardware& hw, const EmbeddingForwardWorkload& w, const ParameterSet& params) {

@@ -3,24 +3,16 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tune/memory_bounds.h"
 
 namespace hetrec::tune {
 
 namespace {
-// Loaded HBM latency. An assumption (order of magnitude of a global load under load on
-// current HBM GPUs), not a measurement: it only orders candidates, the timing decides.
-constexpr double kAssumedMemoryLatencyUs = 1.0;
-// Load/store units per SM: Hopper whitepaper (4 partitions x 8 LD/ST units per SM), so
-// one warp-wide memory instruction (32 lanes) issues per SM per clock.
-constexpr double kLoadLanesPerUnitPerClock = 32;
 // The reduce kind's partial sums may add at most this fraction of the rows' bytes: more
 // chunks than that make the second pass cost more than the balance they buy.
 constexpr double kMaxPartialShare = 0.25;
 // The widest vector access (bytes): the alignment a vector of that size needs.
 constexpr std::size_t kMaxVectorAlignment = 16;
-constexpr double kBytesPerTB = 1e12;
-constexpr double kFlopsPerTFlop = 1e12;
-constexpr double kUsPerS = 1e6;
 
 using kernels::SmallGemmKind;
 
@@ -165,11 +157,7 @@ double small_gemm_flops(const SmallGemmWorkload& w) {
 double small_gemm_intensity(const SmallGemmWorkload& w) { return small_gemm_flops(w) / small_gemm_bytes(w); }
 
 double small_gemm_floor_us(const Hardware& hw, const SmallGemmWorkload& w) {
-  if (hw.hbm_tbs <= 0 || hw.dense_tflops.fp32 <= 0)
-    throw ConfigError("hardware '" + hw.name + "': memory.hbm_tbs and dense_tflops.fp32 are needed for the floor");
-  return std::max(small_gemm_bytes(w) / (hw.hbm_tbs * kBytesPerTB),
-                  small_gemm_flops(w) / (hw.dense_tflops.fp32 * kFlopsPerTFlop)) *
-         kUsPerS;
+  return hbm_or_fp32_floor_us(hw, small_gemm_bytes(w), small_gemm_flops(w));
 }
 
 std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params) {
@@ -222,11 +210,9 @@ double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, c
   const kernels::SmallGemmVariant v = to_small_gemm_variant(params);
   const double resident = static_cast<double>(hw.max_threads_per_unit) * hw.compute_units;
   const double threads = std::min(resident, working_threads(w, v));
-  const double latency_bound_tbs =
-      threads * bytes_in_flight_per_thread(w, v) / (kAssumedMemoryLatencyUs / kUsPerS) / kBytesPerTB;
-  const double tbs = std::min(hw.hbm_tbs, latency_bound_tbs);
+  const double bytes_per_us = sustained_bytes_per_us(hw, threads, bytes_in_flight_per_thread(w, v));
   const double bytes = small_gemm_bytes(w) + partial_bytes(w, v);
-  return std::max({bytes / (tbs * kBytesPerTB) * kUsPerS, small_gemm_floor_us(hw, w), small_gemm_issue_us(hw, w, params)});
+  return std::max({bytes / bytes_per_us, small_gemm_floor_us(hw, w), small_gemm_issue_us(hw, w, params)});
 }
 
 }  // namespace hetrec::tune

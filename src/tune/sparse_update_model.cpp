@@ -3,26 +3,16 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tune/memory_bounds.h"
 
 namespace hetrec::tune {
 
 namespace {
-// A DRAM sector: the unit in which NVIDIA GPUs move global memory (CUDA C++ Best
-// Practices Guide, "Coalesced Access to Global Memory": 32-byte segments).
-constexpr int kSectorBytes = 32;
-// Loaded HBM latency. An assumption (order of magnitude of a global load under load on
-// current HBM GPUs), not a measurement: it only orders candidates, the timing decides.
-constexpr double kAssumedMemoryLatencyUs = 1.0;
-// Load/store units per SM: Hopper whitepaper (4 partitions x 8 LD/ST units per SM), so
-// one warp-wide memory instruction (32 lanes) issues per SM per clock.
-constexpr double kLoadLanesPerUnitPerClock = 32;
 // Per unique row the update reads its first sorted key, its segment start and its
 // chunk count (three 4-byte words).
 constexpr double kPlanBytesPerRow = 12;
 // Per occurrence of a short row: its bag number (4 bytes).
 constexpr double kPlanBytesPerOccurrence = 4;
-constexpr double kBytesPerTB = 1e12;
-constexpr double kUsPerS = 1e6;
 
 const char* const kParameterNames[] = {"vec_bytes", "lanes", "grads_in_flight", "block_threads", "min_blocks_per_sm"};
 }  // namespace
@@ -85,8 +75,7 @@ double sparse_update_bytes(const SparseUpdateWorkload& w) {
 }
 
 double sparse_update_floor_us(const Hardware& hw, const SparseUpdateWorkload& w) {
-  if (hw.hbm_tbs <= 0) throw ConfigError("hardware '" + hw.name + "': memory.hbm_tbs is needed for the floor");
-  return sparse_update_bytes(w) / (hw.hbm_tbs * kBytesPerTB) * kUsPerS;
+  return hbm_floor_us(hw, sparse_update_bytes(w));
 }
 
 std::string sparse_update_static_problem(const Hardware& hw, const SparseUpdateWorkload& w,
@@ -142,9 +131,8 @@ double sparse_update_predicted_us(const Hardware& hw, const SparseUpdateWorkload
   const double resident = std::min<double>(hw.max_threads_per_unit, v.block_threads * v.min_blocks_per_sm) *
                           hw.compute_units;
   const double threads = std::min(resident, rows * l.lanes);
-  const double latency_bound_tbs = threads * bytes_per_thread / (kAssumedMemoryLatencyUs / kUsPerS) / kBytesPerTB;
-  const double tbs = std::min(hw.hbm_tbs, latency_bound_tbs);
-  return std::max(sparse_update_bytes(w) / (tbs * kBytesPerTB) * kUsPerS, sparse_update_issue_us(hw, w, params));
+  return std::max(sparse_update_bytes(w) / sustained_bytes_per_us(hw, threads, bytes_per_thread),
+                  sparse_update_issue_us(hw, w, params));
 }
 
 }  // namespace hetrec::tune
