@@ -255,6 +255,11 @@ int run(int argc, char** argv) {
     std::printf(" ms%s\n", k == 0 && ranks > 1 ? " (per rank)" : "");
   }
 
+  const cublaslt::Gemm::SelectionCounts gemm_counts =
+      single ? single->gemm_selection_counts() : distributed->gemm_selection_counts();
+  std::printf("GEMM configurations: %zu chosen by the model (predicted %.1f us in all), %zu by cuBLASLt's heuristic\n",
+              gemm_counts.by_model, gemm_counts.predicted_us, gemm_counts.by_library);
+
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   nlohmann::json out;
@@ -295,6 +300,11 @@ int run(int argc, char** argv) {
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},
                     {"phase_ms", phase_json},
+                    {"gemm_selection",
+                     {{"mode", m.gemm_selection == GemmSelection::model ? "model" : "library"},
+                      {"by_model", gemm_counts.by_model},
+                      {"by_library", gemm_counts.by_library},
+                      {"model_predicted_us", gemm_counts.predicted_us}}},
                     {"rank_phase_ms", rank_phase_json}};
   if (json_out.empty())
     json_out = "bench/results/e2e-" + utc_time("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";

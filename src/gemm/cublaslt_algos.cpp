@@ -117,6 +117,21 @@ std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDe
   return EnumeratedAlgo{read_algo_config(algo), algo, result.workspaceSize};
 }
 
+std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
+                                  const Alignment& alignment, bool sixteen_bit_d, int count,
+                                  AlgoEnumeration& enumeration) {
+  std::size_t added = 0;
+  for (const cublasLtMatmulAlgo_t& algo :
+       heuristic_algos(handle, desc.desc, desc.a, desc.b, desc.d, workspace_limit, alignment, sixteen_bit_d, count)) {
+    if (find_config(enumeration.valid, read_algo_config(algo))) continue;
+    if (auto checked = check_algo(handle, desc, algo, workspace_limit)) {
+      enumeration.valid.push_back(*checked);
+      ++added;
+    }
+  }
+  return added;
+}
+
 std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos, const AlgoConfig& config) {
   for (std::size_t i = 0; i < algos.size(); ++i)
     if (algos[i].config == config) return i;

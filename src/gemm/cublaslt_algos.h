@@ -59,6 +59,18 @@ bool within_enumeration_bounds(const AlgoConfig& config, const AlgoEnumeration& 
 std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDescriptors& desc,
                                          const cublasLtMatmulAlgo_t& algo, std::size_t workspace_limit);
 
+// Configurations of cuBLASLt's heuristic asked for beside the enumeration: its list reaches
+// configurations outside the enumeration's bounds (a cluster with a custom option, an odd
+// split-K) that are often among the fastest.
+inline constexpr int kHeuristicConfigs = 16;
+
+// Appends the heuristic's first `count` configurations (under the alignment and 16-bit-D
+// preferences of select_algo) that `enumeration` does not hold yet, each validated with
+// check_algo; returns how many were added.
+std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
+                                  const Alignment& alignment, bool sixteen_bit_d, int count,
+                                  AlgoEnumeration& enumeration);
+
 // Index in `algos` of the configuration equal to `config`, if any.
 std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos, const AlgoConfig& config);
 

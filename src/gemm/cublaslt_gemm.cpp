@@ -2,10 +2,14 @@
 #if defined(HETREC_WITH_GPU)
 #include "gemm/cublaslt_gemm.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
 #include "core/error.h"
+#if defined(HETREC_WITH_CUDA)
+#include "gemm/cublaslt_model_choice.h"
+#endif
 
 namespace hetrec::cublaslt {
 
@@ -92,13 +96,13 @@ int64_t relu_aux_ld(int64_t n) { return (n + kAuxLdMultiple - 1) / kAuxLdMultipl
 
 std::size_t relu_aux_bytes(int64_t m, int64_t n) { return static_cast<std::size_t>(relu_aux_ld(n) / 8 * m); }
 
-std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
-                                                cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
-                                                cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
-                                                const Alignment& alignment, bool sixteen_bit_d) {
+std::vector<cublasLtMatmulAlgo_t> heuristic_algos(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                  cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                  cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
+                                                  const Alignment& alignment, bool sixteen_bit_d, int count) {
   cublasLtMatmulPreference_t pref = nullptr;
   HETREC_BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-  std::optional<cublasLtMatmulAlgo_t> chosen;
+  std::vector<cublasLtMatmulAlgo_t> chosen;
   try {
     HETREC_BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &workspace_bytes, sizeof(workspace_bytes)));
@@ -124,16 +128,29 @@ std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasL
     (void)alignment;
     (void)sixteen_bit_d;
 #endif
-    cublasLtMatmulHeuristicResult_t result{};
+    std::vector<cublasLtMatmulHeuristicResult_t> results(static_cast<std::size_t>(std::max(count, 1)));
     int found = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, d, d, pref, 1, &result, &found);
-    if (status == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) chosen = result.algo;
+    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, d, d, pref, count, results.data(),
+                                                                 &found);
+    if (status == CUBLAS_STATUS_SUCCESS)
+      for (int i = 0; i < found; ++i)
+        if (results[static_cast<std::size_t>(i)].state == CUBLAS_STATUS_SUCCESS)
+          chosen.push_back(results[static_cast<std::size_t>(i)].algo);
   } catch (...) {
     (void)cublasLtMatmulPreferenceDestroy(pref);
     throw;
   }
   HETREC_BLAS_CHECK(cublasLtMatmulPreferenceDestroy(pref));
   return chosen;
+}
+
+std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
+                                                const Alignment& alignment, bool sixteen_bit_d) {
+  const auto algos = heuristic_algos(handle, desc, a, b, d, workspace_bytes, alignment, sixteen_bit_d, 1);
+  if (algos.empty()) return std::nullopt;
+  return algos.front();
 }
 
 MatmulDescriptors::~MatmulDescriptors() {
@@ -232,11 +249,34 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
   if (it != plans_.end()) return *it->second;
   auto plan = std::make_unique<Plan>();
   plan->desc = make_descriptors(p);
-  plan->algo = select_algo(handle_, plan->desc->desc, plan->desc->a, plan->desc->b, plan->desc->d,
-                           workspace_.defined() ? workspace_.nbytes() : 0, al, p.d_type != DType::f32);
+  const std::size_t workspace_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
+#if defined(HETREC_WITH_CUDA)
+  if (model_selection_) {
+    if (auto choice = choose_algo_by_model(handle_, p, *plan->desc, workspace_bytes, al, *model_selection_)) {
+      plan->algo = choice->algo.algo;
+      ++counts_.by_model;
+      counts_.predicted_us += choice->predicted_us;
+    }
+  }
+#endif
+  if (!plan->algo) {
+    plan->algo = select_algo(handle_, plan->desc->desc, plan->desc->a, plan->desc->b, plan->desc->d, workspace_bytes, al,
+                             p.d_type != DType::f32);
+    if (plan->algo) ++counts_.by_library;
+  }
   Plan& ref = *plan;
   plans_.emplace(key, std::move(plan));
   return ref;
+}
+
+void Gemm::use_model_selection(Hardware hw, GemmModelParams params) {
+#if defined(HETREC_WITH_CUDA)
+  model_selection_ = std::make_unique<const ModelSelection>(make_model_selection(handle_, std::move(hw), std::move(params)));
+#else
+  (void)hw;
+  (void)params;
+  throw ConfigError("GEMM selection by the model needs cuBLASLt's configuration enumeration (a CUDA build)");
+#endif
 }
 
 bool Gemm::supported(const Problem& problem) { return plan(problem, Alignment{}).algo.has_value(); }

@@ -13,13 +13,26 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "gpu/blaslt.h"
+#include "hw/hardware.h"
+#include "perf/gemm_model_params.h"
 #include "gpu/platform.h"
 
 namespace hetrec::cublaslt {
+
+// What GEMM selection by the analytical model needs besides the problem
+// (gemm/cublaslt_model_choice.h): the local GPU's description, the model's fitted
+// parameters for it, and the algorithm ids cuBLASLt offers for fp32 compute (the SIMT
+// kernel families, perf/gemm_oracle_measurements.h).
+struct ModelSelection {
+  Hardware hw;
+  GemmModelParams params;
+  std::vector<int> simt_families;
+};
 
 enum class Epilogue : uint8_t {
   none,
@@ -107,9 +120,8 @@ struct Alignment {
   auto tie() const { return std::tie(a, b, d, aux, bias); }
 };
 
-// The seam for the analytical kernel selector (perf/): picks the algorithm for one
-// problem. Today it returns cuBLASLt's own heuristic's first choice, or nothing when the
-// library has no algorithm (e.g. an epilogue it does not fuse for these types).
+// cuBLASLt's own heuristic's first choice for one problem, or nothing when the library has
+// no algorithm (e.g. an epilogue it does not fuse for these types).
 // sixteen_bit_d: D is bf16 or fp16, so split-K algorithms that add their partial sums in
 // D's type (rounding each partial: errors of a unit of the partials' magnitude, far
 // beyond one of the result's) are left out; partials are then added in fp32.
@@ -117,6 +129,11 @@ std::optional<cublasLtMatmulAlgo_t> select_algo(cublasLtHandle_t handle, cublasL
                                                 cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
                                                 cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
                                                 const Alignment& alignment, bool sixteen_bit_d);
+// The heuristic's first `count` choices in its order, under the same preferences.
+std::vector<cublasLtMatmulAlgo_t> heuristic_algos(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc,
+                                                  cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                                                  cublasLtMatrixLayout_t d, std::size_t workspace_bytes,
+                                                  const Alignment& alignment, bool sixteen_bit_d, int count);
 
 // One cuBLASLt handle with its workspace and a cache of per-problem plans (descriptors
 // and the selected algorithm), so a training step never queries the heuristic twice for
@@ -130,6 +147,20 @@ class Gemm {
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
+
+  // From now on, each new problem runs the configuration the analytical model predicts
+  // fastest among those cuBLASLt offers (gemm/cublaslt_model_choice.h), and the library
+  // heuristic's choice only where the model can describe none of them. CUDA builds only
+  // (ConfigError elsewhere).
+  void use_model_selection(Hardware hw, GemmModelParams params);
+
+  // How the algorithms of the problems planned so far were chosen.
+  struct SelectionCounts {
+    std::size_t by_model = 0;
+    std::size_t by_library = 0;   // the heuristic's choice
+    double predicted_us = 0.0;    // the model's predictions summed over its choices
+  };
+  const SelectionCounts& selection_counts() const { return counts_; }
 
   // Whether an algorithm exists for the problem with 256-byte-aligned operands.
   bool supported(const Problem& problem);
@@ -146,6 +177,8 @@ class Gemm {
   cublasLtHandle_t handle_ = nullptr;
   Tensor workspace_;
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::unique_ptr<const ModelSelection> model_selection_;
+  SelectionCounts counts_;
 };
 
 }  // namespace hetrec::cublaslt

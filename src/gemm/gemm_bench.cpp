@@ -280,17 +280,23 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
   auto enumeration = cublaslt::enumerate_algos(handle_, p, *desc, kWorkspaceBytes);
   const double enumerate_ms = std::chrono::duration<double, std::milli>(Clock::now() - enumerate_start).count();
   const cublaslt::AlgoConfig heuristic_config = cublaslt::read_algo_config(*heuristic);
+  const bool heuristic_enumerated = cublaslt::find_config(enumeration.valid, heuristic_config).has_value();
+  // The heuristic's further choices, which may lie outside the enumeration's bounds.
+  const std::size_t heuristic_extra =
+      cublaslt::add_heuristic_configs(handle_, *desc, kWorkspaceBytes, cublaslt::Alignment{}, s.d_type != DType::f32,
+                                      cublaslt::kHeuristicConfigs, enumeration);
   auto heuristic_index = cublaslt::find_config(enumeration.valid, heuristic_config);
-  const bool heuristic_enumerated = heuristic_index.has_value();
   std::string outside_bounds;
   if (!heuristic_enumerated) {
-    // A configuration outside the enumeration's bounds: time it as a candidate too, so the
-    // results always hold the heuristic's row.
+    // A configuration outside the enumeration's bounds: timed as a candidate too (it heads
+    // the heuristic's list added above, unless that check refused it), so the results
+    // always hold the heuristic's row.
     (void)cublaslt::within_enumeration_bounds(heuristic_config, enumeration, &outside_bounds);
-    if (auto extra = cublaslt::check_algo(handle_, *desc, *heuristic, kWorkspaceBytes)) {
-      enumeration.valid.push_back(*extra);
-      heuristic_index = enumeration.valid.size() - 1;
-    }
+    if (!heuristic_index)
+      if (auto extra = cublaslt::check_algo(handle_, *desc, *heuristic, kWorkspaceBytes)) {
+        enumeration.valid.push_back(*extra);
+        heuristic_index = enumeration.valid.size() - 1;
+      }
   }
 
   // The reference: the heuristic's output on copy 0, poisoned first.
@@ -380,6 +386,7 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
   j["enumeration"] = json{{"algo_ids", enumeration.algo_ids},
                           {"checked", enumeration.checked},
                           {"valid", valid},
+                         {"heuristic_listed", heuristic_extra},
                           {"over_workspace", enumeration.over_workspace},
                           {"enumerate_ms", enumerate_ms},
                           {"attempted", attempted},

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 
 #include "core/error.h"
@@ -337,6 +338,26 @@ Hardware load_hardware_by_name(std::string_view name, const std::string& search_
                       "; available: " + (known.empty() ? "(none)" : known));
   }
   return load_hardware(file.string());
+}
+
+std::string default_hardware_dir() {
+  if (const char* env = std::getenv("HETREC_HW_DIR")) return env;
+  return std::string(HETREC_SOURCE_DIR) + "/hw";
+}
+
+Hardware hardware_for_device(std::string_view device_name, const std::string& dir, std::string_view key) {
+  std::vector<Hardware> matches;
+  for (const std::string& name : list_hardware(dir)) {
+    Hardware hw = load_hardware((std::filesystem::path(dir) / (name + ".toml")).string());
+    if (!device_name.empty() && std::string_view(hw.display_name).substr(0, device_name.size()) == device_name)
+      matches.push_back(std::move(hw));
+  }
+  if (matches.size() == 1) return std::move(matches.front());
+  std::string names;
+  for (const Hardware& hw : matches) names += (names.empty() ? "" : ", ") + hw.name;
+  throw ConfigError(std::string(key) + ": the GPU '" + std::string(device_name) + "' matches " +
+                    (matches.empty() ? "no hardware description in " + dir : "several descriptions (" + names + ")") +
+                    "; set " + std::string(key) + " to a description's name (hetrec hw list)");
 }
 
 }  // namespace hetrec

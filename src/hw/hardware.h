@@ -134,6 +134,14 @@ Hardware load_hardware_by_name(std::string_view name, const std::string& search_
 // Names (file stems) of the hardware files in `dir`, sorted.
 std::vector<std::string> list_hardware(const std::string& dir);
 
+// Where the hardware descriptions live: $HETREC_HW_DIR when set, else the repository's
+// hw/ folder this build was configured from.
+std::string default_hardware_dir();
+// The description of a local GPU from the driver's device name (e.g. "NVIDIA H200"): the one
+// file in `dir` whose display name starts with it. ConfigError naming `key` (the setting
+// that picks a description by name) when none or several match.
+Hardware hardware_for_device(std::string_view device_name, const std::string& dir, std::string_view key);
+
 // The measured host-gather rate (GB/s of distinct rows) at a host span of `span_gb`:
 // interpolated linearly in log(span) between the measured points and held at the end
 // points' rates beyond them. Empty when the hardware file has no such measurement.

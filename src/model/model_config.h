@@ -14,6 +14,11 @@ namespace hetrec {
 
 enum class Arch { dlrm, dcnv2 };
 
+// GPU: how each GEMM's cuBLASLt configuration is chosen. library: cuBLASLt's heuristic.
+// model: the analytical model's fastest prediction over every configuration cuBLASLt offers
+// (gemm/cublaslt_model_choice.h), with no kernel timed.
+enum class GemmSelection { library, model };
+
 // The inputs (num_dense, tables) come from FeatureSpec, which the data layer shares.
 struct ModelConfig : FeatureSpec {
   Arch arch = Arch::dlrm;
@@ -28,6 +33,13 @@ struct ModelConfig : FeatureSpec {
   DType row_dtype = DType::f32;    // embedding row storage: fp32, fp16 or bf16
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32
+  GemmSelection gemm_selection = GemmSelection::library;
+  // GPU, gemm_selection = model: the hardware description (hw/<name>.toml) the model
+  // predicts for; empty: the one whose display name starts with the device's name.
+  std::string gemm_hardware;
+  // GPU, gemm_selection = model: the model's parameters (a file `hetrec gemm calibrate
+  // --params-out` writes); empty: the shipped hw/params/<arch>.toml.
+  std::string gemm_params;
   // GPU: names of the tables whose rows and optimizer state live in page-locked host
   // memory, read and updated in place by the device over the host link (the planner's
   // host placement). Every other table is in device memory. The CPU backend ignores it.

@@ -68,23 +68,9 @@ double geomean(const std::vector<double>& v) {
 
 // Predicted time of every candidate of a shape; NaN where the model cannot run it.
 std::vector<double> predict_candidates(const Hardware& hw, const GemmModelParams& params, const MeasuredShape& shape) {
-  std::vector<double> predicted(shape.candidates.size(), std::numeric_limits<double>::quiet_NaN());
-  const MatrixPrecision precision = gemm_precision(shape.problem, hw);
-  const auto predict = [&](const GemmConfig& config) {
-    const GemmKernelTraits traits = gemm_kernel_traits(hw, params, precision, config);
-    if (!traits.feasible) return std::numeric_limits<double>::quiet_NaN();
-    const GemmSchedule schedule = schedule_gemm(hw, params, shape.problem, config, traits);
-    return finish_gemm_estimate(hw, params, shape.problem, config, traits, schedule).time_us;
-  };
-  for (std::size_t i = 0; i < shape.candidates.size(); ++i) {
-    const MeasuredCandidate& c = shape.candidates[i];
-    double best = predict(c.config);
-    for (const GemmConfig& a : c.alternatives) {
-      const double t = predict(a);
-      if (!std::isnan(t) && !(t >= best)) best = t;  // NaN best is replaced too
-    }
-    predicted[i] = best;
-  }
+  std::vector<double> predicted(shape.candidates.size());
+  for (std::size_t i = 0; i < shape.candidates.size(); ++i)
+    predicted[i] = predict_best_of(hw, params, shape.problem, shape.candidates[i].config, shape.candidates[i].alternatives);
   return predicted;
 }
 

@@ -77,6 +77,22 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
   r.held_out_before = evaluate_selection(hw, start, shapes, held);
   r.held_out_after = evaluate_selection(hw, r.fitted, shapes, held);
   r.calibration_after = evaluate_selection(hw, r.fitted, shapes, calib);
+  for (std::size_t i : held) {
+    const MeasuredShape& shape = shapes[i];
+    const ShapeSelection sel = select_measured(hw, r.fitted, shape);
+    GemmCalibrationRun::ShapeChoice c;
+    c.id = shape.id;
+    if (sel.selected >= 0) c.selected = shape.candidates[std::size_t(sel.selected)].name;
+    c.selected_us = sel.selected_us;
+    c.oracle_us = sel.oracle_us;
+    c.heuristic_us = shape.heuristic_us;
+    const auto fastest = std::min_element(shape.candidates.begin(), shape.candidates.end(),
+                                          [](const MeasuredCandidate& a, const MeasuredCandidate& b) {
+                                            return a.median_us < b.median_us;
+                                          });
+    c.oracle = fastest->name;
+    r.held_out_choices.push_back(std::move(c));
+  }
 
   // Selection cost for a new shape: the selector over every described configuration.
   std::vector<GemmConfig> pool;
@@ -142,6 +158,15 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
   j["held_out_start_params"] = summary_json(r.held_out_before);
   j["held_out_fitted_params"] = summary_json(r.held_out_after);
   j["calibration_fitted_params"] = summary_json(r.calibration_after);
+  nlohmann::json choices = nlohmann::json::array();
+  for (const GemmCalibrationRun::ShapeChoice& choice : r.held_out_choices)
+    choices.push_back({{"id", choice.id},
+                       {"selected", choice.selected},
+                       {"selected_us", choice.selected_us},
+                       {"fastest_described", choice.oracle},
+                       {"oracle_us", choice.oracle_us},
+                       {"heuristic_us", choice.heuristic_us}});
+  j["held_out_choices"] = std::move(choices);
   j["selection_us_per_new_shape"] = r.selection_us_per_shape;
   j["selection_pool_configs"] = r.selection_pool;
   j["targets"] = {{"geomean_oracle_over_selected", 0.98},

@@ -25,6 +25,14 @@ struct GemmCalibrationRun {
   double selection_us_per_shape = 0.0;
   std::size_t selection_pool = 0;  // configurations in that union
   double fit_seconds = 0.0;
+  // The fitted model's choice on each held-out shape, beside the oracle and the heuristic.
+  struct ShapeChoice {
+    std::string id;
+    std::string selected;  // the chosen candidate's library key ("" when none)
+    double selected_us = 0.0, oracle_us = 0.0, heuristic_us = 0.0;
+    std::string oracle;  // the fastest described candidate's key
+  };
+  std::vector<ShapeChoice> held_out_choices;
 };
 
 // `max_fraction` of the described shapes (at most) are used for the fit.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/error.h"
 #include "perf/gemm_raster.h"
@@ -473,6 +474,27 @@ GemmEstimate predict_gemm(const Hardware& hw, const GemmProblem& problem, const 
                       traits.infeasible_reason);
   const GemmSchedule schedule = schedule_gemm(hw, params, problem, config, traits);
   return finish_gemm_estimate(hw, params, problem, config, traits, schedule);
+}
+
+}  // namespace hetrec
+
+namespace hetrec {
+
+double predict_best_of(const Hardware& hw, const GemmModelParams& params, const GemmProblem& problem,
+                       const GemmConfig& config, std::span<const GemmConfig> alternatives) {
+  const MatrixPrecision precision = gemm_precision(problem, hw);
+  const auto predict = [&](const GemmConfig& c) {
+    const GemmKernelTraits traits = gemm_kernel_traits(hw, params, precision, c);
+    if (!traits.feasible) return std::numeric_limits<double>::quiet_NaN();
+    const GemmSchedule schedule = schedule_gemm(hw, params, problem, c, traits);
+    return finish_gemm_estimate(hw, params, problem, c, traits, schedule).time_us;
+  };
+  double best = predict(config);
+  for (const GemmConfig& a : alternatives) {
+    const double t = predict(a);
+    if (!std::isnan(t) && !(t >= best)) best = t;  // a NaN best is replaced too
+  }
+  return best;
 }
 
 }  // namespace hetrec

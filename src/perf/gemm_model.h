@@ -10,6 +10,7 @@
 //                        the whole prediction that ignores cache reuse);
 //   finish_gemm_estimate memory traffic with L2/LLC reuse under the rasterisation.
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "hw/hardware.h"
@@ -169,6 +170,12 @@ struct GemmEstimate {
 GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& params,
                                   const GemmProblem& problem, const GemmConfig& config,
                                   const GemmKernelTraits& traits, const GemmSchedule& schedule);
+
+// Predicted time of a kernel that may run as any of `config` and `alternatives` (choices
+// it makes itself: its cluster, launch order or tile), as the fastest of those the GPU can
+// run; NaN when it can run none. The problem is not validated (callers have done so).
+double predict_best_of(const Hardware& hw, const GemmModelParams& params, const GemmProblem& problem,
+                       const GemmConfig& config, std::span<const GemmConfig> alternatives);
 
 // The whole model. Throws ConfigError when the problem is malformed or the configuration
 // cannot run it on this GPU (the message says why).

@@ -120,6 +120,21 @@ KernelKey kernel_key(const GemmConfig& c) {
   return {c.tile_m, c.tile_n, c.tile_k, c.stages, c.inst_m, c.inst_n, c.inst_k, c.warps_m, c.warps_n};
 }
 
+using KernelMenu = std::map<KernelKey, GemmConfig>;
+
+// A kernel that picks its own tile, as each feasible kernel of its menu with its own
+// decomposition, launch order and family.
+std::vector<GemmConfig> menu_configs(const Hardware& hw, MatrixPrecision precision, const OracleCandidate& cand,
+                                     const KernelMenu& menu) {
+  std::vector<GemmConfig> out;
+  for (const auto& [key, bare] : menu) {
+    GemmConfig a = bare;
+    apply_settings(cand, a);
+    if (gemm_kernel_traits(hw, GemmModelParams{}, precision, a).feasible) out.push_back(a);
+  }
+  return out;
+}
+
 }  // namespace
 
 GemmProblem oracle_problem(const OracleShape& s) {
@@ -303,7 +318,7 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
   };
   std::vector<std::vector<Described>> described(oracle.shapes.size());
   std::vector<GemmProblem> problems(oracle.shapes.size());
-  std::map<std::pair<LibraryKernelKind, MatrixPrecision>, std::map<KernelKey, GemmConfig>> menus;
+  std::map<std::pair<LibraryKernelKind, MatrixPrecision>, KernelMenu> menus;
   const auto menu_key = [&](LibraryKernelKind kind, MatrixPrecision p) {
     return std::make_pair(kind, kind == LibraryKernelKind::simt ? MatrixPrecision::fp32 : p);
   };
@@ -350,13 +365,7 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
         const LibraryKernelKind kind = library_kernel_kind(c, out.simt_families);
         const auto menu = menus.find(menu_key(kind, precision));
         if (menu != menus.end()) {
-          mc.alternatives.clear();
-          for (const auto& [key, bare] : menu->second) {
-            GemmConfig a = bare;
-            apply_settings(c, a);
-            if (!gemm_kernel_traits(hw, GemmModelParams{}, precision, a).feasible) continue;
-            mc.alternatives.push_back(a);
-          }
+          mc.alternatives = menu_configs(hw, precision, c, menu->second);
           if (!mc.alternatives.empty()) {
             mc.config = mc.alternatives.front();
             mc.alternatives.erase(mc.alternatives.begin());
@@ -384,6 +393,40 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
     if (best_candidate < best_described) ++out.oracle_undescribed;
     if (best_all < best_candidate) ++out.heuristic_faster;
     out.shapes.push_back(std::move(m));
+  }
+  return out;
+}
+
+}  // namespace hetrec
+
+namespace hetrec {
+
+std::vector<std::optional<DescribedLibraryConfig>> describe_library_configs(
+    const Hardware& hw, const GemmProblem& problem, const std::vector<OracleCandidate>& candidates,
+    const std::vector<int>& simt_families) {
+  const MatrixPrecision precision = gemm_precision(problem, hw);
+  std::vector<std::optional<DescribedLibraryConfig>> out(candidates.size());
+  std::map<LibraryKernelKind, KernelMenu> menus;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const LibraryKernelKind kind = library_kernel_kind(candidates[i], simt_families);
+    DescribedLibraryConfig d;
+    std::string reason;
+    if (!oracle_model_config(hw, problem, candidates[i], kind, d.config, d.alternatives, reason)) continue;
+    const GemmConfig bare = bare_kernel(d.config);
+    menus[kind].emplace(kernel_key(bare), bare);
+    out[i] = std::move(d);
+  }
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const OracleCandidate& c = candidates[i];
+    if (out[i] || (c.config.tile_m > 0 && c.config.tile_n > 0)) continue;
+    const auto menu = menus.find(library_kernel_kind(c, simt_families));
+    if (menu == menus.end()) continue;
+    std::vector<GemmConfig> configs = menu_configs(hw, precision, c, menu->second);
+    if (configs.empty()) continue;
+    DescribedLibraryConfig d;
+    d.config = configs.front();
+    d.alternatives.assign(configs.begin() + 1, configs.end());
+    out[i] = std::move(d);
   }
   return out;
 }

@@ -38,6 +38,7 @@
 // no description: it is left out of the candidates but still counts in the shape's best
 // measured time, so that the selection statistics never flatter the model.
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -70,6 +71,22 @@ LibraryKernelKind library_kernel_kind(const OracleCandidate& candidate, const st
 bool oracle_model_config(const Hardware& hw, const GemmProblem& problem, const OracleCandidate& candidate,
                          LibraryKernelKind kind, GemmConfig& config, std::vector<GemmConfig>& alternatives,
                          std::string& reason);
+
+// One library configuration in the model's terms: the kernel and the further
+// configurations it may run as (MeasuredCandidate::alternatives).
+struct DescribedLibraryConfig {
+  GemmConfig config;
+  std::vector<GemmConfig> alternatives;
+};
+
+// The configurations the library offers for one problem (`problem` in the library's frame),
+// described as oracle_measurements describes one shape's: a kernel that picks its own tile
+// runs as the menu of tiles and pipelines of the described kernels of its kind in the same
+// list. nullopt where a configuration cannot be described. The engine's model selection
+// (gemm/cublaslt_model_choice.h) uses it on the configurations cuBLASLt offers at run time.
+std::vector<std::optional<DescribedLibraryConfig>> describe_library_configs(
+    const Hardware& hw, const GemmProblem& problem, const std::vector<OracleCandidate>& candidates,
+    const std::vector<int>& simt_families);
 
 struct OracleConversion {
   std::vector<MeasuredShape> shapes;  // timed shapes with at least one describable candidate

@@ -249,6 +249,11 @@ std::vector<std::string> parse_host_tables(Section& s, const ModelConfig& model)
   return names;
 }
 
+GemmSelection parse_gemm_selection(Section& s) {
+  return s.choice("gemm_selection", "library", {"library", "model"}) == "model" ? GemmSelection::model
+                                                                              : GemmSelection::library;
+}
+
 void parse_model(Section m, ModelConfig& model) {
   model.arch = m.choice("arch", "dlrm", {"dlrm", "dcnv2"}) == "dcnv2" ? Arch::dcnv2 : Arch::dlrm;
   model.num_dense = static_cast<int>(m.integer("num_dense", 13, 1, 100000));
@@ -270,6 +275,9 @@ void parse_model(Section m, ModelConfig& model) {
   model.dense_dtype =
       parse_dtype(m.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), m.key_name("dense_dtype"));
   model.allow_tf32 = m.boolean("allow_tf32", false);
+  model.gemm_selection = parse_gemm_selection(m);
+  model.gemm_hardware = m.string("gemm_hardware", "");
+  model.gemm_params = m.string("gemm_params", "");
   model.host_tables = parse_host_tables(m, model);
   model.init_seed = static_cast<uint64_t>(m.integer("init_seed", 1, 0, kMaxI));
   m.reject_unknown();
@@ -393,6 +401,7 @@ void apply_recipe(Section r, RunConfig& cfg) {
     cfg.model.dense_dtype =
         parse_dtype(r.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), r.key_name("dense_dtype"));
   if (r.has("allow_tf32")) cfg.model.allow_tf32 = r.boolean("allow_tf32", false);
+  if (r.has("gemm_selection")) cfg.model.gemm_selection = parse_gemm_selection(r);
   if (r.has("host_tables")) cfg.model.host_tables = parse_host_tables(r, cfg.model);
   if (r.has("gpus")) cfg.recipe_gpus = static_cast<int>(r.integer("gpus", 1, 1, 1 << 20));
   // Informational keys written by the planner.

@@ -1,9 +1,13 @@
 // The cuBLASLt wrapper (gemm/cublaslt_gemm.h): every transpose combination, precision
 // and epilogue against a double-precision reference on fresh random inputs, with the
-// output poisoned first and leading dimensions wider than the rows.
+// output poisoned first and leading dimensions wider than the rows; with cuBLASLt's
+// heuristic choosing each configuration, and with the analytical model choosing it
+// (gemm/cublaslt_model_choice.h, CUDA builds).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -12,6 +16,9 @@
 #include "core/rng.h"
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/caching_allocator.h"
+#include "gpu/device.h"
+#include "hw/hardware.h"
+#include "perf/gemm_model_params.h"
 
 namespace hetrec {
 namespace {
@@ -68,9 +75,35 @@ struct Case {
   bool ta, tb;
 };
 
-class CublasLtGemm : public ::testing::TestWithParam<Precision> {
+enum class Selection { library, model };
+
+class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selection>> {
  protected:
+  // The Gemm under test, choosing configurations as the parameter says.
+  cublaslt::Gemm& make_gemm() {
+    gemm_ = std::make_unique<cublaslt::Gemm>(alloc_);
+    if (std::get<1>(GetParam()) == Selection::model) {
+      const std::string dir = default_hardware_dir();
+      Hardware hw = hardware_for_device(gpu::device_properties(0).name, dir, "test");
+      GemmModelParams params = load_gemm_params_for(hw, dir + "/params");
+      gemm_->use_model_selection(std::move(hw), std::move(params));
+    }
+    return *gemm_;
+  }
+  void TearDown() override {
+    // Every problem got a configuration the way the parameter says (the model describes
+    // some of the library's configurations for every problem here).
+    if (!gemm_) return;
+    const auto& counts = gemm_->selection_counts();
+    if (std::get<1>(GetParam()) == Selection::model) {
+      EXPECT_GT(counts.by_model, 0u);
+      EXPECT_EQ(counts.by_library, 0u);
+    } else {
+      EXPECT_EQ(counts.by_model, 0u);
+    }
+  }
   gpu::CachingDeviceAllocator alloc_{0};
+  std::unique_ptr<cublaslt::Gemm> gemm_;
 };
 
 // op(A) (m x k) from a stored matrix: A is m x k, or k x m when transposed.
@@ -78,9 +111,9 @@ double op(const HostMatrix& a, bool t, int64_t i, int64_t j) { return t ? a.at(j
 
 TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
   HETREC_REQUIRE_GPU();
-  const Precision prec = GetParam();
+  const Precision prec = std::get<0>(GetParam());
   const Precision operands = prec;  // generated and uploaded in this precision
-  cublaslt::Gemm gemm(alloc_);
+  cublaslt::Gemm& gemm = make_gemm();
   uint64_t seed = 1000;
   for (const Case c : {Case{64, 48, 40, false, true}, Case{257, 129, 33, false, false}, Case{33, 200, 1000, true, false},
                        Case{512, 256, 128, true, true}, Case{4096, 1, 512, false, true}}) {
@@ -146,9 +179,9 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
 // small ones cuBLASLt has no fp32-bias algorithm for.
 TEST_P(CublasLtGemm, SixteenBitOutputWithSixteenBitBias) {
   HETREC_REQUIRE_GPU();
-  const Precision prec = GetParam();
+  const Precision prec = std::get<0>(GetParam());
   if (!sixteen_bit(prec)) GTEST_SKIP() << "16-bit D goes with 16-bit operands";
-  cublaslt::Gemm gemm(alloc_);
+  cublaslt::Gemm& gemm = make_gemm();
   uint64_t seed = 3000;
   for (const Case c : {Case{96, 64, 96, false, true}, Case{128, 64, 96, false, true}, Case{257, 136, 72, false, true},
                        Case{1024, 512, 1024, false, true}}) {
@@ -224,9 +257,9 @@ TEST_P(CublasLtGemm, SixteenBitOutputWithSixteenBitBias) {
 // model does not depend on them.
 TEST_P(CublasLtGemm, BackwardEpilogues) {
   HETREC_REQUIRE_GPU();
-  const Precision prec = GetParam();
+  const Precision prec = std::get<0>(GetParam());
   const Precision operands = prec;  // generated and uploaded in this precision
-  cublaslt::Gemm gemm(alloc_);
+  cublaslt::Gemm& gemm = make_gemm();
   const int64_t m = 384, n = 200, k1 = 96, k2 = 160;
   const HostMatrix x = random_matrix(m, k1, 1, operands), w = random_matrix(n, k1, 2, operands);
   const HostMatrix bias = random_matrix(1, n, 3, Precision::fp32);
@@ -339,8 +372,20 @@ TEST_P(CublasLtGemm, BackwardEpilogues) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Precisions, CublasLtGemm, ::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16),
-                         [](const ::testing::TestParamInfo<Precision>& param_info) { return std::string(name(param_info.param)); });
+// Selection by the model needs cuBLASLt's configuration enumeration (CUDA builds).
+#if defined(HETREC_WITH_CUDA)
+const auto kSelections = ::testing::Values(Selection::library, Selection::model);
+#else
+const auto kSelections = ::testing::Values(Selection::library);
+#endif
+
+INSTANTIATE_TEST_SUITE_P(
+    Precisions, CublasLtGemm,
+    ::testing::Combine(::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16), kSelections),
+    [](const ::testing::TestParamInfo<std::tuple<Precision, Selection>>& param_info) {
+      return std::string(name(std::get<0>(param_info.param))) +
+             (std::get<1>(param_info.param) == Selection::model ? "_model" : "_library");
+    });
 
 }  // namespace
 }  // namespace hetrec

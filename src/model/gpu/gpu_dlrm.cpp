@@ -22,6 +22,7 @@
 #include "gpu/graph.h"
 #include "gpu/memory.h"
 #include "gpu/stream.h"
+#include "hw/hardware.h"
 #include "kernels/auc.h"
 #include "kernels/bce_loss.h"
 #include "kernels/column_sum.h"
@@ -40,6 +41,7 @@
 #include "model/gpu/gpu_embeddings.h"
 #include "model/gpu/gpu_mlp.h"
 #include "model/gpu/sharded_embeddings.h"
+#include "perf/gemm_model_params.h"
 #include "nn/cross_net.h"
 #include "nn/mlp.h"
 #include "optim/dense_optimizer.h"
@@ -114,6 +116,7 @@ class GpuDlrm final : public GpuModel {
         output_host_(sizeof(StepOutput)) {
     const int dim = model.embedding_dim;
     const gpu::stream_t s = compute_.get();
+    if (model.gemm_selection == GemmSelection::model) select_gemms_by_model(model);
 
     // Dense parameters: initialised on the host exactly as the CPU model does.
     const uint64_t dense_seed = seed_streams::dense_init_seed(model.init_seed);
@@ -361,6 +364,8 @@ class GpuDlrm final : public GpuModel {
 
   const ModelConfig& config() const override { return config_; }
 
+  cublaslt::Gemm::SelectionCounts gemm_selection_counts() const override { return gemm_.selection_counts(); }
+
   std::vector<std::pair<std::string, double>> phase_ms() const override {
     std::vector<std::pair<std::string, double>> out;
     if (!options_.profile_phases) return out;
@@ -461,6 +466,18 @@ class GpuDlrm final : public GpuModel {
   }
 
  private:
+  // model.gemm_selection = "model": the analytical model chooses every GEMM's configuration
+  // for this GPU's description (model.gemm_hardware, or the one matching the device name)
+  // with model.gemm_params (or the shipped parameters of its architecture).
+  void select_gemms_by_model(const ModelConfig& model) {
+    const std::string dir = default_hardware_dir();
+    Hardware hw = model.gemm_hardware.empty() ? hardware_for_device(props_.name, dir, "model.gemm_hardware")
+                                              : load_hardware_by_name(model.gemm_hardware, dir);
+    GemmModelParams params =
+        model.gemm_params.empty() ? load_gemm_params_for(hw, dir + "/params") : load_gemm_params(model.gemm_params);
+    gemm_.use_model_selection(std::move(hw), std::move(params));
+  }
+
   static gpu::DeviceProperties select_device(int index) {
     const int count = gpu::device_count();
     if (count == 0) throw DeviceError("GPU model: no GPU device is visible");
@@ -828,6 +845,7 @@ class DistributedGpuDlrm final : public DistributedGpuModel {
   std::vector<ShardTensor> embedding_shards() override { return engine_->embedding_shards(); }
   std::vector<NamedTensor> gather_full_state() override { return engine_->gather_full_state(); }
   std::vector<std::pair<std::string, double>> phase_ms() const override { return engine_->phase_ms(); }
+  cublaslt::Gemm::SelectionCounts gemm_selection_counts() const override { return engine_->gemm_selection_counts(); }
   void prepare_next(const Batch& next) override { engine_->prepare_next(next); }
 
  private:

@@ -52,6 +52,8 @@ class GpuModel : public Model {
   // fp16 dense compute: the current loss scale (read from the device); 1 in other
   // precisions. (Model::overflow_skipped_steps counts the steps it skipped.)
   virtual double loss_scale() const = 0;
+  // How the GEMMs planned so far got their cuBLASLt configurations (model.gemm_selection).
+  virtual cublaslt::Gemm::SelectionCounts gemm_selection_counts() const = 0;
 };
 
 // Validates the configs as make_cpu_model does (same ConfigError keys), and throws
@@ -74,6 +76,7 @@ class DistributedGpuModel : public DistributedModel {
   // As GpuModel::phase_ms, with the exchanges as phases of their own
   // (embedding_exchange, dense_all_reduce, embedding_grad_exchange).
   virtual std::vector<std::pair<std::string, double>> phase_ms() const = 0;
+  virtual cublaslt::Gemm::SelectionCounts gemm_selection_counts() const = 0;
 };
 
 std::unique_ptr<DistributedGpuModel> make_distributed_gpu_model(const ModelConfig& model, const OptimConfig& optim,

@@ -1,0 +1,134 @@
+// CUDA only, as the enumeration it ranks (gemm/cublaslt_algos.h).
+#if defined(HETREC_WITH_CUDA)
+#include "gemm/cublaslt_model_choice.h"
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "core/error.h"
+#include "perf/gemm_model.h"
+#include "perf/gemm_oracle.h"
+#include "perf/gemm_oracle_measurements.h"
+
+namespace hetrec::cublaslt {
+
+namespace {
+
+// Ids asked of cublasLtMatmulAlgoGetIds (as the enumeration does).
+constexpr int kMaxAlgoIds = 1024;
+
+template <class T>
+T get_cap(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
+  T value{};
+  std::size_t written = 0;
+  HETREC_BLAS_CHECK(cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &value, sizeof(value), &written));
+  return value;
+}
+
+// Whether the operands' alignment meets the algorithm's minimum. The column-major
+// product's A is our B and its B our A; C and D are both our D.
+bool alignment_allows(const cublasLtMatmulAlgo_t& algo, const Alignment& al) {
+  const auto at_least = [&](cublasLtMatmulAlgoCapAttributes_t attr, int have) {
+    return get_cap<uint32_t>(algo, attr) <= static_cast<uint32_t>(have);
+  };
+  return at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, al.b) &&
+         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES, al.a) &&
+         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, al.d) &&
+         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES, al.d);
+}
+
+// A split-K configuration whose partials are added in the output type (a workspace in the
+// output type, or in place in D).
+bool adds_partials_in_output_type(const AlgoConfig& c) {
+  return c.split_k > 1 && c.reduction != CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+}
+
+OracleCandidate as_candidate(const AlgoConfig& c) {
+  OracleCandidate o;
+  o.key = algo_key(c);
+  o.algo_id = c.algo_id;
+  o.tile_id = c.tile_id;
+  o.stages_id = c.stages_id;
+  o.split_k = c.split_k;
+  o.reduction = c.reduction;
+  o.swizzle = c.swizzle;
+  o.cluster_id = c.cluster_id;
+  o.custom_option = c.custom_option;
+  o.config = gemm_config_of(c);
+  return o;
+}
+
+}  // namespace
+
+ModelSelection make_model_selection(cublasLtHandle_t handle, Hardware hw, GemmModelParams params) {
+  ModelSelection s{std::move(hw), std::move(params), {}};
+  std::vector<int> ids(kMaxAlgoIds);
+  int found = 0;
+  HETREC_BLAS_CHECK(cublasLtMatmulAlgoGetIds(handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
+                                             CUDA_R_32F, CUDA_R_32F, kMaxAlgoIds, ids.data(), &found));
+  ids.resize(static_cast<std::size_t>(found));
+  s.simt_families = std::move(ids);
+  return s;
+}
+
+GemmProblem model_problem(const Problem& p) {
+  GemmProblem g;
+  g.m = p.m;
+  g.n = p.n;
+  g.k = p.k;
+  g.trans_a = p.trans_a;
+  g.trans_b = p.trans_b;
+  g.a_type = g.b_type = operand_dtype(p.precision);
+  g.c_type = p.d_type;
+  g.allow_tf32 = p.precision == Precision::tf32;
+  if (p.precision == Precision::fp8_e4m3) g.fp8_scaling = Fp8Scaling::per_tensor;
+  switch (p.epilogue) {
+    case Epilogue::none: g.epilogue = GemmEpilogue::none; break;
+    case Epilogue::bias:
+    case Epilogue::bgrad_a: g.epilogue = GemmEpilogue::bias; break;
+    case Epilogue::relu_bias:
+    case Epilogue::relu_aux_bias:
+    case Epilogue::drelu_bgrad: g.epilogue = GemmEpilogue::bias_relu; break;
+  }
+  return g;
+}
+
+std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const Problem& problem,
+                                                const MatmulDescriptors& desc, std::size_t workspace_bytes,
+                                                const Alignment& alignment, const ModelSelection& selection) {
+  AlgoEnumeration enumeration = enumerate_algos(handle, problem, desc, workspace_bytes);
+  const bool sixteen_bit_d = problem.d_type != DType::f32;
+  // The heuristic's own list too (it reaches beyond the enumeration's bounds).
+  add_heuristic_configs(handle, desc, workspace_bytes, alignment, sixteen_bit_d, kHeuristicConfigs, enumeration);
+  std::vector<EnumeratedAlgo> offered;
+  std::vector<OracleCandidate> candidates;
+  for (const EnumeratedAlgo& e : enumeration.valid) {
+    if (sixteen_bit_d && adds_partials_in_output_type(e.config)) continue;
+    if (!alignment_allows(e.algo, alignment)) continue;
+    offered.push_back(e);
+    candidates.push_back(as_candidate(e.config));
+  }
+  const GemmProblem engine_problem = model_problem(problem);
+  validate_gemm_problem(engine_problem);
+  const GemmProblem library_problem = library_frame(engine_problem);
+  const auto described = describe_library_configs(selection.hw, library_problem, candidates, selection.simt_families);
+  std::optional<ModelChoice> best;
+  std::size_t predicted = 0;
+  for (std::size_t i = 0; i < offered.size(); ++i) {
+    if (!described[i]) continue;
+    const double t = predict_best_of(selection.hw, selection.params, library_problem, described[i]->config,
+                                     described[i]->alternatives);
+    if (std::isnan(t)) continue;
+    ++predicted;
+    if (!best || t < best->predicted_us) best = ModelChoice{offered[i], t, 0, 0};
+  }
+  if (best) {
+    best->offered = offered.size();
+    best->predicted = predicted;
+  }
+  return best;
+}
+
+}  // namespace hetrec::cublaslt
+#endif

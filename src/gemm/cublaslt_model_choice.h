@@ -1,0 +1,45 @@
+#pragma once
+// The engine's GEMM selection by the analytical model (perf/): every cuBLASLt algorithm
+// configuration that runs a problem (the enumeration of gemm/cublaslt_algos.h, plus the
+// library heuristic's own first choice) is described in the model's terms and predicted;
+// the one predicted fastest is run. No kernel is timed. CUDA only (hipBLASLt has no
+// per-configuration enumeration).
+//
+// Left out before the prediction: configurations that need more workspace than the Gemm
+// holds, that need more pointer alignment than the operands have (the algorithm's
+// MIN_ALIGNMENT capabilities), and, for a 16-bit D, split-K configurations whose partial
+// sums are added in D's type (as the heuristic path leaves them out, gemm/cublaslt_gemm.h).
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+#include "gemm/cublaslt_algos.h"
+#include "gemm/cublaslt_gemm.h"
+#include "hw/hardware.h"
+#include "perf/gemm_model_params.h"
+#include "perf/gemm_problem.h"
+
+namespace hetrec::cublaslt {
+
+// simt_families filled from the library's id list for fp32 compute and operands.
+ModelSelection make_model_selection(cublasLtHandle_t handle, Hardware hw, GemmModelParams params);
+
+// The problem in the performance model's terms (the engine's row-major frame). Epilogues the
+// model has no term for are priced as the nearest it has: the ReLU-mask and bias-gradient
+// epilogues as bias + ReLU, a weight GEMM's bias gradient as a bias.
+GemmProblem model_problem(const Problem& problem);
+
+struct ModelChoice {
+  EnumeratedAlgo algo;
+  double predicted_us = 0.0;
+  std::size_t offered = 0;    // configurations that passed the workspace, alignment and split-K filters
+  std::size_t predicted = 0;  // of them, ones the model could describe and run
+};
+
+// The configuration predicted fastest, or nullopt when the model can describe none of the
+// library's configurations for the problem.
+std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const Problem& problem,
+                                                const MatmulDescriptors& desc, std::size_t workspace_bytes,
+                                                const Alignment& alignment, const ModelSelection& selection);
+
+}  // namespace hetrec::cublaslt
