@@ -117,7 +117,8 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
   std::size_t predicted = 0;
   for (std::size_t i = 0; i < offered.size(); ++i) {
     if (!described[i]) continue;
-    const double t = predict_best_of(selection.hw, selection.params, library_problem, described[i]->config,
+    const double t = predict_best_of(selection.hw, selection.params,
+                                     described[i]->transposed ? engine_problem : library_problem, described[i]->config,
                                      described[i]->alternatives);
     if (std::isnan(t)) continue;
     ++predicted;

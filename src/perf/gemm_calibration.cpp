@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <set>
 
@@ -13,9 +14,14 @@
 namespace hetrec {
 namespace {
 
-// The A100 whitepaper's L2 read bandwidth, 5120 bytes per clock, over its 108 SMs: later
-// GPUs do not feed a unit more slowly.
-constexpr double kL2BytesPerClockPerUnitFloor = 5120.0 / 108.0;
+// Least L2 -> unit bandwidth the fit may reach, bytes per clock per unit: the HBM's datasheet
+// bandwidth spread over the units. Every byte from HBM passes through the L2, so the L2
+// delivers at least that much. (The A100 whitepaper's 5120 bytes per clock over 108 SMs,
+// 47 per SM, was the floor before: the fit sat on it for Hopper, whose L2 feeds an SM more
+// slowly than that peak figure suggests.)
+double l2_bytes_per_clock_per_unit_floor(const Hardware& hw) {
+  return hw.hbm_tbs * 1e12 / (double(hw.compute_units) * hw.clock_mhz * 1e6);
+}
 // Least decrease of the objective that counts as an improvement.
 constexpr double kFitImprovement = 1e-12;
 
@@ -69,8 +75,12 @@ double geomean(const std::vector<double>& v) {
 // Predicted time of every candidate of a shape; NaN where the model cannot run it.
 std::vector<double> predict_candidates(const Hardware& hw, const GemmModelParams& params, const MeasuredShape& shape) {
   std::vector<double> predicted(shape.candidates.size());
+  const GemmProblem transposed_problem = transposed_product(shape.problem);
   for (std::size_t i = 0; i < shape.candidates.size(); ++i)
-    predicted[i] = predict_best_of(hw, params, shape.problem, shape.candidates[i].config, shape.candidates[i].alternatives);
+  {
+    const MeasuredCandidate& c = shape.candidates[i];
+    predicted[i] = predict_best_of(hw, params, c.transposed ? transposed_problem : shape.problem, c.config, c.alternatives);
+  }
   return predicted;
 }
 
@@ -175,10 +185,9 @@ std::vector<FitParameter> fit_parameters(const Hardware& hw, std::span<const Mea
     out.push_back(scalar("legacy_instruction_efficiency", &GemmModelParams::legacy_instruction_efficiency, 0.1, 1.0));
   // Bank conflicts and swizzle arithmetic cost tuned kernels at most half the banks' rate.
   out.push_back(scalar("shared_memory_efficiency", &GemmModelParams::shared_memory_efficiency, 0.5, 1.0));
-  // L2 -> unit bandwidth: the A100 whitepaper's 5120 bytes per clock over 108 SMs is 47 per
-  // SM, a floor for later GPUs; 512 is above every published figure.
+  // L2 -> unit bandwidth: at least the HBM's share per unit; 512 is above every published figure.
   out.push_back(scalar("l2_bytes_per_clock_per_unit", &GemmModelParams::l2_bytes_per_clock_per_unit,
-                       kL2BytesPerClockPerUnitFloor, 512.0));
+                       l2_bytes_per_clock_per_unit_floor(hw), 512.0));
   out.push_back(scalar("l2_usable_fraction", &GemmModelParams::l2_usable_fraction, 0.05, 1.0));
   if (!measured_copy) out.push_back(scalar("hbm_efficiency", &GemmModelParams::hbm_efficiency, 0.3, 1.0));
   // Loaded latency: 100 ns (an L2 hit) to 5 us (deep queueing).
@@ -300,16 +309,22 @@ double gemm_fit_loss(const Hardware& hw, const GemmModelParams& params, std::spa
   for (std::size_t idx : indices) {
     const MeasuredShape& shape = shapes[idx];
     const std::vector<double> predicted = predict_candidates(hw, params, shape);
-    double shape_sum = 0.0;
-    std::size_t points = 0;
+    // Squared log errors summed per kernel family: each family weighs the same in the
+    // shape however many configurations the library offers of it, so that a family the
+    // model mispredicts badly cannot hide behind a numerous one (the selection picks
+    // across families).
+    std::map<int, std::pair<double, std::size_t>> families;
     for (std::size_t i = 0; i < predicted.size(); ++i) {
       if (std::isnan(predicted[i])) continue;
       const double e = std::log(predicted[i] / shape.candidates[i].median_us);
-      shape_sum += e * e;
-      ++points;
+      auto& [sum, count] = families[shape.candidates[i].config.family];
+      sum += e * e;
+      ++count;
     }
-    if (points > 0) {
-      accuracy += shape_sum / double(points);
+    if (!families.empty()) {
+      double shape_sum = 0.0;
+      for (const auto& [family, acc] : families) shape_sum += acc.first / double(acc.second);
+      accuracy += shape_sum / double(families.size());
       ++scored;
     }
     const ShapeSelection sel = select_from_predictions(shape, predicted);

@@ -9,12 +9,16 @@
 // `max_fraction` of them) is used for the fit; every other shape is held out.
 //
 // The fit minimises, over the calibration shapes,
-//   mean over shapes of (mean over its candidates of (log predicted - log measured)^2)  [accuracy]
+//   mean over shapes of (mean over the shape's kernel families of
+//                        (mean over the family's candidates of (log predicted - log measured)^2))  [accuracy]
 //   + kRegretWeight * mean over shapes of log(measured(selected) / oracle)            [selection]
 //   + kFamilyPriorWeight * mean over fitted family corrections of log(factor)^2        [prior]
 // by a bounded coordinate (pattern) search in the log of each parameter: the objective is
 // piecewise (max() of bounds, argmin), so no gradients are taken. Each shape weighs the
-// same however many configurations the library offered for it. The prior keeps the
+// same however many configurations the library offered for it, and within a shape each
+// kernel family (algorithm id) the same however many configurations it has: a family the
+// model mispredicts badly but the library offers rarely then still moves the fit (the
+// first per-candidate weighting left one such family predicted 8x too fast, and chosen). The prior keeps the
 // per-family corrections near 1, so that what all kernels of a pipe share (its efficiency,
 // the previous-generation instruction's rate) is carried by the physical parameters rather
 // than traded against the corrections.
@@ -46,6 +50,9 @@ struct MeasuredCandidate {
   // Further configurations the kernel may run as when it chooses something itself (its tile
   // or its cluster): the kernel is predicted as the fastest of `config` and these.
   std::vector<GemmConfig> alternatives;
+  // The kernel computes the transposed product (transposed_product of the shape's problem),
+  // as the library's warpgroup kernels do for tiles with fewer rows than the instruction.
+  bool transposed = false;
 };
 
 struct MeasuredShape {

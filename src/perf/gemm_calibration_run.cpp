@@ -94,10 +94,13 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
     r.held_out_choices.push_back(std::move(c));
   }
 
-  // Selection cost for a new shape: the selector over every described configuration.
+  // Selection cost for a new shape: the selector over every described configuration that
+  // runs the shape as it is (a transposed kernel's description applies to the transposed
+  // product only).
   std::vector<GemmConfig> pool;
   for (const MeasuredShape& s : shapes)
     for (const MeasuredCandidate& c : s.candidates) {
+      if (c.transposed) continue;
       if (std::find(pool.begin(), pool.end(), c.config) == pool.end()) pool.push_back(c.config);
       for (const GemmConfig& a : c.alternatives)
         if (std::find(pool.begin(), pool.end(), a) == pool.end()) pool.push_back(a);

@@ -28,8 +28,13 @@ constexpr int kMmaMinWarpsPerSide = 2;
 // 128 or 256 threads per CTA).
 constexpr int kSimtWarpTile = 32;
 constexpr int kSimtMaxWarpsM = 4, kSimtMaxWarpsN = 2;
-// Deepest pipeline tried when the library leaves the stage count to the kernel.
+// Deepest pipeline tried when the library leaves a warpgroup kernel's stage count to the
+// kernel (CUTLASS 3's StageCountAuto fills the shared memory left after the epilogue).
 constexpr int kMaxAutoStages = 8;
+// Stages of an Ampere-generation or SIMT kernel whose stage count the library does not name:
+// CUTLASS 2's default for sm80 (DefaultGemmConfiguration<OpClassTensorOp, Sm80>::kStages),
+// not the deepest pipeline that fits, which predicted such kernels up to 3x too fast.
+constexpr int kUnnamedMmaStages = 3;
 // Cluster shapes a Hopper kernel with an automatic cluster is assumed to choose among
 // (CUTLASS sm90 kernels' usual 1x1, 2x1 and 1x2).
 constexpr int kAutoClusters[][2] = {{1, 1}, {2, 1}, {1, 2}};
@@ -172,17 +177,7 @@ GemmProblem oracle_problem(const OracleShape& s) {
   return p;
 }
 
-GemmProblem library_frame(const GemmProblem& e) {
-  GemmProblem p = e;
-  p.m = e.n;
-  p.n = e.m;
-  std::swap(p.a_type, p.b_type);
-  // The library's A is op(B)^T: K-contiguous exactly when B is (stored transposed), which
-  // in the row-major convention of GemmProblem means not transposed; likewise its B.
-  p.trans_a = !e.trans_b;
-  p.trans_b = !e.trans_a;
-  return p;
-}
+GemmProblem library_frame(const GemmProblem& e) { return transposed_product(e); }
 
 std::string_view library_kernel_kind_name(LibraryKernelKind kind) {
   switch (kind) {
@@ -205,8 +200,9 @@ LibraryKernelKind library_kernel_kind(const OracleCandidate& cand, const std::ve
 
 bool oracle_model_config(const Hardware& hw, const GemmProblem& problem, const OracleCandidate& cand,
                          LibraryKernelKind kind, GemmConfig& c, std::vector<GemmConfig>& alternatives,
-                         std::string& reason) {
+                         std::string& reason, bool* transposed) {
   alternatives.clear();
+  if (transposed) *transposed = false;
   const MatrixPrecision precision = gemm_precision(problem, hw);
   // SIMT kernels on other operand types issue the fp32 FMA (GemmKernelTraits::pipe).
   const MatrixPrecision pipe = kind == LibraryKernelKind::simt ? MatrixPrecision::fp32 : precision;
@@ -227,6 +223,14 @@ bool oracle_model_config(const Hardware& hw, const GemmProblem& problem, const O
   apply_settings(cand, c);
   switch (kind) {
     case LibraryKernelKind::hopper_warpgroup: {
+      int cluster_m = cand.config.cluster_m, cluster_n = cand.config.cluster_n;
+      if (c.tile_m % inst->m != 0 && transposed && c.tile_n % inst->m == 0) {
+        // Rows fewer than (or not a multiple of) the instruction's M, columns a multiple: the
+        // kernel computes the transposed product, its tile's columns along the instruction.
+        std::swap(c.tile_m, c.tile_n);
+        std::swap(cluster_m, cluster_n);
+        *transposed = true;
+      }
       if (c.tile_m % inst->m != 0) {
         reason = "tile rows not a multiple of the warpgroup instruction's " + std::to_string(inst->m);
         return false;
@@ -251,8 +255,8 @@ bool oracle_model_config(const Hardware& hw, const GemmProblem& problem, const O
       c.inst_k = inst->k;
       c.warps_m = kWarpsPerWarpgroup * groups_m;
       c.warps_n = groups_n;
-      c.cluster_m = std::max(1, cand.config.cluster_m);
-      c.cluster_n = std::max(1, cand.config.cluster_n);
+      c.cluster_m = std::max(1, cluster_m);
+      c.cluster_n = std::max(1, cluster_n);
       break;
     }
     case LibraryKernelKind::ampere_mma: {
@@ -276,7 +280,9 @@ bool oracle_model_config(const Hardware& hw, const GemmProblem& problem, const O
     }
   }
   if (c.tile_k % c.inst_k != 0) c.tile_k = ((c.tile_k + c.inst_k - 1) / c.inst_k) * c.inst_k;
-  if (!settle_stages(hw, precision, cand.config.stages, c, reason)) return false;
+  const int stages = cand.config.stages > 0 || kind == LibraryKernelKind::hopper_warpgroup ? cand.config.stages
+                                                                                            : kUnnamedMmaStages;
+  if (!settle_stages(hw, precision, stages, c, reason)) return false;
   if (kind == LibraryKernelKind::hopper_warpgroup) {
     // The kernel's own choices, modelled as the best of the options: the launch order, and
     // the cluster shape when it is automatic.
@@ -315,6 +321,7 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
     bool ok = false;
     GemmConfig config;
     std::vector<GemmConfig> alternatives;
+    bool transposed = false;
   };
   std::vector<std::vector<Described>> described(oracle.shapes.size());
   std::vector<GemmProblem> problems(oracle.shapes.size());
@@ -334,8 +341,8 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
       Described& d = described[si][ci];
       std::string reason;
       const LibraryKernelKind kind = library_kernel_kind(c, out.simt_families);
-      d.ok = oracle_model_config(hw, problems[si], c, kind, d.config, d.alternatives, reason);
-      if (d.ok) {
+      d.ok = oracle_model_config(hw, problems[si], c, kind, d.config, d.alternatives, reason, &d.transposed);
+      if (d.ok && !d.transposed) {
         const GemmConfig bare = bare_kernel(d.config);
         menus[menu_key(kind, precision)].emplace(kernel_key(bare), bare);
       }
@@ -360,7 +367,7 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
       ++out.candidates;
       best_all = std::min(best_all, c.median_us);
       const Described& d = described[si][ci];
-      MeasuredCandidate mc{c.key, d.config, c.median_us, d.alternatives};
+      MeasuredCandidate mc{c.key, d.config, c.median_us, d.alternatives, d.transposed};
       if (!d.ok && c.median_us > 0.0 && (c.config.tile_m <= 0 || c.config.tile_n <= 0)) {
         const LibraryKernelKind kind = library_kernel_kind(c, out.simt_families);
         const auto menu = menus.find(menu_key(kind, precision));
@@ -411,9 +418,12 @@ std::vector<std::optional<DescribedLibraryConfig>> describe_library_configs(
     const LibraryKernelKind kind = library_kernel_kind(candidates[i], simt_families);
     DescribedLibraryConfig d;
     std::string reason;
-    if (!oracle_model_config(hw, problem, candidates[i], kind, d.config, d.alternatives, reason)) continue;
-    const GemmConfig bare = bare_kernel(d.config);
-    menus[kind].emplace(kernel_key(bare), bare);
+    if (!oracle_model_config(hw, problem, candidates[i], kind, d.config, d.alternatives, reason, &d.transposed))
+      continue;
+    if (!d.transposed) {
+      const GemmConfig bare = bare_kernel(d.config);
+      menus[kind].emplace(kernel_key(bare), bare);
+    }
     out[i] = std::move(d);
   }
   for (std::size_t i = 0; i < candidates.size(); ++i) {

@@ -68,15 +68,20 @@ LibraryKernelKind library_kernel_kind(const OracleCandidate& candidate, const st
 // library's frame (`problem` is the library-frame problem), or false (with the reason)
 // when it cannot be described on this GPU. `alternatives` receives further configurations
 // when the kernel chooses something itself (its cluster).
+// With `transposed` given, a Hopper warpgroup kernel whose tile rows the instruction's M does
+// not divide but whose columns it does is described as computing the transposed product
+// (tile and cluster exchanged, *transposed set): it is then predicted on
+// transposed_product(problem).
 bool oracle_model_config(const Hardware& hw, const GemmProblem& problem, const OracleCandidate& candidate,
                          LibraryKernelKind kind, GemmConfig& config, std::vector<GemmConfig>& alternatives,
-                         std::string& reason);
+                         std::string& reason, bool* transposed = nullptr);
 
 // One library configuration in the model's terms: the kernel and the further
 // configurations it may run as (MeasuredCandidate::alternatives).
 struct DescribedLibraryConfig {
   GemmConfig config;
   std::vector<GemmConfig> alternatives;
+  bool transposed = false;  // it computes the transposed product (MeasuredCandidate::transposed)
 };
 
 // The configurations the library offers for one problem (`problem` in the library's frame),

@@ -1,5 +1,7 @@
 #include "perf/gemm_problem.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace hetrec {
@@ -78,6 +80,18 @@ MatrixPrecision gemm_precision(const GemmProblem& p, const Hardware& hw) {
   if (p.a_type == DType::f16) return MatrixPrecision::fp16;
   if (p.allow_tf32 && hw.dense_tflops.tf32 > 0.0) return MatrixPrecision::tf32;
   return MatrixPrecision::fp32;
+}
+
+GemmProblem transposed_product(const GemmProblem& e) {
+  GemmProblem p = e;
+  p.m = e.n;
+  p.n = e.m;
+  std::swap(p.a_type, p.b_type);
+  // The new A is op(B)^T: K-contiguous exactly when B is (stored transposed), which in the
+  // row-major convention of GemmProblem means not transposed; likewise the new B.
+  p.trans_a = !e.trans_b;
+  p.trans_b = !e.trans_a;
+  return p;
 }
 
 std::string describe_gemm_problem(const GemmProblem& p) {

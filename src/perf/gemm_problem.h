@@ -48,6 +48,10 @@ void validate_gemm_problem(const GemmProblem& p);
 // tf32 for fp32 operands when allowed and the GPU has a TF32 pipe, fp32 otherwise.
 MatrixPrecision gemm_precision(const GemmProblem& p, const Hardware& hw);
 
+// The same product computed transposed, D^T = op(B)^T op(A)^T: M and N exchanged, A and B
+// exchanged with their K-contiguity kept (a K-contiguous B becomes a K-contiguous A).
+GemmProblem transposed_product(const GemmProblem& p);
+
 // "M=4096 N=1024 K=512 batch=1 A=bf16(N) B=bf16(T) C=bf16 acc=fp32 epilogue=bias"
 std::string describe_gemm_problem(const GemmProblem& p);
 

@@ -80,7 +80,8 @@ GemmOracle fixture() {
       "mixed.bf16", "bf16", 8192, 1024, 512,
       {candidate({.algo = 66, .tile_m = 128, .tile_n = 256, .tile_k = 64, .cluster_m = 2, .cluster_n = 1}, 20.0),
        candidate({.algo = 66, .tile_m = 192, .tile_n = 192, .tile_k = 64, .cluster_m = 1, .cluster_n = 1}, 21.0),
-       candidate({.algo = 66, .tile_m = 32, .tile_n = 64, .tile_k = 64, .cluster_m = 1, .cluster_n = 1}, 19.0),
+       candidate({.algo = 66, .tile_m = 32, .tile_n = 48, .tile_k = 64, .cluster_m = 1, .cluster_n = 1}, 19.0),
+       candidate({.algo = 66, .tile_m = 32, .tile_n = 128, .tile_k = 64, .cluster_m = 1, .cluster_n = 2}, 25.0),
        candidate({.algo = 21, .tile_m = 64, .tile_n = 64, .tile_k = 32, .stages = 4, .cluster_m = 2, .cluster_n = 1},
                  30.0),
        candidate({.algo = 21, .tile_m = 16, .tile_n = 16, .tile_k = 64, .stages = 1, .split = 4,
@@ -244,15 +245,58 @@ TEST(GemmOracleMeasurements, KernelChosenTilesRunAsTheBestOfTheirKindsMenu) {
 TEST(GemmOracleMeasurements, UndescribedKernelsStillSetTheOracle) {
   const OracleConversion c = oracle_measurements(shipped_hardware("h200_sxm"), fixture());
   const MeasuredShape& s = c.shapes[1];
-  // The 32-row warpgroup tile cannot be built from m64 instructions: left out, but its
-  // 19.0 us, below every described candidate, is the oracle (the heuristic's 18.5 even more).
+  // The 32 x 48 warpgroup tile cannot be built from m64 instructions either way round: left
+  // out, but its 19.0 us, below every described candidate, is the oracle (the heuristic's
+  // 18.5 even more).
   EXPECT_EQ(c.undescribed, 1u);
   EXPECT_EQ(c.oracle_undescribed, 1u);
   EXPECT_TRUE(std::none_of(s.candidates.begin(), s.candidates.end(),
-                           [](const MeasuredCandidate& m) { return m.config.tile_m == 32; }));
+                           [](const MeasuredCandidate& m) { return m.config.tile_n == 48; }));
   EXPECT_EQ(s.best_measured_us, 18.5);
   EXPECT_EQ(c.heuristic_faster, 1u);  // on the bf16 shape; the fp32 one's heuristic is slower
   EXPECT_EQ(c.shapes[0].best_measured_us, 40.0);
+}
+
+// A warpgroup tile with fewer rows than the instruction's 64 but a multiple of 64 columns runs
+// the transposed product: described with tile and cluster exchanged, and predicted on
+// transposed_product of the shape (as the calibration and the engine's selection do).
+TEST(GemmOracleMeasurements, ThinWarpgroupTilesRunTheTransposedProduct) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const OracleConversion c = oracle_measurements(hw, fixture());
+  const MeasuredShape& s = c.shapes[1];
+  const auto it = std::find_if(s.candidates.begin(), s.candidates.end(),
+                               [](const MeasuredCandidate& m) { return m.median_us == 25.0; });
+  ASSERT_NE(it, s.candidates.end());
+  EXPECT_TRUE(it->transposed);
+  EXPECT_EQ(it->config.tile_m, 128);
+  EXPECT_EQ(it->config.tile_n, 32);
+  EXPECT_EQ(it->config.cluster_m, 2);
+  EXPECT_EQ(it->config.cluster_n, 1);
+  const auto transposed_count = std::count_if(s.candidates.begin(), s.candidates.end(),
+                                              [](const MeasuredCandidate& m) { return m.transposed; });
+  EXPECT_EQ(transposed_count, 1);
+  const GemmModelParams params;
+  const double t = predict_best_of(hw, params, transposed_product(s.problem), it->config, it->alternatives);
+  EXPECT_GT(t, 0.0);
+
+  // describe_library_configs (the engine's path) describes the shape's list the same way.
+  const GemmOracle o = fixture();
+  const std::vector<int> simt = c.simt_families;
+  const auto described = describe_library_configs(hw, s.problem, o.shapes[1].candidates, simt);
+  ASSERT_EQ(described.size(), o.shapes[1].candidates.size());
+  std::size_t transposed = 0, undescribed = 0;
+  for (const auto& d : described) {
+    if (!d) {
+      ++undescribed;
+      continue;
+    }
+    if (d->transposed) {
+      ++transposed;
+      EXPECT_EQ(d->config, it->config);
+    }
+  }
+  EXPECT_EQ(transposed, 1u);
+  EXPECT_EQ(undescribed, 1u);  // the 32 x 48 tile
 }
 
 }  // namespace
