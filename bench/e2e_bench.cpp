@@ -257,8 +257,9 @@ int run(int argc, char** argv) {
 
   const cublaslt::Gemm::SelectionCounts gemm_counts =
       single ? single->gemm_selection_counts() : distributed->gemm_selection_counts();
-  std::printf("GEMM configurations: %zu chosen by the model (predicted %.1f us in all), %zu by cuBLASLt's heuristic\n",
-              gemm_counts.by_model, gemm_counts.predicted_us, gemm_counts.by_library);
+  std::printf("GEMM configurations: %zu chosen by the model (%zu of them from the selections file; predicted %.1f us "
+              "in all), %zu by cuBLASLt's heuristic\n",
+              gemm_counts.by_model, gemm_counts.from_cache, gemm_counts.predicted_us, gemm_counts.by_library);
 
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
@@ -303,6 +304,7 @@ int run(int argc, char** argv) {
                     {"gemm_selection",
                      {{"mode", m.gemm_selection == GemmSelection::model ? "model" : "library"},
                       {"by_model", gemm_counts.by_model},
+                      {"from_selections_file", gemm_counts.from_cache},
                       {"by_library", gemm_counts.by_library},
                       {"model_predicted_us", gemm_counts.predicted_us}}},
                     {"rank_phase_ms", rank_phase_json}};

@@ -783,6 +783,29 @@ std::string algo_key(const AlgoConfig& c) {
                               c.custom_option);
 }
 
+std::optional<AlgoConfig> parse_algo_key(std::string_view key) {
+  AlgoConfig c;
+  int* fields[] = {&c.algo_id, &c.tile_id, &c.stages_id, &c.split_k, &c.reduction, &c.swizzle, &c.cluster_id,
+                   &c.custom_option};
+  constexpr char kTags[] = {'a', 't', 's', 'k', 'r', 'w', 'c', 'o'};
+  std::size_t pos = 0;
+  for (std::size_t f = 0; f < std::size(kTags); ++f) {
+    if (f > 0) {
+      if (pos >= key.size() || key[pos] != '.') return std::nullopt;
+      ++pos;
+    }
+    if (pos >= key.size() || key[pos] != kTags[f]) return std::nullopt;
+    ++pos;
+    const std::size_t start = pos;
+    int value = 0;
+    while (pos < key.size() && key[pos] >= '0' && key[pos] <= '9' && pos - start < 9) value = value * 10 + (key[pos++] - '0');
+    if (pos == start) return std::nullopt;
+    *fields[f] = value;
+  }
+  if (pos != key.size()) return std::nullopt;
+  return c;
+}
+
 GemmConfig gemm_config_of(const AlgoConfig& c) {
   GemmConfig g;
   const auto tile = tile_shape(c.tile_id);

@@ -5,6 +5,7 @@
 // (it is written against the enumerators of cublasLt.h); the header names no vendor type.
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "perf/gemm_config.h"
 
@@ -44,6 +45,8 @@ struct AlgoConfig {
 // perf/gemm_oracle.h's oracle_candidate_key:
 // "a<algo>.t<tile>.s<stages>.k<split>.r<reduction>.w<swizzle>.c<cluster>.o<custom>"
 std::string algo_key(const AlgoConfig& c);
+// Inverse of algo_key; nullopt when `key` is not of that form.
+std::optional<AlgoConfig> parse_algo_key(std::string_view key);
 
 // The configuration in the model's terms: tile M x N from the tile id, tile K and stages
 // from the stages id (stages 0 when the kernel picks them), cluster M x N from the cluster

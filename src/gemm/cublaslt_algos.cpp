@@ -117,6 +117,17 @@ std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDe
   return EnumeratedAlgo{read_algo_config(algo), algo, result.workspaceSize};
 }
 
+std::optional<EnumeratedAlgo> check_config(cublasLtHandle_t handle, const Problem& p, const MatmulDescriptors& desc,
+                                           const AlgoConfig& config, std::size_t workspace_limit) {
+  const cudaDataType ab = data_type(operand_dtype(p.precision)), d = data_type(p.d_type);
+  const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  cublasLtMatmulAlgo_t algo{};
+  if (cublasLtMatmulAlgoInit(handle, compute, CUDA_R_32F, ab, ab, d, d, config.algo_id, &algo) != CUBLAS_STATUS_SUCCESS)
+    return std::nullopt;
+  apply(algo, config);
+  return check_algo(handle, desc, algo, workspace_limit);
+}
+
 std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
                                   const Alignment& alignment, bool sixteen_bit_d, int count,
                                   AlgoEnumeration& enumeration) {

@@ -71,6 +71,13 @@ std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescripto
                                   const Alignment& alignment, bool sixteen_bit_d, int count,
                                   AlgoEnumeration& enumeration);
 
+// One configuration by its attributes (a cached choice, say), validated with
+// cublasLtMatmulAlgoCheck for the problem; nullopt when cuBLASLt refuses it or it needs more
+// than the workspace limit.
+std::optional<EnumeratedAlgo> check_config(cublasLtHandle_t handle, const Problem& problem,
+                                           const MatmulDescriptors& desc, const AlgoConfig& config,
+                                           std::size_t workspace_limit);
+
 // Index in `algos` of the configuration equal to `config`, if any.
 std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos, const AlgoConfig& config);
 

@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "core/error.h"
+#include "core/log.h"
 #if defined(HETREC_WITH_CUDA)
 #include "gemm/cublaslt_model_choice.h"
+#include "gemm/device_probe.h"
+#include "gpu/device.h"
 #endif
 
 namespace hetrec::cublaslt {
@@ -251,13 +255,7 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
   plan->desc = make_descriptors(p);
   const std::size_t workspace_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
 #if defined(HETREC_WITH_CUDA)
-  if (model_selection_) {
-    if (auto choice = choose_algo_by_model(handle_, p, *plan->desc, workspace_bytes, al, *model_selection_)) {
-      plan->algo = choice->algo.algo;
-      ++counts_.by_model;
-      counts_.predicted_us += choice->predicted_us;
-    }
-  }
+  if (model_selection_) plan->algo = model_choice(p, *plan->desc, workspace_bytes, al);
 #endif
   if (!plan->algo) {
     plan->algo = select_algo(handle_, plan->desc->desc, plan->desc->a, plan->desc->b, plan->desc->d, workspace_bytes, al,
@@ -269,12 +267,60 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
   return ref;
 }
 
-void Gemm::use_model_selection(Hardware hw, GemmModelParams params) {
+#if defined(HETREC_WITH_CUDA)
+std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const MatmulDescriptors& desc,
+                                                       std::size_t workspace_bytes, const Alignment& al) {
+  const GemmProblem key = model_problem(p);
+  // The model prices the backward epilogues as their forward forms: the library's epilogue
+  // tells such problems apart in the file.
+  const int variant = static_cast<int>(p.epilogue) + 1;
+  if (selection_cache_) {
+    if (const auto hit = selection_cache_->find(key, variant); hit && !hit->library_config.empty()) {
+      if (const auto config = parse_algo_key(hit->library_config)) {
+        const auto algo = check_config(handle_, p, desc, *config, workspace_bytes);
+        if (algo && algo_allowed(*algo, p, al)) {
+          ++counts_.by_model;
+          ++counts_.from_cache;
+          counts_.predicted_us += hit->predicted_us;
+          return algo->algo;
+        }
+      }
+    }
+  }
+  const auto choice = choose_algo_by_model(handle_, p, desc, workspace_bytes, al, *model_selection_);
+  if (!choice) return std::nullopt;
+  ++counts_.by_model;
+  counts_.predicted_us += choice->predicted_us;
+  if (selection_cache_) {
+    selection_cache_->insert(key, CachedGemmChoice{choice->config, choice->predicted_us, algo_key(choice->algo.config)},
+                             variant);
+    try {
+      std::filesystem::create_directories(std::filesystem::path(selection_cache_path_).parent_path());
+      selection_cache_->save(selection_cache_path_);
+    } catch (const std::exception& e) {
+      // The run goes on without the file: it saves selection time, never correctness.
+      Logger{}.warn(std::string("GEMM selections are not kept: ") + e.what());
+      selection_cache_.reset();
+    }
+  }
+  return choice->algo.algo;
+}
+#endif
+
+void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path) {
 #if defined(HETREC_WITH_CUDA)
   model_selection_ = std::make_unique<const ModelSelection>(make_model_selection(handle_, std::move(hw), std::move(params)));
+  if (!cache_path.empty()) {
+    const ProbeValidators v = local_probe_validators(gpu::current_device());
+    GemmCacheValidators validators = make_gemm_cache_validators(v.gpu, v.driver, v.blas_library, model_selection_->params);
+    validators.items.emplace_back("runtime", v.runtime);
+    selection_cache_ = std::make_unique<GemmSelectionCache>(GemmSelectionCache::load(cache_path, validators, Logger{}));
+    selection_cache_path_ = std::move(cache_path);
+  }
 #else
   (void)hw;
   (void)params;
+  (void)cache_path;
   throw ConfigError("GEMM selection by the model needs cuBLASLt's configuration enumeration (a CUDA build)");
 #endif
 }

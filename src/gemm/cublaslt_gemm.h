@@ -20,6 +20,7 @@
 #include "gpu/blaslt.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
+#include "perf/gemm_selection_cache.h"
 #include "gpu/platform.h"
 
 namespace hetrec::cublaslt {
@@ -152,13 +153,18 @@ class Gemm {
   // fastest among those cuBLASLt offers (gemm/cublaslt_model_choice.h), and the library
   // heuristic's choice only where the model can describe none of them. CUDA builds only
   // (ConfigError elsewhere).
-  void use_model_selection(Hardware hw, GemmModelParams params);
+  // cache_path (optional): the selections file (perf/gemm_selection_cache.h), validated by
+  // the GPU, driver, runtime, cuBLASLt version and the parameters' fingerprint. A problem
+  // found there runs its recorded configuration once cuBLASLt accepts it for the operands at
+  // hand (no enumeration, no prediction); every new choice is added and the file rewritten.
+  void use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path = "");
 
   // How the algorithms of the problems planned so far were chosen.
   struct SelectionCounts {
     std::size_t by_model = 0;
     std::size_t by_library = 0;   // the heuristic's choice
     double predicted_us = 0.0;    // the model's predictions summed over its choices
+    std::size_t from_cache = 0;   // of by_model, choices read from the selections file
   };
   const SelectionCounts& selection_counts() const { return counts_; }
 
@@ -177,7 +183,13 @@ class Gemm {
   cublasLtHandle_t handle_ = nullptr;
   Tensor workspace_;
   std::map<Key, std::unique_ptr<Plan>> plans_;
+  // The model's choice for a new problem (from the selections file when it holds one).
+  std::optional<cublasLtMatmulAlgo_t> model_choice(const Problem& problem, const MatmulDescriptors& desc,
+                                                   std::size_t workspace_bytes, const Alignment& alignment);
+
   std::unique_ptr<const ModelSelection> model_selection_;
+  std::unique_ptr<GemmSelectionCache> selection_cache_;
+  std::string selection_cache_path_;
   SelectionCounts counts_;
 };
 

@@ -94,6 +94,11 @@ GemmProblem model_problem(const Problem& p) {
   return g;
 }
 
+bool algo_allowed(const EnumeratedAlgo& algo, const Problem& problem, const Alignment& alignment) {
+  if (problem.d_type != DType::f32 && adds_partials_in_output_type(algo.config)) return false;
+  return alignment_allows(algo.algo, alignment);
+}
+
 std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const Problem& problem,
                                                 const MatmulDescriptors& desc, std::size_t workspace_bytes,
                                                 const Alignment& alignment, const ModelSelection& selection) {
@@ -104,8 +109,7 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
   std::vector<EnumeratedAlgo> offered;
   std::vector<OracleCandidate> candidates;
   for (const EnumeratedAlgo& e : enumeration.valid) {
-    if (sixteen_bit_d && adds_partials_in_output_type(e.config)) continue;
-    if (!alignment_allows(e.algo, alignment)) continue;
+    if (!algo_allowed(e, problem, alignment)) continue;
     offered.push_back(e);
     candidates.push_back(as_candidate(e.config));
   }
@@ -122,7 +126,7 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
                                      described[i]->alternatives);
     if (std::isnan(t)) continue;
     ++predicted;
-    if (!best || t < best->predicted_us) best = ModelChoice{offered[i], t, 0, 0};
+    if (!best || t < best->predicted_us) best = ModelChoice{offered[i], described[i]->config, t, 0, 0};
   }
   if (best) {
     best->offered = offered.size();

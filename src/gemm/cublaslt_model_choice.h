@@ -31,10 +31,15 @@ GemmProblem model_problem(const Problem& problem);
 
 struct ModelChoice {
   EnumeratedAlgo algo;
+  GemmConfig config;  // its description in the model's terms
   double predicted_us = 0.0;
   std::size_t offered = 0;    // configurations that passed the workspace, alignment and split-K filters
   std::size_t predicted = 0;  // of them, ones the model could describe and run
 };
+
+// Whether the engine may run `algo` for the problem: the operands' alignment meets the
+// algorithm's minimum, and a 16-bit D does not get split-K partials added in its own type.
+bool algo_allowed(const EnumeratedAlgo& algo, const Problem& problem, const Alignment& alignment);
 
 // The configuration predicted fastest, or nullopt when the model can describe none of the
 // library's configurations for the problem.

@@ -105,7 +105,10 @@ void save_device_probe(const DeviceProbe& p, const std::string& path) {
 }
 
 std::string default_device_probe_path(int device_index) {
-  const std::string file = "device-probe-" + std::to_string(device_index) + ".json";
+  return default_cache_path("device-probe-" + std::to_string(device_index) + ".json");
+}
+
+std::string default_cache_path(const std::string& file) {
   if (const char* d = std::getenv("HETREC_CACHE_DIR"); d && *d) return std::string(d) + "/" + file;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/hetrec/" + file;
   if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/hetrec/" + file;

@@ -42,8 +42,10 @@ std::optional<DeviceProbe> load_device_probe(const std::string& path, const Prob
 // Writes the file atomically (a temporary beside it, then a rename); IoError on failure.
 void save_device_probe(const DeviceProbe& probe, const std::string& path);
 
-// $HETREC_CACHE_DIR/device-probe-<index>.json, else $XDG_CACHE_HOME/hetrec/..., else
-// $HOME/.cache/hetrec/...; empty when none of them is set.
+// $HETREC_CACHE_DIR/<file>, else $XDG_CACHE_HOME/hetrec/<file>, else
+// $HOME/.cache/hetrec/<file>; empty when none of them is set.
+std::string default_cache_path(const std::string& file);
+// default_cache_path("device-probe-<index>.json").
 std::string default_device_probe_path(int device_index);
 
 // GPU builds with a visible device: the validators of the device (DeviceError otherwise).

@@ -40,6 +40,10 @@ struct ModelConfig : FeatureSpec {
   // GPU, gemm_selection = model: the model's parameters (a file `hetrec gemm calibrate
   // --params-out` writes); empty: the shipped hw/params/<arch>.toml.
   std::string gemm_params;
+  // GPU, gemm_selection = model: the file that keeps the choices across runs ("" = the
+  // default, gemm-selections-<device index>.txt in the hetrec cache folder; "none" = kept
+  // for this run only).
+  std::string gemm_cache;
   // GPU: names of the tables whose rows and optimizer state live in page-locked host
   // memory, read and updated in place by the device over the host link (the planner's
   // host placement). Every other table is in device memory. The CPU backend ignores it.

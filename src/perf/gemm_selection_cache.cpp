@@ -20,6 +20,7 @@ constexpr std::string_view kEntryPrefix = "entry ";
 constexpr std::string_view kEndPrefix = "end ";
 constexpr std::string_view kFieldSeparator = " | ";
 constexpr std::string_view kPredictedKey = "predicted_us=";
+constexpr std::string_view kLibraryKey = " library=";
 
 std::string number_text(double v) {
   char buf[40];
@@ -69,7 +70,7 @@ bool parse_flag(const std::string& text, const char* field) {
   return text == "1";
 }
 
-GemmProblem parse_problem(std::string_view text) {
+GemmProblem parse_problem(std::string_view text, int& variant) {
   auto f = split_fields(text);
   auto take = [&](const char* key) {
     auto it = f.find(key);
@@ -94,6 +95,7 @@ GemmProblem parse_problem(std::string_view text) {
     p.accumulate = parse_flag(take("accumulate"), "accumulate");
     p.epilogue = parse_epilogue(take("epilogue"), "epilogue");
     p.fp8_scaling = parse_fp8_scaling(take("fp8_scaling"), "fp8_scaling");
+    variant = f.count("variant") ? static_cast<int>(parse_count(take("variant"), "variant")) : 0;
   } catch (const ConfigError& e) {
     throw Damaged{e.what()};
   }
@@ -128,10 +130,11 @@ std::size_t GemmSelectionCache::KeyHash::operator()(const Key& k) const {
       uint64_t(k.c_type) << 32 | uint64_t(k.compute_type) << 40 | uint64_t(k.allow_tf32) << 48 |
       uint64_t(k.accumulate) << 56);
   mix(uint64_t(k.epilogue) | uint64_t(k.fp8_scaling) << 8);
+  mix(uint64_t(uint32_t(k.variant)));
   return h;
 }
 
-GemmSelectionCache::Key GemmSelectionCache::key_of(const GemmProblem& p) {
+GemmSelectionCache::Key GemmSelectionCache::key_of(const GemmProblem& p, int variant) {
   return Key{p.m,
              p.n,
              p.k,
@@ -145,17 +148,18 @@ GemmSelectionCache::Key GemmSelectionCache::key_of(const GemmProblem& p) {
              uint8_t(p.allow_tf32),
              uint8_t(p.accumulate),
              uint8_t(p.epilogue),
-             uint8_t(p.fp8_scaling)};
+             uint8_t(p.fp8_scaling),
+             variant};
 }
 
-std::optional<CachedGemmChoice> GemmSelectionCache::find(const GemmProblem& problem) const {
-  auto it = entries_.find(key_of(problem));
+std::optional<CachedGemmChoice> GemmSelectionCache::find(const GemmProblem& problem, int variant) const {
+  auto it = entries_.find(key_of(problem, variant));
   if (it == entries_.end()) return std::nullopt;
-  return it->second.second;
+  return it->second.choice;
 }
 
-void GemmSelectionCache::insert(const GemmProblem& problem, const CachedGemmChoice& choice) {
-  entries_.insert_or_assign(key_of(problem), std::make_pair(problem, choice));
+void GemmSelectionCache::insert(const GemmProblem& problem, const CachedGemmChoice& choice, int variant) {
+  entries_.insert_or_assign(key_of(problem, variant), Entry{problem, variant, choice});
 }
 
 void GemmSelectionCache::save(const std::string& path) const {
@@ -165,9 +169,13 @@ void GemmSelectionCache::save(const std::string& path) const {
     body += std::string(kValidatorPrefix) + name + "=" + value + "\n";
   std::vector<std::string> lines;
   for (const auto& [key, entry] : entries_)
-    lines.push_back(std::string(kEntryPrefix) + problem_text(entry.first) + separator +
-                    to_string(entry.second.config) + separator + std::string(kPredictedKey) +
-                    number_text(entry.second.predicted_us) + "\n");
+    lines.push_back(std::string(kEntryPrefix) + problem_text(entry.problem) +
+                    (entry.variant != 0 ? " variant=" + std::to_string(entry.variant) : std::string()) + separator +
+                    to_string(entry.choice.config) + separator + std::string(kPredictedKey) +
+                    number_text(entry.choice.predicted_us) +
+                    (entry.choice.library_config.empty() ? std::string()
+                                                         : std::string(kLibraryKey) + entry.choice.library_config) +
+                    "\n");
   std::sort(lines.begin(), lines.end());  // deterministic files
   for (const std::string& line : lines) body += line;
   char crc[12];
@@ -249,7 +257,8 @@ GemmSelectionCache GemmSelectionCache::load(const std::string& path, const GemmC
       const std::size_t s1 = rest.find(kFieldSeparator);
       const std::size_t s2 = s1 == std::string_view::npos ? s1 : rest.find(kFieldSeparator, s1 + sep);
       if (s2 == std::string_view::npos) throw Damaged{"entry needs problem | config | prediction"};
-      const GemmProblem problem = parse_problem(rest.substr(0, s1));
+      int variant = 0;
+      const GemmProblem problem = parse_problem(rest.substr(0, s1), variant);
       CachedGemmChoice choice;
       try {
         choice.config =
@@ -257,14 +266,23 @@ GemmSelectionCache GemmSelectionCache::load(const std::string& path, const GemmC
       } catch (const ConfigError& e) {
         throw Damaged{e.what()};
       }
-      const std::string_view predicted = rest.substr(s2 + sep);
+      std::string_view predicted = rest.substr(s2 + sep);
       if (predicted.rfind(kPredictedKey, 0) != 0) throw Damaged{"missing predicted_us"};
+      if (const std::size_t lib = predicted.find(kLibraryKey); lib != std::string_view::npos) {
+        choice.library_config = std::string(predicted.substr(lib + kLibraryKey.size()));
+        if (choice.library_config.empty() || choice.library_config.find_first_of(" |") != std::string::npos)
+          throw Damaged{"bad library configuration key"};
+        predicted = predicted.substr(0, lib);
+      }
       try {
-        choice.predicted_us = std::stod(std::string(predicted.substr(kPredictedKey.size())));
+        std::size_t used = 0;
+        const std::string number(predicted.substr(kPredictedKey.size()));
+        choice.predicted_us = std::stod(number, &used);
+        if (used != number.size()) throw Damaged{"bad predicted_us"};
       } catch (const std::exception&) {
         throw Damaged{"bad predicted_us"};
       }
-      cache.insert(problem, choice);
+      cache.insert(problem, choice, variant);
       body += line + "\n";
       ++count;
     }
@@ -280,7 +298,7 @@ CachedGemmChoice select_cached(const GemmSelector& selector, GemmSelectionCache&
                                const GemmProblem& problem) {
   if (auto hit = cache.find(problem)) return *hit;
   const RankedConfig best = selector.select(problem);
-  CachedGemmChoice choice{best.config, best.estimate.time_us};
+  CachedGemmChoice choice{best.config, best.estimate.time_us, {}};
   cache.insert(problem, choice);
   return choice;
 }

@@ -7,7 +7,7 @@
 // File format (text, one record per line):
 //   hetrec-gemm-selection-cache 1
 //   validator <name>=<value>
-//   entry <problem fields> | <config fields> | predicted_us=<time>
+//   entry <problem fields>[ variant=<n>] | <config fields> | predicted_us=<time>[ library=<key>]
 //   end entries=<count> crc32c=<hex of every line before this one>
 #include <cstddef>
 #include <cstdint>
@@ -39,6 +39,9 @@ GemmCacheValidators make_gemm_cache_validators(const std::string& gpu_name, cons
 struct CachedGemmChoice {
   GemmConfig config;
   double predicted_us = 0.0;
+  // The vendor library's own key of the chosen configuration (cuBLASLt: gemm/cublaslt_algo_ids.h
+  // algo_key), when the choice is one of its kernels; empty for the model's own candidates.
+  std::string library_config;
 };
 
 class GemmSelectionCache {
@@ -47,8 +50,11 @@ class GemmSelectionCache {
 
   const GemmCacheValidators& validators() const { return validators_; }
   std::size_t size() const { return entries_.size(); }
-  std::optional<CachedGemmChoice> find(const GemmProblem& problem) const;
-  void insert(const GemmProblem& problem, const CachedGemmChoice& choice);
+  // `variant` tells apart problems the model sees alike but the library runs as different
+  // operations (the engine: cuBLASLt's epilogue, whose backward forms the model prices as
+  // their forward ones); 0 for none.
+  std::optional<CachedGemmChoice> find(const GemmProblem& problem, int variant = 0) const;
+  void insert(const GemmProblem& problem, const CachedGemmChoice& choice, int variant = 0);
 
   // Writes to `<path>.tmp` and renames it over `path`.
   void save(const std::string& path) const;
@@ -62,15 +68,21 @@ class GemmSelectionCache {
     int64_t m, n, k, batch;
     uint8_t trans_a, trans_b, a_type, b_type, c_type, compute_type, allow_tf32, accumulate, epilogue,
         fp8_scaling;
+    int variant;
     bool operator==(const Key&) const = default;
   };
   struct KeyHash {
     std::size_t operator()(const Key& k) const;
   };
-  static Key key_of(const GemmProblem& p);
+  static Key key_of(const GemmProblem& p, int variant);
 
   GemmCacheValidators validators_;
-  std::unordered_map<Key, std::pair<GemmProblem, CachedGemmChoice>, KeyHash> entries_;
+  struct Entry {
+    GemmProblem problem;
+    int variant = 0;
+    CachedGemmChoice choice;
+  };
+  std::unordered_map<Key, Entry, KeyHash> entries_;
 };
 
 // The cached choice for `problem`, or a fresh selection that is then cached.

@@ -5,7 +5,9 @@
 // (gemm/cublaslt_model_choice.h, CUDA builds).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <tuple>
 #include <string>
@@ -14,6 +16,7 @@
 #include "../gpu/device_test_support.h"
 #include "core/dtype.h"
 #include "core/rng.h"
+#include "core/text_file.h"
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
@@ -82,13 +85,15 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
   // The Gemm under test, choosing configurations as the parameter says.
   cublaslt::Gemm& make_gemm() {
     gemm_ = std::make_unique<cublaslt::Gemm>(alloc_);
-    if (std::get<1>(GetParam()) == Selection::model) {
-      const std::string dir = default_hardware_dir();
-      Hardware hw = hardware_for_device(gpu::device_properties(0).name, dir, "test");
-      GemmModelParams params = load_gemm_params_for(hw, dir + "/params");
-      gemm_->use_model_selection(std::move(hw), std::move(params));
-    }
+    if (std::get<1>(GetParam()) == Selection::model) use_model_selection(*gemm_);
     return *gemm_;
+  }
+  // The model chooses, keeping its choices in this test's selections file.
+  void use_model_selection(cublaslt::Gemm& gemm) {
+    const std::string dir = default_hardware_dir();
+    Hardware hw = hardware_for_device(gpu::device_properties(0).name, dir, "test");
+    GemmModelParams params = load_gemm_params_for(hw, dir + "/params");
+    gemm.use_model_selection(std::move(hw), std::move(params), cache_path_);
   }
   void TearDown() override {
     // Every problem got a configuration the way the parameter says (the model describes
@@ -102,8 +107,15 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
       EXPECT_EQ(counts.by_model, 0u);
     }
   }
+  void SetUp() override {
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::replace(test.begin(), test.end(), '/', '_');  // "PlainBiasAndReluEpilogues/fp32_model"
+    cache_path_ = ::testing::TempDir() + "/gemm-selections-" + test + ".txt";
+    std::remove(cache_path_.c_str());
+  }
   gpu::CachingDeviceAllocator alloc_{0};
   std::unique_ptr<cublaslt::Gemm> gemm_;
+  std::string cache_path_;
 };
 
 // op(A) (m x k) from a stored matrix: A is m x k, or k x m when transposed.
@@ -113,7 +125,7 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
   HETREC_REQUIRE_GPU();
   const Precision prec = std::get<0>(GetParam());
   const Precision operands = prec;  // generated and uploaded in this precision
-  cublaslt::Gemm& gemm = make_gemm();
+  const auto check_all = [&](cublaslt::Gemm& gemm) {
   uint64_t seed = 1000;
   for (const Case c : {Case{64, 48, 40, false, true}, Case{257, 129, 33, false, false}, Case{33, 200, 1000, true, false},
                        Case{512, 256, 128, true, true}, Case{4096, 1, 512, false, true}}) {
@@ -170,6 +182,20 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
             << " epilogue " << static_cast<int>(e) << " beta " << beta;
       }
     }
+  }
+  };
+  cublaslt::Gemm& gemm = make_gemm();
+  check_all(gemm);
+  if (std::get<1>(GetParam()) == Selection::model) {
+    // A second engine run: every choice comes from the selections file the first one wrote,
+    // and the recorded configurations compute the same products.
+    ASSERT_EQ(gemm.selection_counts().from_cache, 0u);
+    cublaslt::Gemm again(alloc_);
+    use_model_selection(again);
+    check_all(again);
+    EXPECT_EQ(again.selection_counts().from_cache, gemm.selection_counts().by_model);
+    EXPECT_EQ(again.selection_counts().by_model, gemm.selection_counts().by_model);
+    EXPECT_NE(read_text_file(cache_path_).find(" library=a"), std::string::npos);
   }
 }
 

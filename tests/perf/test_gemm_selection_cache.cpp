@@ -91,8 +91,9 @@ TEST(GemmSelectionCache, KeyCoversLayoutDtypesAndEpilogue) {
   GemmProblem p;
   p.m = 1024, p.n = 512, p.k = 256;
   const GemmConfig sentinel = gemm_candidates(f.hw, MatrixPrecision::bf16)[5];
-  cache.insert(p, {sentinel, 1.0});
+  cache.insert(p, {sentinel, 1.0, {}});
   EXPECT_TRUE(cache.find(p).has_value());
+  EXPECT_FALSE(cache.find(p, 3).has_value());  // another variant of the same problem
   for (auto change : std::initializer_list<void (*)(GemmProblem&)>{
            [](GemmProblem& q) { q.trans_a = true; }, [](GemmProblem& q) { q.trans_b = true; },
            [](GemmProblem& q) { q.c_type = DType::f32; },
@@ -106,6 +107,35 @@ TEST(GemmSelectionCache, KeyCoversLayoutDtypesAndEpilogue) {
   // A hit is returned as stored, without selecting again.
   EXPECT_EQ(select_cached(f.selector, cache, p).config, sentinel);
   EXPECT_EQ(select_cached(f.selector, cache, p).predicted_us, 1.0);
+}
+
+// The engine's entries: a library configuration key and a variant (its cuBLASLt epilogue)
+// beside the model's description, through the file and back.
+TEST(GemmSelectionCache, LibraryKeysAndVariantsRoundTrip) {
+  Fixture f;
+  TempDir dir;
+  GemmSelectionCache cache(f.validators);
+  GemmProblem p;
+  p.m = 65536, p.n = 1024, p.k = 512;
+  const GemmConfig a = gemm_candidates(f.hw, MatrixPrecision::bf16)[3];
+  const GemmConfig b = gemm_candidates(f.hw, MatrixPrecision::bf16)[7];
+  cache.insert(p, {a, 12.5, "a66.t13.s35.k1.r0.w0.c2.o3"}, 4);
+  cache.insert(p, {b, 13.25, "a21.t15.s12.k2.r2.w0.c0.o0"}, 5);
+  cache.insert(p, {a, 14.0, {}});
+  const std::string path = dir.file("cache.txt");
+  cache.save(path);
+  CapturedLog log;
+  const GemmSelectionCache loaded = GemmSelectionCache::load(path, f.validators, log.log());
+  ASSERT_EQ(loaded.size(), 3u) << log.text();
+  const auto v4 = loaded.find(p, 4), v5 = loaded.find(p, 5), v0 = loaded.find(p);
+  ASSERT_TRUE(v4 && v5 && v0);
+  EXPECT_EQ(v4->config, a);
+  EXPECT_EQ(v4->library_config, "a66.t13.s35.k1.r0.w0.c2.o3");
+  EXPECT_EQ(v4->predicted_us, 12.5);
+  EXPECT_EQ(v5->config, b);
+  EXPECT_EQ(v5->library_config, "a21.t15.s12.k2.r2.w0.c0.o0");
+  EXPECT_TRUE(v0->library_config.empty());
+  EXPECT_EQ(v0->predicted_us, 14.0);
 }
 
 TEST(GemmSelectionCache, OtherValidatorsDiscardTheFile) {

@@ -15,6 +15,7 @@
 #include "data/batch_checks.h"
 #include "data/batch_fingerprint.h"
 #include "data/batch_slice.h"
+#include "gemm/device_probe.h"
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
@@ -475,7 +476,11 @@ class GpuDlrm final : public GpuModel {
                                               : load_hardware_by_name(model.gemm_hardware, dir);
     GemmModelParams params =
         model.gemm_params.empty() ? load_gemm_params_for(hw, dir + "/params") : load_gemm_params(model.gemm_params);
-    gemm_.use_model_selection(std::move(hw), std::move(params));
+    const std::string cache = model.gemm_cache == "none" ? std::string()
+                              : model.gemm_cache.empty()
+                                  ? default_cache_path("gemm-selections-" + std::to_string(options_.device) + ".txt")
+                                  : model.gemm_cache;
+    gemm_.use_model_selection(std::move(hw), std::move(params), cache);
   }
 
   static gpu::DeviceProperties select_device(int index) {
