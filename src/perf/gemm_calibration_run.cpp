@@ -130,7 +130,7 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
 std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle& oracle, const std::string& oracle_path,
                                   const std::string& command, const std::string& commit, const std::string& date) {
   nlohmann::json j;
-  j["benchmark"] = "gemm_calibration";
+  j["benchmark"] = "gemm-selection";
   j["date"] = date;
   j["gpu"] = oracle.gpu;
   j["driver"] = oracle.driver;
@@ -161,6 +161,15 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
   j["held_out_start_params"] = summary_json(r.held_out_before);
   j["held_out_fitted_params"] = summary_json(r.held_out_after);
   j["calibration_fitted_params"] = summary_json(r.calibration_after);
+  // The results-file metrics of the selection benchmark (DESIGN.md's names).
+  j["metrics"] = {{"shapes", c.shapes.size()},
+                  {"heldout_shapes", r.held_out_shapes},
+                  {"heldout_geomean", r.held_out_after.geomean_ratio},
+                  {"heldout_p5", r.held_out_after.p5_ratio},
+                  {"cublaslt_top1_geomean", r.held_out_after.heuristic_geomean_ratio},
+                  {"cublaslt_top1_p5", r.held_out_after.heuristic_p5_ratio},
+                  {"heldout_mean_spearman", r.held_out_after.mean_spearman},
+                  {"select_us", r.selection_us_per_shape}};
   nlohmann::json choices = nlohmann::json::array();
   for (const GemmCalibrationRun::ShapeChoice& choice : r.held_out_choices)
     choices.push_back({{"id", choice.id},

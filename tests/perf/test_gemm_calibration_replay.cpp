@@ -1,7 +1,7 @@
 // Replays the recorded H200 oracle (bench/results/gemm-oracle-20261130-h200.json.xz: 420
 // shapes in fp32, tf32, bf16, fp16 and fp8) through the calibration and the held-out
 // selection statistics, and fails if they get worse than the recorded figures
-// (bench/results/gemm-calibration-20261130b-h200.json).
+// (bench/results/gemm-selection-20261130-h200.json).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +16,7 @@ namespace {
 
 const std::string kResults = std::string(HETREC_SOURCE_DIR) + "/bench/results/";
 // The recorded calibration: its results record and (with "-params.toml") fitted parameters.
-const std::string kRecorded = "gemm-calibration-20261130b-h200";
+const std::string kRecorded = "gemm-selection-20261130-h200";
 
 TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
   const Hardware hw = test::shipped_hardware("h200_sxm");
