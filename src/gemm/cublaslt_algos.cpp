@@ -149,16 +149,31 @@ std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos,
   return std::nullopt;
 }
 
+std::vector<int> list_algo_ids(cublasLtHandle_t handle, cublasComputeType_t compute, cudaDataType ab, cudaDataType d) {
+  std::vector<int> ids(kMaxAlgoIds);
+  int found = 0;
+  HETREC_BLAS_CHECK(cublasLtMatmulAlgoGetIds(handle, compute, CUDA_R_32F, ab, ab, d, d, kMaxAlgoIds, ids.data(), &found));
+  ids.resize(static_cast<std::size_t>(found));
+  return ids;
+}
+
+bool alignment_allows(const cublasLtMatmulAlgo_t& algo, const Alignment& al) {
+  const auto at_least = [&](cublasLtMatmulAlgoCapAttributes_t attr, int have) {
+    return get_cap<uint32_t>(algo, attr) <= static_cast<uint32_t>(have);
+  };
+  return at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, al.b) &&
+         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES, al.a) &&
+         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, al.d) &&
+         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES, al.d);
+}
+
 AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& p, const MatmulDescriptors& desc,
                                 std::size_t workspace_limit) {
   AlgoEnumeration out;
   const cudaDataType ab = data_type(operand_dtype(p.precision)), d = data_type(p.d_type);
   const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  std::vector<int> ids(kMaxAlgoIds);
-  int found = 0;
-  HETREC_BLAS_CHECK(cublasLtMatmulAlgoGetIds(handle, compute, CUDA_R_32F, ab, ab, d, d, kMaxAlgoIds, ids.data(), &found));
-  ids.resize(static_cast<std::size_t>(found));
-  out.algo_ids = found;
+  const std::vector<int> ids = list_algo_ids(handle, compute, ab, d);
+  out.algo_ids = static_cast<int>(ids.size());
 
   // Checks one configuration; keeps it when cuBLASLt accepts it within the workspace.
   auto try_config = [&](const AlgoConfig& c) -> bool {

@@ -42,6 +42,14 @@ struct AlgoEnumeration {
   std::vector<std::array<int, 3>> explicit_cluster_bases;
 };
 
+// The algorithm ids cuBLASLt lists for a compute type with fp32 scaling, A and B of type
+// `ab` and C and D of type `d`.
+std::vector<int> list_algo_ids(cublasLtHandle_t handle, cublasComputeType_t compute, cudaDataType ab, cudaDataType d);
+
+// Whether the operands' alignment meets the algorithm's minimums (its MIN_ALIGNMENT_*
+// capabilities; the column-major product's A is our B and its B our A, C and D our D).
+bool alignment_allows(const cublasLtMatmulAlgo_t& algo, const Alignment& alignment);
+
 AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& problem, const MatmulDescriptors& desc,
                                 std::size_t workspace_limit);
 

@@ -15,29 +15,6 @@ namespace hetrec::cublaslt {
 
 namespace {
 
-// Ids asked of cublasLtMatmulAlgoGetIds (as the enumeration does).
-constexpr int kMaxAlgoIds = 1024;
-
-template <class T>
-T get_cap(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoCapAttributes_t attr) {
-  T value{};
-  std::size_t written = 0;
-  HETREC_BLAS_CHECK(cublasLtMatmulAlgoCapGetAttribute(&algo, attr, &value, sizeof(value), &written));
-  return value;
-}
-
-// Whether the operands' alignment meets the algorithm's minimum. The column-major
-// product's A is our B and its B our A; C and D are both our D.
-bool alignment_allows(const cublasLtMatmulAlgo_t& algo, const Alignment& al) {
-  const auto at_least = [&](cublasLtMatmulAlgoCapAttributes_t attr, int have) {
-    return get_cap<uint32_t>(algo, attr) <= static_cast<uint32_t>(have);
-  };
-  return at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_A_BYTES, al.b) &&
-         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_B_BYTES, al.a) &&
-         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_C_BYTES, al.d) &&
-         at_least(CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_D_BYTES, al.d);
-}
-
 // A split-K configuration whose partials are added in the output type (a workspace in the
 // output type, or in place in D).
 bool adds_partials_in_output_type(const AlgoConfig& c) {
@@ -62,14 +39,7 @@ OracleCandidate as_candidate(const AlgoConfig& c) {
 }  // namespace
 
 ModelSelection make_model_selection(cublasLtHandle_t handle, Hardware hw, GemmModelParams params) {
-  ModelSelection s{std::move(hw), std::move(params), {}};
-  std::vector<int> ids(kMaxAlgoIds);
-  int found = 0;
-  HETREC_BLAS_CHECK(cublasLtMatmulAlgoGetIds(handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F, CUDA_R_32F,
-                                             CUDA_R_32F, CUDA_R_32F, kMaxAlgoIds, ids.data(), &found));
-  ids.resize(static_cast<std::size_t>(found));
-  s.simt_families = std::move(ids);
-  return s;
+  return ModelSelection{std::move(hw), std::move(params), list_algo_ids(handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F)};
 }
 
 GemmProblem model_problem(const Problem& p) {
