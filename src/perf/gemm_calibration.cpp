@@ -145,7 +145,7 @@ CalibrationKernels calibration_kernels(const Hardware& hw, std::span<const Measu
       const GemmKernelTraits t = gemm_kernel_traits(hw, GemmModelParams{}, precision, c.config);
       if (!t.feasible) continue;
       k.pipes.insert(t.pipe);
-      if (c.config.family >= 0) k.families.insert(family_key(c.config.family));
+      if (c.config.family >= 0) k.families.insert(family_key(c.config.family, c.config.family_variant));
       k.legacy_instruction = k.legacy_instruction || t.legacy_instruction;
       k.async_kernel = k.async_kernel || !t.warp_scope;
     }
@@ -313,11 +313,12 @@ double gemm_fit_loss(const Hardware& hw, const GemmModelParams& params, std::spa
     // shape however many configurations the library offers of it, so that a family the
     // model mispredicts badly cannot hide behind a numerous one (the selection picks
     // across families).
-    std::map<int, std::pair<double, std::size_t>> families;
+    std::map<std::pair<int, int>, std::pair<double, std::size_t>> families;
     for (std::size_t i = 0; i < predicted.size(); ++i) {
       if (std::isnan(predicted[i])) continue;
       const double e = std::log(predicted[i] / shape.candidates[i].median_us);
-      auto& [sum, count] = families[shape.candidates[i].config.family];
+      const GemmConfig& config = shape.candidates[i].config;
+      auto& [sum, count] = families[{config.family, config.family_variant}];
       sum += e * e;
       ++count;
     }

@@ -76,7 +76,8 @@ std::string to_string(const GemmConfig& c) {
          " swizzle=" + std::to_string(c.swizzle) + " xcd_remap=" + (c.xcd_remap ? "1" : "0") +
          (c.reduction != GemmReduction::workspace_fp32 ? " reduction=" + std::string(reduction_name(c.reduction))
                                                        : std::string()) +
-         (c.family >= 0 ? " family=" + std::to_string(c.family) : std::string());
+         (c.family >= 0 ? " family=" + std::to_string(c.family) : std::string()) +
+         (c.family_variant != 0 ? " variant=" + std::to_string(c.family_variant) : std::string());
 }
 
 GemmConfig parse_gemm_config(std::string_view text, std::string_view where) {
@@ -138,6 +139,7 @@ GemmConfig parse_gemm_config(std::string_view text, std::string_view where) {
           "unknown '" + reduction + "', expected workspace_fp32, workspace_output or in_place");
   }
   if (fields.count("family")) c.family = parse_int(take("family"), where, "family");
+  if (fields.count("variant")) c.family_variant = parse_int(take("variant"), where, "variant");
   if (!fields.empty()) bad(where, fields.begin()->first, "unknown field");
   return c;
 }

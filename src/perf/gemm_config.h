@@ -51,6 +51,10 @@ struct GemmConfig {
   // one of its kernels; -1 for the model's idealised kernel. Families differ in how close
   // their main loop gets to the pipe's rate (GemmModelParams::family_efficiency).
   int family = -1;
+  // The library's variant of its family's kernel (cuBLASLt's custom option, whose meaning is
+  // private to each algorithm); 0 for the family's plain kernel. A variant gets a fitted
+  // correction of its own when the calibration saw it (GemmModelParams::family_factor).
+  int family_variant = 0;
 
   bool operator==(const GemmConfig&) const = default;
 };

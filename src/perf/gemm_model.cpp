@@ -224,7 +224,7 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   const int loads_in_flight = std::max(1, c.stages - 1);
   t.iter_latency_us = params.loaded_latency_ns * kUsPerNs / (double(loads_in_flight) * t.ctas_per_unit);
   // A library kernel family's main loop runs at its fitted share of the modelled speed.
-  const double family = params.family_factor(c.family);
+  const double family = params.family_factor(c.family, c.family_variant);
   t.iter_math_us /= family;
   t.iter_feed_us /= family;
   t.iter_l2_us /= family;

@@ -60,7 +60,7 @@ std::string serialize(const GemmModelParams& p) {
   for (MatrixPrecision prec : kAllMatrixPrecisions)
     s += std::string(precision_name(prec)) + " = " + number_text(p.matrix_efficiency.of(prec)) + "\n";
   if (!p.family_efficiency.empty()) {
-    s += "\n# Share of the modelled main-loop speed per library kernel family (its algorithm id).\n";
+    s += "\n# Share of the modelled main-loop speed per library kernel family (its algorithm id, and\n# \".<custom option>\" for a variant of it).\n";
     s += "[family_efficiency]\n";
     for (const auto& [key, value] : p.family_efficiency) s += toml_string(key) + " = " + number_text(value) + "\n";
   }
@@ -97,10 +97,16 @@ double PrecisionEfficiency::of(MatrixPrecision p) const {
   return 0.0;
 }
 
-std::string family_key(int family) { return std::to_string(family); }
+std::string family_key(int family, int variant) {
+  return std::to_string(family) + (variant != 0 ? "." + std::to_string(variant) : std::string());
+}
 
-double GemmModelParams::family_factor(int family) const {
+double GemmModelParams::family_factor(int family, int variant) const {
   if (family < 0) return 1.0;
+  if (variant != 0) {
+    const auto it = family_efficiency.find(family_key(family, variant));
+    if (it != family_efficiency.end()) return it->second;
+  }
   const auto it = family_efficiency.find(family_key(family));
   return it == family_efficiency.end() ? 1.0 : it->second;
 }

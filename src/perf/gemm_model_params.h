@@ -77,12 +77,15 @@ struct GemmModelParams {
   // shape and instruction still differ by implementation (software pipelining, epilogue,
   // scheduling), which the tile alone does not reveal. A family is one kernel template over
   // operand types, so one factor serves all the pipes it runs on.
+  // A family's variant (GemmConfig::family_variant) has a key of its own, "66.3"; where
+  // the file has none, the variant runs at its family's factor.
   std::map<std::string, double> family_efficiency;
 
-  double family_factor(int family) const;
+  double family_factor(int family, int variant = 0) const;
 };
 
-std::string family_key(int family);
+// "66" for a family's plain kernel, "66.3" for its variant 3.
+std::string family_key(int family, int variant = 0);
 
 // Reads a params file; unknown, missing, mistyped or out-of-range keys are ConfigErrors
 // naming the file and key.

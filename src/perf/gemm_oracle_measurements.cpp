@@ -107,6 +107,7 @@ void apply_settings(const OracleCandidate& cand, GemmConfig& c) {
   c.swizzle = std::max(1, cand.config.swizzle);
   c.raster = kLibraryRaster;
   c.family = cand.algo_id;
+  c.family_variant = cand.custom_option;
 }
 
 // A kernel description stripped of everything but its tile and pipeline (menu key).
@@ -117,6 +118,7 @@ GemmConfig bare_kernel(GemmConfig c) {
   c.raster = GemmRaster::along_n;
   c.cluster_m = c.cluster_n = 1;
   c.family = -1;
+  c.family_variant = 0;
   return c;
 }
 

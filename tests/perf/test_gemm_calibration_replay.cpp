@@ -51,6 +51,21 @@ TEST(GemmCalibrationReplay, KernelFamilyRoundTripsThroughText) {
   const GemmConfig back = parse_gemm_config(to_string(c), "test");
   EXPECT_EQ(back, c);
   EXPECT_EQ(parse_gemm_config(to_string(GemmConfig{}), "test").family, -1);
+  c.family_variant = 3;  // a custom option of the family
+  EXPECT_EQ(parse_gemm_config(to_string(c), "test"), c);
+  EXPECT_NE(to_string(c).find(" variant=3"), std::string::npos);
+}
+
+// A variant has its own correction where fitted, else its family's, else none.
+TEST(GemmCalibrationReplay, VariantsFallBackToTheirFamilysCorrection) {
+  GemmModelParams p;
+  p.family_efficiency = {{"66", 1.2}, {"66.3", 0.8}};
+  EXPECT_EQ(p.family_factor(66), 1.2);
+  EXPECT_EQ(p.family_factor(66, 3), 0.8);
+  EXPECT_EQ(p.family_factor(66, 5), 1.2);
+  EXPECT_EQ(p.family_factor(21, 3), 1.0);
+  EXPECT_EQ(family_key(66, 3), "66.3");
+  EXPECT_EQ(family_key(66), "66");
 }
 
 TEST(GemmCalibrationReplay, FittedParametersRoundTripThroughTheParamsFile) {
