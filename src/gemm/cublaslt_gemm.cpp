@@ -275,8 +275,8 @@ std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const M
   // tells such problems apart in the file.
   const int variant = static_cast<int>(p.epilogue) + 1;
   if (selection_cache_) {
-    if (const auto hit = selection_cache_->find(key, variant); hit && !hit->library_config.empty()) {
-      if (const auto config = parse_algo_key(hit->library_config)) {
+    if (const auto hit = selection_cache_->find(key, variant); hit && !hit->vendor_config.empty()) {
+      if (const auto config = parse_algo_key(hit->vendor_config)) {
         const auto algo = check_config(handle_, p, desc, *config, workspace_bytes);
         if (algo && algo_allowed(*algo, p, al)) {
           ++counts_.by_model;

@@ -20,7 +20,7 @@ constexpr std::string_view kEntryPrefix = "entry ";
 constexpr std::string_view kEndPrefix = "end ";
 constexpr std::string_view kFieldSeparator = " | ";
 constexpr std::string_view kPredictedKey = "predicted_us=";
-constexpr std::string_view kLibraryKey = " library=";
+constexpr std::string_view kVendorKey = " library=";
 
 std::string number_text(double v) {
   char buf[40];
@@ -173,8 +173,8 @@ void GemmSelectionCache::save(const std::string& path) const {
                     (entry.variant != 0 ? " variant=" + std::to_string(entry.variant) : std::string()) + separator +
                     to_string(entry.choice.config) + separator + std::string(kPredictedKey) +
                     number_text(entry.choice.predicted_us) +
-                    (entry.choice.library_config.empty() ? std::string()
-                                                         : std::string(kLibraryKey) + entry.choice.library_config) +
+                    (entry.choice.vendor_config.empty() ? std::string()
+                                                         : std::string(kVendorKey) + entry.choice.vendor_config) +
                     "\n");
   std::sort(lines.begin(), lines.end());  // deterministic files
   for (const std::string& line : lines) body += line;
@@ -268,9 +268,9 @@ GemmSelectionCache GemmSelectionCache::load(const std::string& path, const GemmC
       }
       std::string_view predicted = rest.substr(s2 + sep);
       if (predicted.rfind(kPredictedKey, 0) != 0) throw Damaged{"missing predicted_us"};
-      if (const std::size_t lib = predicted.find(kLibraryKey); lib != std::string_view::npos) {
-        choice.library_config = std::string(predicted.substr(lib + kLibraryKey.size()));
-        if (choice.library_config.empty() || choice.library_config.find_first_of(" |") != std::string::npos)
+      if (const std::size_t lib = predicted.find(kVendorKey); lib != std::string_view::npos) {
+        choice.vendor_config = std::string(predicted.substr(lib + kVendorKey.size()));
+        if (choice.vendor_config.empty() || choice.vendor_config.find_first_of(" |") != std::string::npos)
           throw Damaged{"bad library configuration key"};
         predicted = predicted.substr(0, lib);
       }

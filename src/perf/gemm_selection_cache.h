@@ -41,7 +41,7 @@ struct CachedGemmChoice {
   double predicted_us = 0.0;
   // The vendor library's own key of the chosen configuration (cuBLASLt: gemm/cublaslt_algo_ids.h
   // algo_key), when the choice is one of its kernels; empty for the model's own candidates.
-  std::string library_config;
+  std::string vendor_config;
 };
 
 class GemmSelectionCache {

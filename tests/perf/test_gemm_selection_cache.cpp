@@ -130,11 +130,11 @@ TEST(GemmSelectionCache, LibraryKeysAndVariantsRoundTrip) {
   const auto v4 = loaded.find(p, 4), v5 = loaded.find(p, 5), v0 = loaded.find(p);
   ASSERT_TRUE(v4 && v5 && v0);
   EXPECT_EQ(v4->config, a);
-  EXPECT_EQ(v4->library_config, "a66.t13.s35.k1.r0.w0.c2.o3");
+  EXPECT_EQ(v4->vendor_config, "a66.t13.s35.k1.r0.w0.c2.o3");
   EXPECT_EQ(v4->predicted_us, 12.5);
   EXPECT_EQ(v5->config, b);
-  EXPECT_EQ(v5->library_config, "a21.t15.s12.k2.r2.w0.c0.o0");
-  EXPECT_TRUE(v0->library_config.empty());
+  EXPECT_EQ(v5->vendor_config, "a21.t15.s12.k2.r2.w0.c0.o0");
+  EXPECT_TRUE(v0->vendor_config.empty());
   EXPECT_EQ(v0->predicted_us, 14.0);
 }
 
