@@ -71,6 +71,27 @@ void apply(cublasLtMatmulAlgo_t& algo, const AlgoConfig& c) {
   set_config(algo, CUBLASLT_ALGO_CONFIG_CLUSTER_SHAPE_ID, static_cast<uint16_t>(c.cluster_id));
 }
 
+// The compute type and the A/B and C/D types of cuBLASLt's view of the problem.
+struct LibraryTypes {
+  cublasComputeType_t compute;
+  cudaDataType ab, d;
+};
+LibraryTypes library_types(const Problem& p) {
+  return {p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+          data_type(operand_dtype(p.precision)), data_type(p.d_type)};
+}
+
+// An algorithm of id config.algo_id for the types, with the configuration applied; nullopt
+// when cuBLASLt does not know the id for them.
+std::optional<cublasLtMatmulAlgo_t> init_config(cublasLtHandle_t handle, const LibraryTypes& t, const AlgoConfig& c) {
+  cublasLtMatmulAlgo_t algo{};
+  if (cublasLtMatmulAlgoInit(handle, t.compute, CUDA_R_32F, t.ab, t.ab, t.d, t.d, c.algo_id, &algo) !=
+      CUBLAS_STATUS_SUCCESS)
+    return std::nullopt;
+  apply(algo, c);
+  return algo;
+}
+
 }  // namespace
 
 AlgoConfig read_algo_config(const cublasLtMatmulAlgo_t& algo) {
@@ -119,13 +140,8 @@ std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDe
 
 std::optional<EnumeratedAlgo> check_config(cublasLtHandle_t handle, const Problem& p, const MatmulDescriptors& desc,
                                            const AlgoConfig& config, std::size_t workspace_limit) {
-  const cudaDataType ab = data_type(operand_dtype(p.precision)), d = data_type(p.d_type);
-  const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-  cublasLtMatmulAlgo_t algo{};
-  if (cublasLtMatmulAlgoInit(handle, compute, CUDA_R_32F, ab, ab, d, d, config.algo_id, &algo) != CUBLAS_STATUS_SUCCESS)
-    return std::nullopt;
-  apply(algo, config);
-  return check_algo(handle, desc, algo, workspace_limit);
+  const auto algo = init_config(handle, library_types(p), config);
+  return algo ? check_algo(handle, desc, *algo, workspace_limit) : std::nullopt;
 }
 
 std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
@@ -170,17 +186,17 @@ bool alignment_allows(const cublasLtMatmulAlgo_t& algo, const Alignment& al) {
 AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& p, const MatmulDescriptors& desc,
                                 std::size_t workspace_limit) {
   AlgoEnumeration out;
-  const cudaDataType ab = data_type(operand_dtype(p.precision)), d = data_type(p.d_type);
-  const cublasComputeType_t compute = p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const LibraryTypes types = library_types(p);
+  const cudaDataType ab = types.ab, d = types.d;
+  const cublasComputeType_t compute = types.compute;
   const std::vector<int> ids = list_algo_ids(handle, compute, ab, d);
   out.algo_ids = static_cast<int>(ids.size());
 
   // Checks one configuration; keeps it when cuBLASLt accepts it within the workspace.
   auto try_config = [&](const AlgoConfig& c) -> bool {
-    cublasLtMatmulAlgo_t algo{};
-    if (cublasLtMatmulAlgoInit(handle, compute, CUDA_R_32F, ab, ab, d, d, c.algo_id, &algo) != CUBLAS_STATUS_SUCCESS)
-      return false;
-    apply(algo, c);
+    const auto initialised = init_config(handle, types, c);
+    if (!initialised) return false;
+    cublasLtMatmulAlgo_t algo = *initialised;
     ++out.checked;
     cublasLtMatmulHeuristicResult_t result{};
     if (cublasLtMatmulAlgoCheck(handle, desc.desc, desc.a, desc.b, desc.d, desc.d, &algo, &result) !=

@@ -1,7 +1,7 @@
 #pragma once
 // The engine's GEMM selection by the analytical model (perf/): every cuBLASLt algorithm
 // configuration that runs a problem (the enumeration of gemm/cublaslt_algos.h, plus the
-// library heuristic's own first choice) is described in the model's terms and predicted;
+// library heuristic's first kHeuristicConfigs choices) is described in the model's terms and predicted;
 // the one predicted fastest is run. No kernel is timed. CUDA only (hipBLASLt has no
 // per-configuration enumeration).
 //
