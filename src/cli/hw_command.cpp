@@ -140,7 +140,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
   });
 
   struct CalibrateOptions {
-    std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report;
+    std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report, heuristic_lists;
     double fraction = 0.05;
   };
   auto cal = std::make_shared<CalibrateOptions>();
@@ -154,12 +154,15 @@ void add_gemm_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   calibrate->add_option("--params-out", cal->params_out, "write the fitted parameters here (hw/params/<arch>.toml)");
   calibrate->add_option("--report", cal->report, "write the results record (JSON) here");
+  calibrate->add_option("--heuristic-lists", cal->heuristic_lists,
+                        "a gemm bench record of the same GPU that lists the heuristic's first choices per shape: "
+                        "report the best of each list on the held-out shapes");
   calibrate->callback([cal, &action] {
     action = [cal] {
       const Hardware hw = load_hardware_by_name(cal->hw, cal->hw_dir);
       const GemmModelParams start = load_gemm_params_for(hw, cal->hw_dir + "/params");
       const GemmOracle oracle = load_gemm_oracle(cal->oracle);
-      const GemmCalibrationRun r = run_gemm_calibration(hw, oracle, start, cal->fraction);
+      GemmCalibrationRun r = run_gemm_calibration(hw, oracle, start, cal->fraction);
       const auto line = [](const char* name, const SelectionSummary& s) {
         std::printf("%-28s %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  min %.4f  | heuristic geomean %.4f  p5 %.4f"
                     "  | Spearman mean %.3f  | |log err| %.3f\n",
@@ -181,6 +184,14 @@ void add_gemm_command(CLI::App& app, Action& action) {
       line("calibration shapes, fitted", r.calibration_after);
       std::printf("selection cost per new shape: %.2f us of CPU over %zu configurations\n", r.selection_us_per_shape,
                   r.selection_pool);
+      if (!cal->heuristic_lists.empty()) {
+        compare_heuristic_lists(r, oracle, load_gemm_oracle(cal->heuristic_lists), cal->heuristic_lists);
+        const GemmCalibrationRun::HeuristicLists& h = *r.heuristic_lists;
+        std::printf("heuristic's lists (%zu held-out shapes, %.1f configurations each, %.1f timed): best of the list "
+                    "geomean %.4f  p5 %.4f  | its query %.1f us of CPU (median), %.1f (p90)\n",
+                    h.shapes, h.mean_listed, h.mean_timed, h.best_of_list_geomean, h.best_of_list_p5,
+                    h.query_us_median, h.query_us_p90);
+      }
       if (!cal->params_out.empty()) {
         save_gemm_params(r.fitted, cal->params_out);
         std::printf("parameters -> %s\n", cal->params_out.c_str());
@@ -193,6 +204,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
         const std::string command = "hetrec gemm calibrate --oracle " + cal->oracle + " --hw " + cal->hw +
                                     " --fraction " + std::to_string(cal->fraction) +
                                     (cal->params_out.empty() ? "" : " --params-out " + cal->params_out) +
+                                    (cal->heuristic_lists.empty() ? "" : " --heuristic-lists " + cal->heuristic_lists) +
                                     " --report " + cal->report;
         std::ofstream out(cal->report);
         out << gemm_calibration_json(r, oracle, cal->oracle, command, commit ? commit : "unknown", date);

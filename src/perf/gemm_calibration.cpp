@@ -55,23 +55,6 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   return sxy / std::sqrt(sxx * syy);
 }
 
-// Linear-interpolated percentile of an unsorted sample, q in [0, 1].
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * double(v.size() - 1);
-  const std::size_t lo = std::size_t(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
-}
-
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0.0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / double(v.size()));
-}
-
 // Predicted time of every candidate of a shape; NaN where the model cannot run it.
 std::vector<double> predict_candidates(const Hardware& hw, const GemmModelParams& params, const MeasuredShape& shape) {
   std::vector<double> predicted(shape.candidates.size());
@@ -226,6 +209,23 @@ double family_prior(const GemmModelParams& params, std::span<const FitParameter>
 }
 
 }  // namespace
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * double(v.size() - 1);
+  const std::size_t lo = std::size_t(std::floor(pos));
+  const std::size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - double(lo)) * (v[hi] - v[lo]);
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0.0;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / double(v.size()));
+}
+
 
 std::vector<std::size_t> calibration_shape_indices(std::size_t shape_count, double max_fraction) {
   if (shape_count == 0) return {};

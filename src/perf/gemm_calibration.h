@@ -82,6 +82,11 @@ struct ShapeSelection {
 };
 ShapeSelection select_measured(const Hardware& hw, const GemmModelParams& params, const MeasuredShape& shape);
 
+// Linear-interpolated percentile of an unsorted sample, q in [0, 1]; 0 when empty.
+double percentile(std::vector<double> v, double q);
+// Geometric mean of positive values; 0 when empty.
+double geomean(const std::vector<double>& v);
+
 struct SelectionSummary {
   std::size_t shapes = 0;          // shapes evaluated
   std::size_t unpredicted = 0;     // shapes where the model could predict no candidate

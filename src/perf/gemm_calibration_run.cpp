@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <limits>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -127,6 +129,49 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
   return r;
 }
 
+void compare_heuristic_lists(GemmCalibrationRun& run, const GemmOracle& oracle, const GemmOracle& lists,
+                             const std::string& lists_path) {
+  if (lists.gpu != oracle.gpu || lists.cublaslt_version != oracle.cublaslt_version)
+    throw ConfigError(lists_path + ": heuristic lists from " + lists.gpu + " (cuBLASLt " + lists.cublaslt_version +
+                      "), but the oracle ran on " + oracle.gpu + " (cuBLASLt " + oracle.cublaslt_version + ")");
+  std::map<std::string, const OracleShape*> timed, listed;
+  for (const OracleShape& s : oracle.shapes) timed[s.id] = &s;
+  for (const OracleShape& s : lists.shapes)
+    if (!s.heuristic_listed.empty()) listed[s.id] = &s;
+  if (listed.empty()) throw ConfigError(lists_path + ": no shape records the heuristic's list (heuristic.listed)");
+  GemmCalibrationRun::HeuristicLists h;
+  h.record = lists_path;
+  std::vector<double> ratios, query_us;
+  double listed_total = 0, timed_total = 0;
+  for (const GemmCalibrationRun::ShapeChoice& choice : run.held_out_choices) {
+    const auto l = listed.find(choice.id);
+    const auto t = timed.find(choice.id);
+    if (l == listed.end() || t == timed.end()) continue;
+    std::map<std::string, double> median_us;
+    for (const OracleCandidate& c : t->second->candidates) median_us[c.key] = c.median_us;
+    median_us.emplace(t->second->heuristic_key, t->second->heuristic_median_us);
+    double best = std::numeric_limits<double>::infinity();
+    for (const std::string& key : l->second->heuristic_listed) {
+      const auto m = median_us.find(key);
+      if (m == median_us.end()) continue;
+      best = std::min(best, m->second);
+      ++timed_total;
+    }
+    listed_total += double(l->second->heuristic_listed.size());
+    query_us.push_back(l->second->heuristic_list_query_us);
+    if (best < std::numeric_limits<double>::infinity()) ratios.push_back(std::min(1.0, choice.oracle_us / best));
+  }
+  h.shapes = ratios.size();
+  if (h.shapes == 0) throw ConfigError(lists_path + ": none of its lists is of a held-out shape of the oracle");
+  h.mean_listed = listed_total / double(query_us.size());
+  h.mean_timed = timed_total / double(query_us.size());
+  h.best_of_list_geomean = geomean(ratios);
+  h.best_of_list_p5 = percentile(ratios, 0.05);
+  h.query_us_median = percentile(query_us, 0.5);
+  h.query_us_p90 = percentile(query_us, 0.9);
+  run.heuristic_lists = h;
+}
+
 std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle& oracle, const std::string& oracle_path,
                                   const std::string& command, const std::string& commit, const std::string& date) {
   nlohmann::json j;
@@ -180,6 +225,17 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
                        {"heuristic_us", choice.heuristic_us}});
   j["held_out_choices"] = std::move(choices);
   j["selection_us_per_new_shape"] = r.selection_us_per_shape;
+  if (r.heuristic_lists) {
+    const GemmCalibrationRun::HeuristicLists& h = *r.heuristic_lists;
+    j["heuristic_lists"] = {{"record", h.record},
+                            {"held_out_shapes", h.shapes},
+                            {"mean_listed", h.mean_listed},
+                            {"mean_listed_and_timed", h.mean_timed},
+                            {"best_of_list_geomean_oracle_over_selected", h.best_of_list_geomean},
+                            {"best_of_list_p5_oracle_over_selected", h.best_of_list_p5},
+                            {"query_us_median", h.query_us_median},
+                            {"query_us_p90", h.query_us_p90}};
+  }
   j["selection_pool_configs"] = r.selection_pool;
   j["targets"] = {{"geomean_oracle_over_selected", 0.98},
                   {"p5_oracle_over_selected", 0.90},

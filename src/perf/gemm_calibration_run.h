@@ -1,6 +1,7 @@
 #pragma once
 // `hetrec gemm calibrate`: fit the GEMM model's parameters to an oracle file on at most a
 // small share of its shapes and judge the fitted model's selection on all the others.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,29 @@ struct GemmCalibrationRun {
     std::string oracle;  // the fastest described candidate's key
   };
   std::vector<ShapeChoice> held_out_choices;
+
+  // On the held-out shapes, the best of cuBLASLt's own first choices (timed by the oracle):
+  // what any re-ranking of the heuristic's list could reach at most. Set by
+  // compare_heuristic_lists, from a `gemm bench` record that lists them.
+  struct HeuristicLists {
+    std::size_t shapes = 0;        // held-out shapes with a list
+    double mean_listed = 0.0;      // configurations per list
+    double mean_timed = 0.0;       // of them, timed by the oracle
+    double best_of_list_geomean = 0.0, best_of_list_p5 = 0.0;  // oracle / fastest listed
+    double query_us_median = 0.0, query_us_p90 = 0.0;  // CPU time of the heuristic's query
+    std::string record;            // the record the lists came from
+  };
+  std::optional<HeuristicLists> heuristic_lists;
 };
 
 // `max_fraction` of the described shapes (at most) are used for the fit.
 GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
                                         double max_fraction);
+
+// Fills run.heuristic_lists from `lists`, a `gemm bench` record of the same GPU holding the
+// heuristic's list per shape (its own timings are not used: times come from `oracle`).
+void compare_heuristic_lists(GemmCalibrationRun& run, const GemmOracle& oracle, const GemmOracle& lists,
+                             const std::string& lists_path);
 
 // The results record (DESIGN.md's results-file fields plus the statistics above).
 std::string gemm_calibration_json(const GemmCalibrationRun& run, const GemmOracle& oracle, const std::string& oracle_path,

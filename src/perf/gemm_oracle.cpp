@@ -152,6 +152,15 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
     sh.heuristic_key = get_string(h, "key", where, p + ".heuristic");
     sh.heuristic_median_us = get_number<double>(h, "median_us", where, p + ".heuristic");
     sh.heuristic_min_us = get_number<double>(h, "min_us", where, p + ".heuristic");
+    if (h.contains("listed")) {
+      const json& listed = get_array(h, "listed", where, p + ".heuristic");
+      for (std::size_t l = 0; l < listed.size(); ++l) {
+        if (!listed[l].is_string())
+          bad(where, p + ".heuristic.listed[" + std::to_string(l) + "]", "expected a configuration key (string)");
+        sh.heuristic_listed.push_back(listed[l].get<std::string>());
+      }
+      sh.heuristic_list_query_us = get_number<double>(h, "list_query_us", where, p + ".heuristic");
+    }
     const json& cands = get_array(s, "candidates", where, p);
     for (std::size_t c = 0; c < cands.size(); ++c) {
       sh.candidates.push_back(parse_candidate(cands[c], where, p + ".candidates[" + std::to_string(c) + "]"));

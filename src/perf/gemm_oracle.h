@@ -58,6 +58,10 @@ struct OracleShape {
   std::string heuristic_key;                   // cuBLASLt's heuristic top-1
   std::optional<std::size_t> heuristic_index;  // its place in `candidates`, when enumerated and timed
   double heuristic_median_us = 0, heuristic_min_us = 0;
+  // The heuristic's first choices in its order (its top-1 first), and the CPU time the query
+  // for them took; empty and 0 in results written before the list was recorded.
+  std::vector<std::string> heuristic_listed;
+  double heuristic_list_query_us = 0;
   std::vector<OracleCandidate> candidates;
   std::vector<OracleRejected> rejected;
 };

@@ -147,22 +147,31 @@ GemmSelector::GemmSelector(Hardware hw, GemmModelParams params, std::vector<Gemm
 }
 
 void GemmSelector::add_quick_bound_classes(PrecisionGroups& pg) {
-  auto class_of = [](std::vector<TileClass>& classes, TileClass c) {
+  auto class_of = []<typename T>(std::vector<T>& classes, const T& c) {
     auto it = std::find(classes.begin(), classes.end(), c);
     if (it != classes.end()) return std::size_t(it - classes.begin());
     classes.push_back(c);
     return classes.size() - 1;
   };
-  for (Group& g : pg.groups) {
+  for (const Group& g : pg.groups) {
     const GemmConfig& c = candidates_[g.members.front()];
-    g.m_class = class_of(pg.m_classes, {double(c.tile_m), double(c.cluster_m)});
-    g.n_class = class_of(pg.n_classes, {double(c.tile_n), double(c.cluster_n)});
-    g.k_class = class_of(pg.k_classes, {double(c.tile_k), 1.0});
-    g.decomposition = c.decomposition;
-    g.split_k = double(c.split_k);
-    g.reduction = c.reduction;
-    g.tile_elements = double(c.tile_m) * c.tile_n;
-    g.exposed_overhead = params_.tile_overhead_exposure / g.traits.ctas_per_unit;
+    ScheduleClass sc;
+    sc.m_class = class_of(pg.m_classes, TileClass{double(c.tile_m), double(c.cluster_m)});
+    sc.n_class = class_of(pg.n_classes, TileClass{double(c.tile_n), double(c.cluster_n)});
+    sc.k_class = class_of(pg.k_classes, TileClass{double(c.tile_k), 1.0});
+    sc.decomposition = c.decomposition;
+    sc.split_k = double(c.split_k);
+    sc.reduction = c.reduction;
+    sc.tile_elements = double(c.tile_m) * c.tile_n;
+    sc.ctas_per_unit = double(g.traits.ctas_per_unit);
+    QuickBoundTerms q;
+    q.schedule_class = class_of(pg.schedule_classes, sc);
+    q.fill_us = g.traits.fill_us;
+    q.iter_us = g.traits.iter_us;
+    q.setup_us = g.traits.setup_us;
+    q.exposed_overhead = params_.tile_overhead_exposure / g.traits.ctas_per_unit;
+    q.k_major_only = g.traits.k_major_only;
+    pg.quick.push_back(q);
   }
 }
 
@@ -215,8 +224,14 @@ RankedConfig GemmSelector::select(const GemmProblem& problem) const {
         2.0 * batch * double(problem.k) * double(problem.n) * bytes / hbm_bytes_per_us + launch_us;
   const double operands_us =
       batch * double(problem.k) * (double(problem.m) + double(problem.n)) * bytes / hbm_bytes_per_us;
-  const auto scratch = std::make_unique_for_overwrite<double[]>(pg.m_classes.size() + pg.n_classes.size() +
-                                                                pg.k_classes.size() + groups.size());
+  // Per shape and schedule class: the busiest unit's K iterations and tiles, the store
+  // term of a tile's overhead, the split-K reduction and the floor.
+  struct ClassTerms {
+    double busiest_iters = 0.0, busiest_tiles = 0.0, store_us = 0.0, reduction_us = 0.0, floor_us = 0.0;
+  };
+  const std::size_t tile_classes = pg.m_classes.size() + pg.n_classes.size() + pg.k_classes.size();
+  const auto scratch = std::make_unique_for_overwrite<double[]>(tile_classes + groups.size());
+  const auto class_terms = std::make_unique_for_overwrite<ClassTerms[]>(pg.schedule_classes.size());
   double* tiles_m = scratch.get();
   double* tiles_n = tiles_m + pg.m_classes.size();
   double* k_iters = tiles_n + pg.n_classes.size();
@@ -224,63 +239,67 @@ RankedConfig GemmSelector::select(const GemmProblem& problem) const {
   auto tiles_along = [](double extent, const TileClass& c) {
     return ceil_nonnegative(ceil_nonnegative(extent / c.tile) / c.cluster) * c.cluster;
   };
-  for (std::size_t i = 0; i < pg.m_classes.size(); ++i)
-    tiles_m[i] = tiles_along(double(problem.m), pg.m_classes[i]);
-  for (std::size_t i = 0; i < pg.n_classes.size(); ++i)
-    tiles_n[i] = tiles_along(double(problem.n), pg.n_classes[i]);
-  for (std::size_t i = 0; i < pg.k_classes.size(); ++i)
-    k_iters[i] = ceil_nonnegative(double(problem.k) / pg.k_classes[i].tile);
   const double units = double(hw_.compute_units), xcds = double(hw_.xcds),
                units_per_xcd = double(hw_.units_per_xcd());
-  std::size_t first = 0;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const Group& group = groups[g];
-    double busiest_iters = 0.0;
-    if (quick) {
-      const double tiles = tiles_m[group.m_class] * tiles_n[group.n_class] * batch;
-      const double iters = k_iters[group.k_class];
-      double reduction_us = 0.0, work = 0.0, busiest_tiles = 0.0, out_bytes = output_bytes;
-      double group_floor_us = floor_us;
-      if (group.decomposition == GemmDecomposition::stream_k) {
-        busiest_iters = ceil_nonnegative(tiles * iters / units);
-        work = std::min(units * group.traits.ctas_per_unit, tiles * iters);
-        busiest_tiles = std::min(tiles, ceil_nonnegative(tiles / units) + 1.0);
+  if (quick) {
+    for (std::size_t i = 0; i < pg.m_classes.size(); ++i)
+      tiles_m[i] = tiles_along(double(problem.m), pg.m_classes[i]);
+    for (std::size_t i = 0; i < pg.n_classes.size(); ++i)
+      tiles_n[i] = tiles_along(double(problem.n), pg.n_classes[i]);
+    for (std::size_t i = 0; i < pg.k_classes.size(); ++i)
+      k_iters[i] = ceil_nonnegative(double(problem.k) / pg.k_classes[i].tile);
+    for (std::size_t i = 0; i < pg.schedule_classes.size(); ++i) {
+      const ScheduleClass& sc = pg.schedule_classes[i];
+      ClassTerms& ct = class_terms[i];
+      const double tiles = tiles_m[sc.m_class] * tiles_n[sc.n_class] * batch;
+      const double iters = k_iters[sc.k_class];
+      double work = 0.0, out_bytes = output_bytes;
+      ct.floor_us = floor_us;
+      if (sc.decomposition == GemmDecomposition::stream_k) {
+        ct.busiest_iters = ceil_nonnegative(tiles * iters / units);
+        work = std::min(units * sc.ctas_per_unit, tiles * iters);
+        ct.busiest_tiles = std::min(tiles, ceil_nonnegative(tiles / units) + 1.0);
         if (tiles != double(int64_t(tiles / work)) * work) {
           // Tiles cut between CTAs pass fp32 partials through memory.
-          const double fixup_bytes = std::min(tiles, work) * 2.0 * group.tile_elements * kAccumulatorBytes;
-          group_floor_us = std::max(
-              floor_us, (operands_us + outputs_us + fixup_bytes / hbm_bytes_per_us) * kQuickBoundSlack);
+          const double fixup_bytes = std::min(tiles, work) * 2.0 * sc.tile_elements * kAccumulatorBytes;
+          ct.floor_us = std::max(floor_us,
+                                 (operands_us + outputs_us + fixup_bytes / hbm_bytes_per_us) * kQuickBoundSlack);
         }
       } else {
-        const double slices =
-            group.decomposition == GemmDecomposition::split_k ? group.split_k : 1.0;
+        const double slices = sc.decomposition == GemmDecomposition::split_k ? sc.split_k : 1.0;
         work = tiles * slices;
-        busiest_tiles = ceil_nonnegative(ceil_nonnegative(work / xcds) / units_per_xcd);
-        busiest_iters = busiest_tiles * ceil_nonnegative(iters / slices);
-        if (slices > 1.0 && group.reduction != GemmReduction::in_place) {
-          const bool fp32 = group.reduction == GemmReduction::workspace_fp32;
+        ct.busiest_tiles = ceil_nonnegative(ceil_nonnegative(work / xcds) / units_per_xcd);
+        ct.busiest_iters = ct.busiest_tiles * ceil_nonnegative(iters / slices);
+        if (slices > 1.0 && sc.reduction != GemmReduction::in_place) {
+          const bool fp32 = sc.reduction == GemmReduction::workspace_fp32;
           const double partials_us = fp32 ? split_k_partials_us : split_k_output_partials_us;
           out_bytes = fp32 ? kAccumulatorBytes : c_bytes;
           // The GEMM itself reads A and B at least once and writes partials per slice.
-          group_floor_us = std::max(floor_us, (operands_us + partials_us * slices) * kQuickBoundSlack);
-          reduction_us = partials_us * slices + split_k_output_us;
+          ct.floor_us = std::max(floor_us, (operands_us + partials_us * slices) * kQuickBoundSlack);
+          ct.reduction_us = partials_us * slices + split_k_output_us;
         }
       }
-      // Each tile's pipeline fill and output store, as much as is left exposed (the
-      // epilogue's vector operations and stream-K fixups only add to this).
-      const double per_tile_us =
-          group.traits.fill_us + group.tile_elements * out_bytes * std::min(units, work) / hbm_bytes_per_us;
-      const double overhead_us =
-          (busiest_tiles * group.exposed_overhead + (1.0 - group.exposed_overhead)) * per_tile_us;
-      const double unit_us = busiest_iters * group.traits.iter_us + overhead_us;
-      const double extra_us =
-          group.traits.setup_us + reduction_us + (group.traits.k_major_only ? transpose_us : 0.0);
-      bound[g] =
-          launch_us + std::max(unit_us * kQuickBoundSlack, group_floor_us) + extra_us * kQuickBoundSlack;
+      // The output store of a tile (its epilogue's vector operations and stream-K fixups
+      // only add to this).
+      ct.store_us = sc.tile_elements * out_bytes * std::min(units, work) / hbm_bytes_per_us;
+    }
+  }
+  std::size_t first = 0;
+  double first_bound = std::numeric_limits<double>::infinity();
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    if (quick) {
+      const QuickBoundTerms& q = pg.quick[g];
+      const ClassTerms& ct = class_terms[q.schedule_class];
+      // Each tile's pipeline fill and output store, as much as is left exposed.
+      const double per_tile_us = q.fill_us + ct.store_us;
+      const double overhead_us = (ct.busiest_tiles * q.exposed_overhead + (1.0 - q.exposed_overhead)) * per_tile_us;
+      const double unit_us = ct.busiest_iters * q.iter_us + overhead_us;
+      const double extra_us = q.setup_us + ct.reduction_us + (q.k_major_only ? transpose_us : 0.0);
+      bound[g] = launch_us + std::max(unit_us * kQuickBoundSlack, ct.floor_us) + extra_us * kQuickBoundSlack;
     } else {
       bound[g] = 0.0;
     }
-    if (bound[g] < bound[first]) first = g;
+    if (bound[g] < first_bound) first_bound = bound[g], first = g;
   }
 
   RankedConfig best;

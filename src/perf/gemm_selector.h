@@ -53,21 +53,36 @@ class GemmSelector {
   struct Group {
     GemmKernelTraits traits;
     std::vector<std::size_t> members;  // candidate indices, ascending
-    // For the quick bound: this kernel's rows in the per-shape tile-count tables.
-    std::size_t m_class = 0, n_class = 0, k_class = 0;
-    GemmDecomposition decomposition = GemmDecomposition::data_parallel;
-    double split_k = 1.0;
-    GemmReduction reduction = GemmReduction::workspace_fp32;
-    double tile_elements = 0.0;     // tile_m x tile_n
-    double exposed_overhead = 0.0;  // share of a tile's fill + epilogue left exposed
   };
   struct TileClass {  // a tile edge with the cluster edge it is rounded up to
     double tile = 0.0, cluster = 1.0;
     bool operator==(const TileClass&) const = default;
   };
+  // Kernels whose quick bound shares its tile counts, work split, reduction and HBM floor
+  // for every shape: the same tile classes, decomposition and CTAs per unit. Per shape these
+  // terms are computed once per class, not once per kernel.
+  struct ScheduleClass {
+    std::size_t m_class = 0, n_class = 0, k_class = 0;
+    GemmDecomposition decomposition = GemmDecomposition::data_parallel;
+    double split_k = 1.0;
+    GemmReduction reduction = GemmReduction::workspace_fp32;
+    double tile_elements = 0.0;  // tile_m x tile_n
+    double ctas_per_unit = 1.0;
+    bool operator==(const ScheduleClass&) const = default;
+  };
+  // What the quick bound reads of one group, kept contiguous (the loop over groups is the
+  // selector's hot path).
+  struct QuickBoundTerms {
+    std::size_t schedule_class = 0;
+    double fill_us = 0.0, iter_us = 0.0, setup_us = 0.0;
+    double exposed_overhead = 0.0;  // share of a tile's fill + epilogue left exposed
+    bool k_major_only = false;
+  };
   struct PrecisionGroups {
     std::vector<Group> groups;
+    std::vector<QuickBoundTerms> quick;  // one per group, same order
     std::vector<TileClass> m_classes, n_classes, k_classes;
+    std::vector<ScheduleClass> schedule_classes;
   };
   void add_quick_bound_classes(PrecisionGroups& pg);
 
