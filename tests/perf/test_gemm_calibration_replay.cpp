@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/error.h"
 #include "core/text_file.h"
 #include "perf/gemm_calibration_run.h"
 #include "perf/gemm_config.h"
@@ -43,6 +44,47 @@ TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
   // The fit improves on the starting parameters on shapes it never saw.
   EXPECT_GT(run.held_out_after.geomean_ratio, run.held_out_before.geomean_ratio);
   EXPECT_LT(run.held_out_after.mean_abs_log_error, run.held_out_before.mean_abs_log_error);
+}
+
+// The second H200 record also times every configuration on the heuristic's list: the best of
+// each list, on the recorded held-out shapes, is recomputed from the measurements alone.
+TEST(GemmCalibrationReplay, BestOfTheHeuristicsListIsRecomputedFromTheRecord) {
+  const std::string oracle_path = kResults + "gemm-oracle-20261130b-h200.json.xz";
+  const GemmOracle oracle = load_gemm_oracle(oracle_path);
+  const nlohmann::json recorded =
+      nlohmann::json::parse(read_text_file(kResults + "gemm-selection-20261130b-h200.json"));
+  GemmCalibrationRun run;
+  for (const nlohmann::json& c : recorded["held_out_choices"]) {
+    GemmCalibrationRun::ShapeChoice choice;
+    choice.id = c["id"].get<std::string>();
+    choice.oracle_us = c["oracle_us"].get<double>();
+    run.held_out_choices.push_back(choice);
+  }
+  compare_heuristic_lists(run, oracle, oracle, oracle_path);
+  ASSERT_TRUE(run.heuristic_lists.has_value());
+  const nlohmann::json& rec = recorded["heuristic_lists"];
+  const GemmCalibrationRun::HeuristicLists& h = *run.heuristic_lists;
+  EXPECT_EQ(h.shapes, rec["held_out_shapes"].get<std::size_t>());
+  EXPECT_NEAR(h.best_of_list_geomean, rec["best_of_list_geomean_oracle_over_selected"].get<double>(), 1e-12);
+  EXPECT_NEAR(h.best_of_list_p5, rec["best_of_list_p5_oracle_over_selected"].get<double>(), 1e-12);
+  // Every listed configuration was timed; a list headed by the top-1 does better than it.
+  EXPECT_DOUBLE_EQ(h.mean_timed, h.mean_listed);
+  EXPECT_GT(h.best_of_list_geomean, recorded["metrics"]["cublaslt_top1_geomean"].get<double>());
+  EXPECT_LE(h.best_of_list_geomean, 1.0);
+  EXPECT_GT(h.query_us_median, 0.0);
+
+  // Lists from another GPU, or a record without lists, are refused by name.
+  GemmOracle other = oracle;
+  other.gpu = "NVIDIA H100";
+  EXPECT_THROW(compare_heuristic_lists(run, oracle, other, "other.json"), ConfigError);
+  const GemmOracle old = load_gemm_oracle(kResults + "gemm-oracle-20261130-h200.json.xz");
+  try {
+    compare_heuristic_lists(run, oracle, old, "old.json");
+    ADD_FAILURE() << "a record without lists was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("old.json: no shape records the heuristic's list"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(GemmCalibrationReplay, KernelFamilyRoundTripsThroughText) {

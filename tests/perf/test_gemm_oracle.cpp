@@ -123,6 +123,24 @@ void expect_error(const json& j, const std::string& fragment) {
   }
 }
 
+// Records since the heuristic's list was added carry it in order, with the query's CPU time;
+// older ones read as an empty list.
+TEST(GemmOracle, ReadsTheHeuristicsList) {
+  json j = fixture();
+  EXPECT_TRUE(parse_gemm_oracle(j.dump(), "x").shapes[0].heuristic_listed.empty());
+  j["shapes"][0]["heuristic"]["listed"] = {"a66.t23.s16.k1.r0.w1.c3.o0", "a66.t20.s16.k1.r0.w1.c3.o0"};
+  j["shapes"][0]["heuristic"]["list_query_us"] = 81.5;
+  const OracleShape s = parse_gemm_oracle(j.dump(), "x").shapes[0];
+  EXPECT_EQ(s.heuristic_listed,
+            (std::vector<std::string>{"a66.t23.s16.k1.r0.w1.c3.o0", "a66.t20.s16.k1.r0.w1.c3.o0"}));
+  EXPECT_DOUBLE_EQ(s.heuristic_list_query_us, 81.5);
+  j["shapes"][0]["heuristic"]["listed"][1] = 7;
+  expect_error(j, "$.shapes[0].heuristic.listed[1]: expected a configuration key (string)");
+  j["shapes"][0]["heuristic"]["listed"] = {"a66.t23.s16.k1.r0.w1.c3.o0"};
+  j["shapes"][0]["heuristic"].erase("list_query_us");
+  expect_error(j, "$.shapes[0].heuristic.list_query_us: missing");
+}
+
 TEST(GemmOracle, NamesTheFaultyField) {
   json j = fixture();
   j["shapes"][0]["candidates"][1].erase(9);
