@@ -140,7 +140,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
   });
 
   struct CalibrateOptions {
-    std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report, heuristic_lists;
+    std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report, heuristic_lists, repeat_oracle;
     double fraction = 0.05;
   };
   auto cal = std::make_shared<CalibrateOptions>();
@@ -157,6 +157,9 @@ void add_gemm_command(CLI::App& app, Action& action) {
   calibrate->add_option("--heuristic-lists", cal->heuristic_lists,
                         "a gemm bench record of the same GPU that lists the heuristic's first choices per shape: "
                         "report the best of each list on the held-out shapes");
+  calibrate->add_option("--repeat-oracle", cal->repeat_oracle,
+                        "a second gemm bench record of the same shapes and GPU: report how far it reproduces the "
+                        "oracle's own choices (the ceiling of any selection judged on one run)");
   calibrate->callback([cal, &action] {
     action = [cal] {
       const Hardware hw = load_hardware_by_name(cal->hw, cal->hw_dir);
@@ -182,8 +185,23 @@ void add_gemm_command(CLI::App& app, Action& action) {
       line("held out, starting params", r.held_out_before);
       line("held out, fitted params", r.held_out_after);
       line("calibration shapes, fitted", r.calibration_after);
+      for (const auto& [name, t] : {std::pair{"oracle under", &r.short_kernels}, std::pair{"oracle from", &r.longer_kernels}})
+        std::printf("held out, %s %2.0f us %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  | heuristic geomean %.4f  "
+                    "p5 %.4f\n",
+                    name, kShortKernelUs, t->shapes, t->model_geomean, t->model_p5, t->heuristic_geomean,
+                    t->heuristic_p5);
       std::printf("selection cost per new shape: %.2f us of CPU over %zu configurations\n", r.selection_us_per_shape,
                   r.selection_pool);
+      if (!cal->repeat_oracle.empty()) {
+        r.reproducibility = oracle_reproducibility(oracle, load_gemm_oracle(cal->repeat_oracle), cal->repeat_oracle);
+        const OracleReproducibility& rep = *r.reproducibility;
+        std::printf("the oracle's own choices on its repeat: geomean %.4f  p5 %.4f (%zu shapes); best under %.0f us "
+                    "%.4f / %.4f (%zu), longer %.4f / %.4f (%zu); one configuration's |log ratio| median %.3f, "
+                    "p90 %.3f\n",
+                    rep.all.geomean, rep.all.p5, rep.all.shapes, kShortKernelUs, rep.short_kernels.geomean,
+                    rep.short_kernels.p5, rep.short_kernels.shapes, rep.longer_kernels.geomean, rep.longer_kernels.p5,
+                    rep.longer_kernels.shapes, rep.median_abs_log_ratio, rep.p90_abs_log_ratio);
+      }
       if (!cal->heuristic_lists.empty()) {
         compare_heuristic_lists(r, oracle, load_gemm_oracle(cal->heuristic_lists), cal->heuristic_lists);
         const GemmCalibrationRun::HeuristicLists& h = *r.heuristic_lists;
@@ -205,6 +223,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
                                     " --fraction " + std::to_string(cal->fraction) +
                                     (cal->params_out.empty() ? "" : " --params-out " + cal->params_out) +
                                     (cal->heuristic_lists.empty() ? "" : " --heuristic-lists " + cal->heuristic_lists) +
+                                    (cal->repeat_oracle.empty() ? "" : " --repeat-oracle " + cal->repeat_oracle) +
                                     " --report " + cal->report;
         std::ofstream out(cal->report);
         out << gemm_calibration_json(r, oracle, cal->oracle, command, commit ? commit : "unknown", date);

@@ -96,6 +96,19 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
     r.held_out_choices.push_back(std::move(c));
   }
 
+  const auto split = [&](bool short_kernels) {
+    std::vector<double> model, heuristic;
+    for (const GemmCalibrationRun::ShapeChoice& c : r.held_out_choices) {
+      if ((c.oracle_us < kShortKernelUs) != short_kernels || !(c.selected_us > 0.0)) continue;
+      model.push_back(c.oracle_us / c.selected_us);
+      if (c.heuristic_us > 0.0) heuristic.push_back(std::min(1.0, c.oracle_us / c.heuristic_us));
+    }
+    return GemmCalibrationRun::ChoicesByKernelTime{model.size(), geomean(model), percentile(model, 0.05),
+                                                   geomean(heuristic), percentile(heuristic, 0.05)};
+  };
+  r.short_kernels = split(true);
+  r.longer_kernels = split(false);
+
   // Selection cost for a new shape: the selector over every described configuration that
   // runs the shape as it is (a transposed kernel's description applies to the transposed
   // product only).
@@ -225,6 +238,32 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
                        {"heuristic_us", choice.heuristic_us}});
   j["held_out_choices"] = std::move(choices);
   j["selection_us_per_new_shape"] = r.selection_us_per_shape;
+  const auto by_time = [](const GemmCalibrationRun::ChoicesByKernelTime& t) {
+    return nlohmann::json{{"shapes", t.shapes},
+                          {"geomean_oracle_over_selected", t.model_geomean},
+                          {"p5_oracle_over_selected", t.model_p5},
+                          {"heuristic_geomean_oracle_over_selected", t.heuristic_geomean},
+                          {"heuristic_p5_oracle_over_selected", t.heuristic_p5}};
+  };
+  j["held_out_by_kernel_time"] = {{"short_kernel_us", kShortKernelUs},
+                                  {"short_kernels", by_time(r.short_kernels)},
+                                  {"longer_kernels", by_time(r.longer_kernels)}};
+  if (r.reproducibility) {
+    const OracleReproducibility& o = *r.reproducibility;
+    const auto reproduced = [](const ReproducedChoices& rc) {
+      return nlohmann::json{{"shapes", rc.shapes}, {"geomean_oracle_over_selected", rc.geomean},
+                            {"p5_oracle_over_selected", rc.p5}};
+    };
+    j["reproducibility"] = {{"repeat", o.repeat},
+                            {"note", "the oracle's own fastest configuration per shape, judged on the repeat"},
+                            {"all", reproduced(o.all)},
+                            {"short_kernel_us", kShortKernelUs},
+                            {"short_kernels", reproduced(o.short_kernels)},
+                            {"longer_kernels", reproduced(o.longer_kernels)},
+                            {"configurations_in_both", o.configurations},
+                            {"median_abs_log_ratio", o.median_abs_log_ratio},
+                            {"p90_abs_log_ratio", o.p90_abs_log_ratio}};
+  }
   if (r.heuristic_lists) {
     const GemmCalibrationRun::HeuristicLists& h = *r.heuristic_lists;
     j["heuristic_lists"] = {{"record", h.record},

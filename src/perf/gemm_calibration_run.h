@@ -10,6 +10,7 @@
 #include "perf/gemm_model_params.h"
 #include "perf/gemm_oracle.h"
 #include "perf/gemm_oracle_measurements.h"
+#include "perf/gemm_oracle_repeat.h"
 
 namespace hetrec {
 
@@ -34,6 +35,13 @@ struct GemmCalibrationRun {
     std::string oracle;  // the fastest described candidate's key
   };
   std::vector<ShapeChoice> held_out_choices;
+  // The held-out choices split at kShortKernelUs of the oracle time (gemm_oracle_repeat.h:
+  // below it, run-to-run variation alone costs a selector several percent).
+  struct ChoicesByKernelTime {
+    std::size_t shapes = 0;
+    double model_geomean = 0.0, model_p5 = 0.0, heuristic_geomean = 0.0, heuristic_p5 = 0.0;
+  };
+  ChoicesByKernelTime short_kernels, longer_kernels;
 
   // On the held-out shapes, the best of cuBLASLt's own first choices (timed by the oracle):
   // what any re-ranking of the heuristic's list could reach at most. Set by
@@ -47,6 +55,8 @@ struct GemmCalibrationRun {
     std::string record;            // the record the lists came from
   };
   std::optional<HeuristicLists> heuristic_lists;
+  // How far a repeat of the oracle reproduces its choices (set by the caller).
+  std::optional<OracleReproducibility> reproducibility;
 };
 
 // `max_fraction` of the described shapes (at most) are used for the fit.

@@ -87,6 +87,23 @@ TEST(GemmCalibrationReplay, BestOfTheHeuristicsListIsRecomputedFromTheRecord) {
   }
 }
 
+// The two H200 records of the same suite: how far the first's choices hold on the second,
+// recomputed from the measurements alone.
+TEST(GemmCalibrationReplay, ReproducibilityOfTheOracleIsRecomputedFromTheRecords) {
+  const GemmOracle first = load_gemm_oracle(kResults + "gemm-oracle-20261130b-h200.json.xz");
+  const GemmOracle repeat = load_gemm_oracle(kResults + "gemm-oracle-20261130-h200.json.xz");
+  const nlohmann::json rec = nlohmann::json::parse(
+      read_text_file(kResults + "gemm-selection-20261130b-h200.json"))["reproducibility"];
+  const OracleReproducibility r = oracle_reproducibility(first, repeat, "repeat");
+  EXPECT_EQ(r.all.shapes, rec["all"]["shapes"].get<std::size_t>());
+  EXPECT_NEAR(r.all.geomean, rec["all"]["geomean_oracle_over_selected"].get<double>(), 1e-12);
+  EXPECT_NEAR(r.short_kernels.geomean, rec["short_kernels"]["geomean_oracle_over_selected"].get<double>(), 1e-12);
+  EXPECT_NEAR(r.longer_kernels.p5, rec["longer_kernels"]["p5_oracle_over_selected"].get<double>(), 1e-12);
+  EXPECT_EQ(r.configurations, rec["configurations_in_both"].get<std::size_t>());
+  // Short kernels reproduce worse than longer ones.
+  EXPECT_LT(r.short_kernels.geomean, r.longer_kernels.geomean);
+}
+
 TEST(GemmCalibrationReplay, KernelFamilyRoundTripsThroughText) {
   GemmConfig c;
   c.family = 66;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -12,6 +13,7 @@
 
 #include "core/error.h"
 #include "perf/gemm_oracle.h"
+#include "perf/gemm_oracle_repeat.h"
 
 namespace hetrec {
 namespace {
@@ -139,6 +141,40 @@ TEST(GemmOracle, ReadsTheHeuristicsList) {
   j["shapes"][0]["heuristic"]["listed"] = {"a66.t23.s16.k1.r0.w1.c3.o0"};
   j["shapes"][0]["heuristic"].erase("list_query_us");
   expect_error(j, "$.shapes[0].heuristic.list_query_us: missing");
+}
+
+// The first run's fastest configuration, looked up in the repeat, against the repeat's best.
+TEST(GemmOracle, ReproducibilityJudgesTheFirstRunsChoiceOnTheRepeat) {
+  const GemmOracle first = parse_gemm_oracle(fixture().dump(), "first.json");  // tile 23 fastest (20.25)
+  json again = fixture();
+  again["shapes"][0]["candidates"] = json::array({candidate(20, 19.0), candidate(23, 22.0)});
+  again["shapes"][0]["heuristic"]["median_us"] = 21.0;
+  const GemmOracle repeat = parse_gemm_oracle(again.dump(), "repeat.json");
+  const OracleReproducibility r = oracle_reproducibility(first, repeat, "repeat.json");
+  EXPECT_EQ(r.all.shapes, 1u);
+  EXPECT_DOUBLE_EQ(r.all.geomean, 19.0 / 22.0);
+  EXPECT_DOUBLE_EQ(r.all.p5, 19.0 / 22.0);
+  EXPECT_EQ(r.longer_kernels.shapes, 1u);  // the repeat's best, 19 us, is not a short kernel
+  EXPECT_EQ(r.short_kernels.shapes, 0u);
+  EXPECT_EQ(r.configurations, 2u);
+  EXPECT_DOUBLE_EQ(r.p90_abs_log_ratio, std::abs(std::log(19.0 / 25.0)) * 0.9 + std::abs(std::log(22.0 / 20.25)) * 0.1);
+  // A repeat whose best is the heuristic's own timing is judged against that.
+  again["shapes"][0]["heuristic"]["median_us"] = 5.0;
+  const OracleReproducibility fast = oracle_reproducibility(first, parse_gemm_oracle(again.dump(), "r"), "r");
+  EXPECT_DOUBLE_EQ(fast.all.geomean, 5.0 / 22.0);
+  EXPECT_EQ(fast.short_kernels.shapes, 1u);
+
+  json other = again;
+  other["gpu"] = "NVIDIA H100";
+  EXPECT_THROW(oracle_reproducibility(first, parse_gemm_oracle(other.dump(), "h100.json"), "h100.json"), ConfigError);
+  other = again;
+  other["shapes"][0]["id"] = "another.shape";
+  try {
+    (void)oracle_reproducibility(first, parse_gemm_oracle(other.dump(), "other.json"), "other.json");
+    ADD_FAILURE() << "records sharing no shape were compared";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("other.json: shares no timed shape"), std::string::npos) << e.what();
+  }
 }
 
 TEST(GemmOracle, NamesTheFaultyField) {
