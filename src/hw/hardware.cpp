@@ -152,6 +152,18 @@ std::string_view issue_scope_name(IssueScope s) {
   return "?";
 }
 
+double Hardware::matrix_clock_share(MatrixPrecision p) const {
+  double mhz = 0.0;
+  switch (p) {
+    case MatrixPrecision::fp32: mhz = matrix_clock_mhz.fp32; break;
+    case MatrixPrecision::tf32: mhz = matrix_clock_mhz.tf32; break;
+    case MatrixPrecision::fp16: mhz = matrix_clock_mhz.fp16; break;
+    case MatrixPrecision::bf16: mhz = matrix_clock_mhz.bf16; break;
+    case MatrixPrecision::fp8: mhz = matrix_clock_mhz.fp8; break;
+  }
+  return mhz > 0.0 ? mhz / clock_mhz : 1.0;
+}
+
 double Hardware::dense_tflops_for(MatrixPrecision p) const {
   switch (p) {
     case MatrixPrecision::fp32:
@@ -218,6 +230,21 @@ Hardware load_hardware(const std::string& path) {
     hw.dense_tflops.bf16 = read.positive(d, "bf16");
     hw.dense_tflops.fp8 = read.optional_positive(d, "fp8");
     d.finish();
+  }
+  if (std::optional<TomlTableReader> mc = root.optional_table("matrix_clock_mhz")) {
+    const std::pair<const char*, double MatrixClocks::*> keys[] = {{"fp32", &MatrixClocks::fp32},
+                                                                   {"tf32", &MatrixClocks::tf32},
+                                                                   {"fp16", &MatrixClocks::fp16},
+                                                                   {"bf16", &MatrixClocks::bf16},
+                                                                   {"fp8", &MatrixClocks::fp8}};
+    for (const auto& [key, field] : keys) {
+      const double mhz = read.optional_positive(*mc, key);
+      if (mhz > hw.clock_mhz)
+        mc->fail(key, "a clock under load of " + std::to_string(mhz) + " MHz is above compute.clock_mhz (" +
+                          std::to_string(hw.clock_mhz) + ")");
+      hw.matrix_clock_mhz.*field = mhz;
+    }
+    mc->finish();
   }
   {
     TomlTableReader m = root.table("memory");

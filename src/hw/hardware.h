@@ -78,6 +78,17 @@ struct DenseRates {   // dense (non-sparse) TFLOP/s by precision; 0 = not suppor
   double fp8 = 0.0;
 };
 
+// Engine clock (MHz) measured under a sustained dense GEMM, by the pipe's precision; 0 = not
+// published (the GPU is then modelled at `clock_mhz`). Power-limited parts run dense matrix
+// work well below the boost clock their datasheet rates assume.
+struct MatrixClocks {
+  double fp32 = 0.0;
+  double tf32 = 0.0;
+  double fp16 = 0.0;
+  double bf16 = 0.0;
+  double fp8 = 0.0;
+};
+
 struct Hardware {
   std::string name;          // file stem, e.g. "h200_sxm"
   std::string display_name;  // "NVIDIA H200 SXM"
@@ -93,6 +104,7 @@ struct Hardware {
   int max_threads_per_block = 0;
   int max_cluster_size = 1;  // thread-block cluster limit; 1 = no clusters
   DenseRates dense_tflops;
+  MatrixClocks matrix_clock_mhz;  // [matrix_clock_mhz], optional
   std::vector<MatrixInstruction> matrix_instructions;
 
   // memory
@@ -124,6 +136,9 @@ struct Hardware {
   double l2_mb_per_xcd() const { return l2_mb / xcds; }
   // Dense TFLOP/s of the precision's pipe; 0 when the GPU has no such pipe.
   double dense_tflops_for(MatrixPrecision p) const;
+  // The clock a dense GEMM of precision p runs at, as a share of clock_mhz (1 where no
+  // measured clock is given).
+  double matrix_clock_share(MatrixPrecision p) const;
 };
 
 // Loads and validates one hardware file. Unknown keys, wrong types, missing keys, numbers

@@ -207,10 +207,13 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
                                      [&](const MatrixInstruction& o) {
                                        return o.precision == mi.precision && o.scope != IssueScope::warp;
                                      });
-  const double unit_flops_per_s = hw.dense_tflops_for(t.pipe) * kFlopsPerTflop / hw.compute_units *
+  // Datasheet rates assume the boost clock; where a clock under a dense GEMM is published,
+  // the whole unit (matrix pipe, shared memory, L2) runs at that instead.
+  const double clock_share = hw.matrix_clock_share(t.pipe);
+  const double unit_flops_per_s = hw.dense_tflops_for(t.pipe) * kFlopsPerTflop / hw.compute_units * clock_share *
                                   params.matrix_efficiency.of(t.pipe) *
                                   (t.legacy_instruction ? params.legacy_instruction_efficiency : 1.0);
-  const double clock_hz = hw.clock_mhz * kHzPerMhz;
+  const double clock_hz = hw.clock_mhz * clock_share * kHzPerMhz;
   t.iter_math_us = 2.0 * c.tile_m * c.tile_n * c.tile_k / unit_flops_per_s * kUsPerS;
   t.iter_feed_us =
       feed_bytes / (hw.shared_bytes_per_clock * clock_hz * params.shared_memory_efficiency) * kUsPerS;

@@ -327,6 +327,32 @@ TEST(HardwareErrors, MeasuredSection) {
   }
 }
 
+// The AMD parts carry their published clocks under a dense GEMM; the model's matrix rate
+// follows them, other GPUs run at clock_mhz.
+TEST(HardwareFiles, MatrixClocksUnderLoad) {
+  const Hardware mi300x = load_hardware_by_name("mi300x", kHwDir);
+  EXPECT_DOUBLE_EQ(mi300x.matrix_clock_mhz.bf16, 1207.0);
+  EXPECT_DOUBLE_EQ(mi300x.matrix_clock_share(MatrixPrecision::bf16), 1207.0 / 2100.0);
+  EXPECT_DOUBLE_EQ(mi300x.matrix_clock_share(MatrixPrecision::tf32), 1.0);  // none published
+  EXPECT_FALSE(mi300x.sources.at("matrix_clock_mhz.bf16").empty());
+  const Hardware mi325x = load_hardware_by_name("mi325x", kHwDir);
+  EXPECT_GT(mi325x.matrix_clock_share(MatrixPrecision::bf16), mi300x.matrix_clock_share(MatrixPrecision::bf16));
+  EXPECT_DOUBLE_EQ(load_hardware_by_name("h200_sxm", kHwDir).matrix_clock_share(MatrixPrecision::bf16), 1.0);
+}
+
+TEST(HardwareErrors, MatrixClocks) {
+  const std::string table = "[memory]";
+  std::string e = load_error(table, "[matrix_clock_mhz]\nbf16 = { value = 2500, source = \"x\" }\n\n[memory]");
+  EXPECT_NE(e.find("'matrix_clock_mhz.bf16': a clock under load of 2500"), std::string::npos) << e;
+  EXPECT_NE(e.find("is above compute.clock_mhz"), std::string::npos) << e;
+  e = load_error(table, "[matrix_clock_mhz]\nbf17 = { value = 1500, source = \"x\" }\n\n[memory]");
+  EXPECT_NE(e.find("bf17"), std::string::npos) << e;
+  e = load_error(table, "[matrix_clock_mhz]\nbf16 = { value = -1, source = \"x\" }\n\n[memory]");
+  EXPECT_NE(e.find("'matrix_clock_mhz.bf16': expected a positive number"), std::string::npos) << e;
+  e = load_error(table, "[matrix_clock_mhz]\nbf16 = 1500\n\n[memory]");
+  EXPECT_NE(e.find("matrix_clock_mhz.bf16"), std::string::npos) << e;  // no source
+}
+
 TEST(HardwareErrors, SyntaxErrorNamesTheLine) {
   TempDir dir;
   const std::string file =
