@@ -226,7 +226,6 @@ double geomean(const std::vector<double>& v) {
   return std::exp(s / double(v.size()));
 }
 
-
 std::vector<std::size_t> calibration_shape_indices(std::size_t shape_count, double max_fraction) {
   if (shape_count == 0) return {};
   if (!(max_fraction > 0.0) || max_fraction > 1.0)
