@@ -152,33 +152,28 @@ std::string_view issue_scope_name(IssueScope s) {
   return "?";
 }
 
-double Hardware::matrix_clock_share(MatrixPrecision p) const {
-  double mhz = 0.0;
-  switch (p) {
-    case MatrixPrecision::fp32: mhz = matrix_clock_mhz.fp32; break;
-    case MatrixPrecision::tf32: mhz = matrix_clock_mhz.tf32; break;
-    case MatrixPrecision::fp16: mhz = matrix_clock_mhz.fp16; break;
-    case MatrixPrecision::bf16: mhz = matrix_clock_mhz.bf16; break;
-    case MatrixPrecision::fp8: mhz = matrix_clock_mhz.fp8; break;
-  }
-  return mhz > 0.0 ? mhz / clock_mhz : 1.0;
-}
-
-double Hardware::dense_tflops_for(MatrixPrecision p) const {
+double PrecisionValues::of(MatrixPrecision p) const {
   switch (p) {
     case MatrixPrecision::fp32:
-      return dense_tflops.fp32;
+      return fp32;
     case MatrixPrecision::tf32:
-      return dense_tflops.tf32;
+      return tf32;
     case MatrixPrecision::fp16:
-      return dense_tflops.fp16;
+      return fp16;
     case MatrixPrecision::bf16:
-      return dense_tflops.bf16;
+      return bf16;
     case MatrixPrecision::fp8:
-      return dense_tflops.fp8;
+      return fp8;
   }
   return 0.0;
 }
+
+double Hardware::matrix_clock_share(MatrixPrecision p) const {
+  const double mhz = matrix_clock_mhz.of(p);
+  return mhz > 0.0 ? mhz / clock_mhz : 1.0;
+}
+
+double Hardware::dense_tflops_for(MatrixPrecision p) const { return dense_tflops.of(p); }
 
 Hardware load_hardware(const std::string& path) {
   const toml::table doc = parse_toml_file(path);
@@ -232,11 +227,11 @@ Hardware load_hardware(const std::string& path) {
     d.finish();
   }
   if (std::optional<TomlTableReader> mc = root.optional_table("matrix_clock_mhz")) {
-    const std::pair<const char*, double MatrixClocks::*> keys[] = {{"fp32", &MatrixClocks::fp32},
-                                                                   {"tf32", &MatrixClocks::tf32},
-                                                                   {"fp16", &MatrixClocks::fp16},
-                                                                   {"bf16", &MatrixClocks::bf16},
-                                                                   {"fp8", &MatrixClocks::fp8}};
+    const std::pair<const char*, double PrecisionValues::*> keys[] = {{"fp32", &PrecisionValues::fp32},
+                                                                      {"tf32", &PrecisionValues::tf32},
+                                                                      {"fp16", &PrecisionValues::fp16},
+                                                                      {"bf16", &PrecisionValues::bf16},
+                                                                      {"fp8", &PrecisionValues::fp8}};
     for (const auto& [key, field] : keys) {
       const double mhz = read.optional_positive(*mc, key);
       if (mhz > hw.clock_mhz)

@@ -70,24 +70,24 @@ struct MeasuredFacts {
   std::optional<double> l2_mb_reported;         // L2 size the driver reports
 };
 
-struct DenseRates {   // dense (non-sparse) TFLOP/s by precision; 0 = not supported natively
-  double fp32 = 0.0;  // non-matrix FP32 FMA pipes (AMD: also the FP32 MFMA rate)
-  double tf32 = 0.0;
-  double fp16 = 0.0;
-  double bf16 = 0.0;
-  double fp8 = 0.0;
-};
-
-// Engine clock (MHz) measured under a sustained dense GEMM, by the pipe's precision; 0 = not
-// published (the GPU is then modelled at `clock_mhz`). Power-limited parts run dense matrix
-// work well below the boost clock their datasheet rates assume.
-struct MatrixClocks {
+// One number per matrix precision (0 = none given).
+struct PrecisionValues {
   double fp32 = 0.0;
   double tf32 = 0.0;
   double fp16 = 0.0;
   double bf16 = 0.0;
   double fp8 = 0.0;
+  double of(MatrixPrecision p) const;
 };
+
+// Dense (non-sparse) TFLOP/s by precision; 0 = not supported natively. fp32 is the
+// non-matrix FP32 FMA pipes (AMD: also the FP32 MFMA rate).
+using DenseRates = PrecisionValues;
+
+// Engine clock (MHz) measured under a sustained dense GEMM, by the pipe's precision; 0 = not
+// published (the GPU is then modelled at `clock_mhz`). Power-limited parts run dense matrix
+// work well below the boost clock their datasheet rates assume.
+using MatrixClocks = PrecisionValues;
 
 struct Hardware {
   std::string name;          // file stem, e.g. "h200_sxm"
