@@ -145,11 +145,9 @@ std::optional<EnumeratedAlgo> check_config(cublasLtHandle_t handle, const Proble
 }
 
 std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
-                                  const Alignment& alignment, bool sixteen_bit_d, int count,
-                                  AlgoEnumeration& enumeration) {
+                                  std::span<const cublasLtMatmulAlgo_t> heuristic, AlgoEnumeration& enumeration) {
   std::size_t added = 0;
-  for (const cublasLtMatmulAlgo_t& algo :
-       heuristic_algos(handle, desc.desc, desc.a, desc.b, desc.d, workspace_limit, alignment, sixteen_bit_d, count)) {
+  for (const cublasLtMatmulAlgo_t& algo : heuristic) {
     if (find_config(enumeration.valid, read_algo_config(algo))) continue;
     if (auto checked = check_algo(handle, desc, algo, workspace_limit)) {
       enumeration.valid.push_back(*checked);

@@ -18,6 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -72,12 +73,11 @@ std::optional<EnumeratedAlgo> check_algo(cublasLtHandle_t handle, const MatmulDe
 // split-K) that are often among the fastest.
 inline constexpr int kHeuristicConfigs = 16;
 
-// Appends the heuristic's first `count` configurations (under the alignment and 16-bit-D
-// preferences of select_algo) that `enumeration` does not hold yet, each validated with
-// check_algo; returns how many were added.
+// Appends the configurations of the heuristic's list (heuristic_algos, queried by the
+// caller, who may need the list itself) that `enumeration` does not hold yet, each validated
+// with check_algo; returns how many were added.
 std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
-                                  const Alignment& alignment, bool sixteen_bit_d, int count,
-                                  AlgoEnumeration& enumeration);
+                                  std::span<const cublasLtMatmulAlgo_t> heuristic, AlgoEnumeration& enumeration);
 
 // One configuration by its attributes (a cached choice, say), validated with
 // cublasLtMatmulAlgoCheck for the problem; nullopt when cuBLASLt refuses it or it needs more

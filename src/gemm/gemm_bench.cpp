@@ -293,8 +293,7 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
   const bool heuristic_enumerated = cublaslt::find_config(enumeration.valid, heuristic_config).has_value();
   // The heuristic's further choices, which may lie outside the enumeration's bounds.
   const std::size_t heuristic_extra =
-      cublaslt::add_heuristic_configs(handle_, *desc, kWorkspaceBytes, cublaslt::Alignment{}, s.d_type != DType::f32,
-                                      cublaslt::kHeuristicConfigs, enumeration);
+      cublaslt::add_heuristic_configs(handle_, *desc, kWorkspaceBytes, heuristic_list, enumeration);
   auto heuristic_index = cublaslt::find_config(enumeration.valid, heuristic_config);
   std::string outside_bounds;
   if (!heuristic_enumerated) {
