@@ -36,6 +36,10 @@ constexpr auto kMaxDelayInWrite = 15ms;
 // At least this many kills must find a checkpoint being written, or the test did not
 // exercise what it is for.
 constexpr int kMinKillsDuringWrite = 15;
+// At least this many runs must resume from a checkpoint and say so. Every kill that waits
+// for a write and has a checkpoint behind it is one; a uniform strike may land before the
+// resume line on a loaded machine, so those are not counted on.
+constexpr int kMinResumesChecked = 15;
 constexpr auto kPollInterval = 1ms;
 constexpr auto kRunTimeout = 120s;
 
@@ -183,6 +187,14 @@ TEST(KillResume, FiftyKillsNeverTearACheckpointAndResumesFinishExactly) {
       EXPECT_EQ(expected_resume, "") << "run " << runner.runs << " ignored the checkpoints on disk";
     }
 
+    // A run that got as far as writing a checkpoint had passed its resume line.
+    const bool reached_a_write = !run->killed() || has_temporary_file_of(ckpt, run->pid()) ||
+                                 hetrec::list_checkpoints(ckpt.string()) != before;
+    if (!expected_resume.empty() && reached_a_write) {
+      EXPECT_FALSE(resumed.empty()) << "run " << runner.runs << " wrote a checkpoint without resuming from "
+                                    << expected_resume;
+    }
+
     if (run->killed()) {
       ++kills;
       if (has_temporary_file_of(ckpt, run->pid())) ++kills_during_write;
@@ -207,7 +219,7 @@ TEST(KillResume, FiftyKillsNeverTearACheckpointAndResumesFinishExactly) {
     ++chains;
   }
   EXPECT_GE(kills_during_write, kMinKillsDuringWrite) << "too few kills landed inside a checkpoint write";
-  EXPECT_GE(resumes_checked, kKills / 2);
+  EXPECT_GE(resumes_checked, kMinResumesChecked) << "too few runs resumed before they were killed";
   std::printf("%d kills (%d during a checkpoint write), %d resumes checked, %d chains completed, %d runs\n", kills,
               kills_during_write, resumes_checked, chains, runner.runs);
 }
