@@ -68,6 +68,9 @@ void add_hw_command(CLI::App& app, Action& action) {
                   p.copy_bytes / (1 << 20));
       for (const auto& [precision, tflops] : p.gemm_tflops)
         std::printf("  %-5s GEMM %d^3: %.1f TFLOP/s\n", precision.c_str(), p.gemm_size, tflops);
+      for (const kernels::ClusterUnits& u : p.cluster_units)
+        std::printf("  clusters of %2d CTAs at %d CTA(s) per SM: %3d co-resident, on %.0f SMs\n", u.cluster_size,
+                    u.ctas_per_unit, u.max_active_clusters, u.units());
       if (!path.empty()) std::printf("cache: %s\n", path.c_str());
     };
   });

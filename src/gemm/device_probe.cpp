@@ -30,7 +30,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kSchema = 1;
+constexpr int kSchema = 2;  // 2: cluster_units
 
 std::string why_validators_differ(const ProbeValidators& found, const ProbeValidators& expected) {
   if (found.gpu != expected.gpu) return "gpu is \"" + found.gpu + "\", this device is \"" + expected.gpu + "\"";
@@ -71,6 +71,13 @@ std::optional<DeviceProbe> load_device_probe(const std::string& path, const Prob
     p.copy_bytes = j.at("copy_bytes").get<double>();
     p.gemm_size = j.at("gemm_size").get<int>();
     for (const auto& [name, rate] : j.at("gemm_tflops").items()) p.gemm_tflops[name] = rate.get<double>();
+    for (const json& c : j.at("cluster_units")) {
+      const kernels::ClusterUnits u{c.at("size").get<int>(), c.at("ctas_per_unit").get<int>(),
+                                    c.at("max_active_clusters").get<int>()};
+      if (u.cluster_size < 2 || u.ctas_per_unit < 1 || u.max_active_clusters < 0)
+        return fail(path + ": cluster_units needs size >= 2, ctas_per_unit >= 1, max_active_clusters >= 0");
+      p.cluster_units.push_back(u);
+    }
     if (!(p.copy_tbs > 0)) return fail(path + ": copy_tbs must be positive");
     for (const auto& [name, rate] : p.gemm_tflops)
       if (!(rate > 0)) return fail(path + ": gemm_tflops." + name + " must be positive");
@@ -90,7 +97,11 @@ void save_device_probe(const DeviceProbe& p, const std::string& path) {
             {"copy_tbs", p.copy_tbs},
             {"copy_bytes", p.copy_bytes},
             {"gemm_size", p.gemm_size},
-            {"gemm_tflops", p.gemm_tflops}};
+            {"gemm_tflops", p.gemm_tflops},
+            {"cluster_units", json::array()}};
+  for (const kernels::ClusterUnits& u : p.cluster_units)
+    j["cluster_units"].push_back(
+        {{"size", u.cluster_size}, {"ctas_per_unit", u.ctas_per_unit}, {"max_active_clusters", u.max_active_clusters}});
   const std::filesystem::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
@@ -225,6 +236,7 @@ DeviceProbe measure_device_probe(int device_index) {
     p.gemm_tflops[pr.name] = flops / (ms * 1e-3) / 1e12;
   }
   stream.synchronize();
+  p.cluster_units = kernels::measure_cluster_units(device_index);
   return p;
 }
 

@@ -5,14 +5,17 @@
 // `hetrec hw probe` use them.
 //
 // Cache file (JSON, one object): "schema", the validators "gpu", "driver", "runtime",
-// "library" (what the rates depend on), "date", "copy_tbs", "copy_bytes", "gemm_size" and
-// "gemm_tflops" {precision: TFLOP/s}. A file written under other validators is measured
+// "library" (what the rates depend on), "date", "copy_tbs", "copy_bytes", "gemm_size",
+// "gemm_tflops" {precision: TFLOP/s} and "cluster_units" [{"size", "ctas_per_unit",
+// "max_active_clusters"}] (empty without thread-block clusters). A file written under other validators is measured
 // again; a damaged one is replaced with a warning naming the file and what was wrong.
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/log.h"
+#include "kernels/cluster_occupancy.h"
 
 namespace hetrec {
 
@@ -31,6 +34,7 @@ struct DeviceProbe {
   double copy_bytes = 0;   // size of the copied buffer
   int gemm_size = 0;       // M = N = K of the timed GEMMs
   std::map<std::string, double> gemm_tflops;  // "fp32", "tf32", "bf16", "fp16": median TFLOP/s
+  std::vector<kernels::ClusterUnits> cluster_units;  // the driver's cluster occupancy
 };
 
 // The dense rate for a precision name, or InternalError naming the missing precision.

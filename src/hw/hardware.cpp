@@ -1,6 +1,7 @@
 #include "hw/hardware.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -175,6 +176,13 @@ double Hardware::matrix_clock_share(MatrixPrecision p) const {
 
 double Hardware::dense_tflops_for(MatrixPrecision p) const { return dense_tflops.of(p); }
 
+int Hardware::units_for_clusters(int cluster_size, int ctas_per_unit) const {
+  if (cluster_size < 2) return compute_units;
+  const std::map<int, int>& table = ctas_per_unit >= 2 ? cluster_units_two_ctas : cluster_units_one_cta;
+  const auto it = table.find(cluster_size);
+  return it == table.end() ? compute_units : it->second;
+}
+
 Hardware load_hardware(const std::string& path) {
   const toml::table doc = parse_toml_file(path);
   TomlTableReader root(doc, path, "");
@@ -240,6 +248,31 @@ Hardware load_hardware(const std::string& path) {
       hw.matrix_clock_mhz.*field = mhz;
     }
     mc->finish();
+  }
+  if (std::optional<TomlTableReader> cu = root.optional_table("cluster_units")) {
+    if (hw.max_cluster_size < 2) root.fail("cluster_units", "given although compute.max_cluster_size allows no clusters");
+    const std::pair<const char*, std::map<int, int> Hardware::*> tables[] = {
+        {"one_cta_per_unit", &Hardware::cluster_units_one_cta},
+        {"two_ctas_per_unit", &Hardware::cluster_units_two_ctas}};
+    for (const auto& [name, field] : tables) {
+      std::optional<TomlTableReader> t = cu->optional_table(name);
+      if (!t) continue;
+      for (const std::string& key : t->keys()) {
+        int size = 0;
+        const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), size);
+        if (ec != std::errc() || end != key.data() + key.size() || size < 2 || size > hw.max_cluster_size ||
+            (size & (size - 1)) != 0)
+          t->fail(key, "expected a cluster size: a power of two from 2 to compute.max_cluster_size (" +
+                           std::to_string(hw.max_cluster_size) + ")");
+        const int units = read.positive_int(*t, key);
+        if (units > hw.compute_units || units < size)
+          t->fail(key, "expected between the cluster size and compute.units (" + std::to_string(hw.compute_units) +
+                           "), found " + std::to_string(units));
+        (hw.*field)[size] = units;
+      }
+      t->finish();
+    }
+    cu->finish();
   }
   {
     TomlTableReader m = root.table("memory");

@@ -103,6 +103,11 @@ struct Hardware {
   int max_threads_per_unit = 0;
   int max_threads_per_block = 0;
   int max_cluster_size = 1;  // thread-block cluster limit; 1 = no clusters
+  // [cluster_units], optional: the SMs a grid of clusters of a size occupies at once, at one
+  // ([cluster_units.one_cta_per_unit]) and at two resident CTAs per SM; a cluster's CTAs
+  // share one GPC, whose SMs need not divide by the cluster size. Keyed by cluster size.
+  std::map<int, int> cluster_units_one_cta;
+  std::map<int, int> cluster_units_two_ctas;
   DenseRates dense_tflops;
   MatrixClocks matrix_clock_mhz;  // [matrix_clock_mhz], optional
   std::vector<MatrixInstruction> matrix_instructions;
@@ -133,6 +138,10 @@ struct Hardware {
   std::string path;  // the file it was loaded from
 
   int units_per_xcd() const { return compute_units / xcds; }
+  // The units a grid of `cluster_size`-CTA clusters keeps busy at `ctas_per_unit` resident
+  // CTAs per unit ([cluster_units]; two or more CTAs read the two-CTA figure). All units
+  // where the file gives no figure for the size.
+  int units_for_clusters(int cluster_size, int ctas_per_unit) const;
   double l2_mb_per_xcd() const { return l2_mb / xcds; }
   // Dense TFLOP/s of the precision's pipe; 0 when the GPU has no such pipe.
   double dense_tflops_for(MatrixPrecision p) const;

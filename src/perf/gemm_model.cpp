@@ -265,8 +265,10 @@ GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, co
   s.tiles_n = round_up(ceil_div(p.n, c.tile_n), c.cluster_n);
   s.tiles = s.tiles_m * s.tiles_n * p.batch;
   s.k_iters = ceil_div(p.k, c.tile_k);
-  const int64_t units = hw.compute_units;
-  const int64_t units_per_xcd = hw.units_per_xcd();
+  // The units the grid can use at once: all of them, or fewer where clusters do not fill
+  // every GPC.
+  const int64_t units = hw.units_for_clusters(c.cluster_m * c.cluster_n, t.ctas_per_unit);
+  const int64_t units_per_xcd = units / hw.xcds;
   const bool stream_k = c.decomposition == GemmDecomposition::stream_k;
   double tiles_on_busiest_unit = 0.0;
   if (stream_k) {
@@ -378,7 +380,7 @@ GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& par
   const double tm = double(s.tiles_m), tn = double(s.tiles_n);
   const double a_sub = m * k_slice * t.a_bytes, b_sub = n * k_slice * t.b_bytes;
   const double a_panel = a_sub / tm, b_panel = b_sub / tn;
-  const double slots = double(hw.compute_units) * t.ctas_per_unit;
+  const double slots = double(hw.units_for_clusters(c.cluster_m * c.cluster_n, t.ctas_per_unit)) * t.ctas_per_unit;
   const double wave = std::min(slots, tm * tn);
   const double waves = tm * tn / wave;
   WaveFootprint fp;

@@ -1,6 +1,7 @@
 #include "perf/gemm_selector.h"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <limits>
 #include <map>
@@ -164,6 +165,7 @@ void GemmSelector::add_quick_bound_classes(PrecisionGroups& pg) {
     sc.reduction = c.reduction;
     sc.tile_elements = double(c.tile_m) * c.tile_n;
     sc.ctas_per_unit = double(g.traits.ctas_per_unit);
+    sc.units = double(hw_.units_for_clusters(c.cluster_m * c.cluster_n, g.traits.ctas_per_unit));
     QuickBoundTerms q;
     q.schedule_class = class_of(pg.schedule_classes, sc);
     q.fill_us = g.traits.fill_us;
@@ -239,8 +241,7 @@ RankedConfig GemmSelector::select(const GemmProblem& problem) const {
   auto tiles_along = [](double extent, const TileClass& c) {
     return ceil_nonnegative(ceil_nonnegative(extent / c.tile) / c.cluster) * c.cluster;
   };
-  const double units = double(hw_.compute_units), xcds = double(hw_.xcds),
-               units_per_xcd = double(hw_.units_per_xcd());
+  const double xcds = double(hw_.xcds);
   if (quick) {
     for (std::size_t i = 0; i < pg.m_classes.size(); ++i)
       tiles_m[i] = tiles_along(double(problem.m), pg.m_classes[i]);
@@ -253,6 +254,7 @@ RankedConfig GemmSelector::select(const GemmProblem& problem) const {
       ClassTerms& ct = class_terms[i];
       const double tiles = tiles_m[sc.m_class] * tiles_n[sc.n_class] * batch;
       const double iters = k_iters[sc.k_class];
+      const double units = sc.units, units_per_xcd = std::floor(sc.units / xcds);
       double work = 0.0, out_bytes = output_bytes;
       ct.floor_us = floor_us;
       if (sc.decomposition == GemmDecomposition::stream_k) {

@@ -68,6 +68,7 @@ class GemmSelector {
     GemmReduction reduction = GemmReduction::workspace_fp32;
     double tile_elements = 0.0;  // tile_m x tile_n
     double ctas_per_unit = 1.0;
+    double units = 0.0;  // the units the grid can use at once (Hardware::units_for_clusters)
     bool operator==(const ScheduleClass&) const = default;
   };
   // What the quick bound reads of one group, kept contiguous (the loop over groups is the

@@ -33,6 +33,7 @@ class DeviceProbeCache : public ::testing::Test {
     p.copy_bytes = 1073741824.0;
     p.gemm_size = 8192;
     p.gemm_tflops = {{"fp32", 51.5}, {"tf32", 372.25}, {"bf16", 781.5}, {"fp16", 790.125}};
+    p.cluster_units = {{2, 1, 66}, {4, 1, 31}, {8, 2, 30}};
     return p;
   }
 
@@ -52,6 +53,14 @@ TEST_F(DeviceProbeCache, RoundTripsExactly) {
   EXPECT_EQ(back->copy_bytes, p.copy_bytes);
   EXPECT_EQ(back->gemm_size, p.gemm_size);
   EXPECT_EQ(back->gemm_tflops, p.gemm_tflops);
+  ASSERT_EQ(back->cluster_units.size(), p.cluster_units.size());
+  for (std::size_t i = 0; i < p.cluster_units.size(); ++i) {
+    EXPECT_EQ(back->cluster_units[i].cluster_size, p.cluster_units[i].cluster_size);
+    EXPECT_EQ(back->cluster_units[i].ctas_per_unit, p.cluster_units[i].ctas_per_unit);
+    EXPECT_EQ(back->cluster_units[i].max_active_clusters, p.cluster_units[i].max_active_clusters);
+  }
+  EXPECT_EQ(back->cluster_units[1].units(), 124.0);
+  EXPECT_EQ(back->cluster_units[2].units(), 120.0);
   EXPECT_EQ(probe_gemm_tflops(*back, "bf16"), 781.5);
   EXPECT_THROW(probe_gemm_tflops(*back, "fp8"), InternalError);
 }
@@ -101,10 +110,16 @@ TEST_F(DeviceProbeCache, DamagedOrMissingFilesAreRefused) {
   EXPECT_NE(why.find("copy_tbs must be positive"), std::string::npos) << why;
 
   bad = text;
-  bad.replace(bad.find("\"schema\": 1"), 11, "\"schema\": 9");
+  bad.replace(bad.find("\"schema\": 2"), 11, "\"schema\": 9");
   write(bad);
   EXPECT_FALSE(load_device_probe(path_, p.validators, &why).has_value());
   EXPECT_NE(why.find("schema"), std::string::npos) << why;
+
+  bad = text;
+  bad.replace(bad.find("\"size\": 4"), 9, "\"size\": 1");
+  write(bad);
+  EXPECT_FALSE(load_device_probe(path_, p.validators, &why).has_value());
+  EXPECT_NE(why.find("cluster_units needs size >= 2"), std::string::npos) << why;
 
   bad = text;
   bad.replace(bad.find("\"gemm_size\": 8192"), 17, "\"gemm_size\": \"x\"");

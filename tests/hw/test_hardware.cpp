@@ -353,6 +353,43 @@ TEST(HardwareErrors, MatrixClocks) {
   EXPECT_NE(e.find("matrix_clock_mhz.bf16"), std::string::npos) << e;  // no source
 }
 
+// The H200 carries its measured cluster occupancy: 4- and 8-CTA clusters fill 120 of the
+// 132 SMs at one CTA per SM. Sizes without a figure, and GPUs without one, use every unit.
+TEST(HardwareFiles, ClusterUnits) {
+  const Hardware h200 = load_hardware_by_name("h200_sxm", kHwDir);
+  EXPECT_EQ(h200.units_for_clusters(1, 1), 132);
+  EXPECT_EQ(h200.units_for_clusters(2, 1), 132);
+  EXPECT_EQ(h200.units_for_clusters(4, 1), 120);
+  EXPECT_EQ(h200.units_for_clusters(8, 1), 120);
+  EXPECT_EQ(h200.units_for_clusters(4, 2), 124);
+  EXPECT_EQ(h200.units_for_clusters(4, 3), 124);  // more CTAs per SM read the two-CTA figure
+  EXPECT_FALSE(h200.sources.at("cluster_units.one_cta_per_unit.4").empty());
+  const Hardware mi300x = load_hardware_by_name("mi300x", kHwDir);
+  EXPECT_EQ(mi300x.units_for_clusters(1, 1), mi300x.compute_units);
+  EXPECT_EQ(load_hardware_by_name("b200", kHwDir).units_for_clusters(4, 1), 148);
+}
+
+TEST(HardwareErrors, ClusterUnits) {
+  const std::string table = "[memory]";
+  auto with = [&](const std::string& body) {
+    return load_error(table, "[cluster_units.one_cta_per_unit]\n" + body + "\n\n[memory]");
+  };
+  std::string e = with("3 = { value = 120, source = \"x\" }");
+  EXPECT_NE(e.find("'cluster_units.one_cta_per_unit.3': expected a cluster size"), std::string::npos) << e;
+  e = with("16 = { value = 112, source = \"x\" }");  // above compute.max_cluster_size (8)
+  EXPECT_NE(e.find("expected a cluster size: a power of two from 2 to compute.max_cluster_size (8)"),
+            std::string::npos)
+      << e;
+  e = with("four = { value = 120, source = \"x\" }");
+  EXPECT_NE(e.find("'cluster_units.one_cta_per_unit.four'"), std::string::npos) << e;
+  e = with("4 = { value = 140, source = \"x\" }");
+  EXPECT_NE(e.find("expected between the cluster size and compute.units (132), found 140"), std::string::npos) << e;
+  e = with("4 = { value = 120.5, source = \"x\" }");
+  EXPECT_NE(e.find("cluster_units.one_cta_per_unit.4"), std::string::npos) << e;
+  e = load_error(table, "[cluster_units.three_ctas_per_unit]\n4 = { value = 120, source = \"x\" }\n\n[memory]");
+  EXPECT_NE(e.find("three_ctas_per_unit"), std::string::npos) << e;
+}
+
 TEST(HardwareErrors, SyntaxErrorNamesTheLine) {
   TempDir dir;
   const std::string file =

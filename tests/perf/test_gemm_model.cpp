@@ -193,6 +193,26 @@ TEST(GemmModel, OneTileMoreThanUnitsCostsTwoWaves) {
   }
 }
 
+// Clusters of 4 CTAs fill only 120 of the H200's 132 SMs (its measured cluster
+// occupancy), so 132 such tiles take two waves where 2-CTA clusters take one.
+TEST(GemmModel, ClustersThatLeaveSmsIdleTakeMoreWaves) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const GemmModelParams params = shipped_params(hw);
+  GemmProblem p = square(1);
+  p.m = 128 * 12, p.n = 256 * 11, p.k = 4096;  // 12 x 11 = 132 tiles of 128x256
+  GemmConfig pair = hopper_128x256();
+  pair.cluster_m = 2, pair.cluster_n = 1;
+  GemmConfig quad = pair;
+  quad.cluster_m = 4;
+  const GemmEstimate two = predict_gemm(hw, p, pair, params), four = predict_gemm(hw, p, quad, params);
+  ASSERT_EQ(two.ctas_per_unit, 1);
+  EXPECT_EQ(two.tiles, 132);
+  EXPECT_EQ(four.tiles, 132);
+  EXPECT_DOUBLE_EQ(two.waves, 1.0);
+  EXPECT_DOUBLE_EQ(four.waves, 2.0);
+  EXPECT_GT(four.unit_us, 1.5 * two.unit_us);
+}
+
 TEST(GemmModel, WavesMatchADirectCountOfTheDispatch) {
   Rng rng(24);
   for (const char* name : {"h200_sxm", "a100_sxm_40gb", "mi300x", "mi355x", "b200"}) {
@@ -214,7 +234,9 @@ TEST(GemmModel, WavesMatchADirectCountOfTheDispatch) {
       EXPECT_EQ(e.tiles, tiles);
       EXPECT_EQ(e.work_units, tiles * slices);
       if (tiles * slices <= 200000) {
-        EXPECT_DOUBLE_EQ(e.waves, simulated_waves(tiles * slices, hw.compute_units, hw.xcds));
+        EXPECT_DOUBLE_EQ(e.waves, simulated_waves(tiles * slices,
+                                                  hw.units_for_clusters(c.cluster_m * c.cluster_n, e.ctas_per_unit),
+                                                  hw.xcds));
       }
       // Padding and main-loop math against a plain double-precision recomputation.
       const double padded = double(tiles) * k_iters * 2.0 * c.tile_m * c.tile_n * c.tile_k;
