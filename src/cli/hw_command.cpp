@@ -145,6 +145,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
   struct CalibrateOptions {
     std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report, heuristic_lists, repeat_oracle;
     double fraction = 0.05;
+    int folds = 1;
   };
   auto cal = std::make_shared<CalibrateOptions>();
   CLI::App* calibrate = gemm->add_subcommand(
@@ -154,6 +155,11 @@ void add_gemm_command(CLI::App& app, Action& action) {
   calibrate->add_option("--hw-dir", cal->hw_dir, "folder of hardware description files")->capture_default_str();
   calibrate->add_option("--fraction", cal->fraction, "largest share of the shapes used for the fit")
       ->check(CLI::Range(0.001, 0.5))
+      ->capture_default_str();
+  calibrate->add_option("--folds", cal->folds,
+                        "repeat the fit on this many disjoint calibration samples in all and report the spread of "
+                        "the held-out figures (the parameters written are the first sample's)")
+      ->check(CLI::Range(1, 20))
       ->capture_default_str();
   calibrate->add_option("--params-out", cal->params_out, "write the fitted parameters here (hw/params/<arch>.toml)");
   calibrate->add_option("--report", cal->report, "write the results record (JSON) here");
@@ -168,7 +174,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
       const Hardware hw = load_hardware_by_name(cal->hw, cal->hw_dir);
       const GemmModelParams start = load_gemm_params_for(hw, cal->hw_dir + "/params");
       const GemmOracle oracle = load_gemm_oracle(cal->oracle);
-      GemmCalibrationRun r = run_gemm_calibration(hw, oracle, start, cal->fraction);
+      GemmCalibrationRun r = run_gemm_calibration(hw, oracle, start, cal->fraction, cal->folds);
       const auto line = [](const char* name, const SelectionSummary& s) {
         std::printf("%-28s %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  min %.4f  | heuristic geomean %.4f  p5 %.4f"
                     "  | Spearman mean %.3f  | |log err| %.3f\n",
@@ -193,6 +199,18 @@ void add_gemm_command(CLI::App& app, Action& action) {
                     "p5 %.4f\n",
                     name, kShortKernelUs, t->shapes, t->model_geomean, t->model_p5, t->heuristic_geomean,
                     t->heuristic_p5);
+      if (r.folds.size() > 1) {
+        for (const GemmCalibrationRun::Fold& f : r.folds)
+          std::printf("fold at position %.2f: %zu calibration shapes, held out geomean %.4f  p5 %.4f  | heuristic "
+                      "geomean %.4f  p5 %.4f\n",
+                      f.position, f.calibration_ids.size(), f.held_out.geomean_ratio, f.held_out.p5_ratio,
+                      f.held_out.heuristic_geomean_ratio, f.held_out.heuristic_p5_ratio);
+        const FoldSpread sp = fold_spread(r.folds);
+        std::printf("over %zu folds: held out geomean %.4f (%.4f to %.4f), p5 %.4f (%.4f to %.4f) | heuristic geomean "
+                    "%.4f\n",
+                    r.folds.size(), sp.geomean_mean, sp.geomean_min, sp.geomean_max, sp.p5_mean, sp.p5_min, sp.p5_max,
+                    sp.heuristic_geomean_mean);
+      }
       std::printf("selection cost per new shape: %.2f us of CPU over %zu configurations\n", r.selection_us_per_shape,
                   r.selection_pool);
       if (!cal->repeat_oracle.empty()) {
@@ -224,6 +242,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
         std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
         const std::string command = "hetrec gemm calibrate --oracle " + cal->oracle + " --hw " + cal->hw +
                                     " --fraction " + std::to_string(cal->fraction) +
+                                    (cal->folds > 1 ? " --folds " + std::to_string(cal->folds) : "") +
                                     (cal->params_out.empty() ? "" : " --params-out " + cal->params_out) +
                                     (cal->heuristic_lists.empty() ? "" : " --heuristic-lists " + cal->heuristic_lists) +
                                     (cal->repeat_oracle.empty() ? "" : " --repeat-oracle " + cal->repeat_oracle) +

@@ -226,15 +226,18 @@ double geomean(const std::vector<double>& v) {
   return std::exp(s / double(v.size()));
 }
 
-std::vector<std::size_t> calibration_shape_indices(std::size_t shape_count, double max_fraction) {
+std::vector<std::size_t> calibration_shape_indices(std::size_t shape_count, double max_fraction, double position) {
   if (shape_count == 0) return {};
   if (!(max_fraction > 0.0) || max_fraction > 1.0)
     throw ConfigError("calibration fraction must be in (0, 1], got " + std::to_string(max_fraction));
+  if (!(position >= 0.0) || position >= 1.0)
+    throw ConfigError("calibration sample position must be in [0, 1), got " + std::to_string(position));
   const std::size_t count = std::max<std::size_t>(1, std::size_t(std::floor(max_fraction * double(shape_count))));
   std::vector<std::size_t> out;
   for (std::size_t i = 0; i < count; ++i) {
-    // Centre of the i-th of `count` equal blocks.
-    out.push_back(std::min(shape_count - 1, std::size_t((double(i) + 0.5) * double(shape_count) / double(count))));
+    // `position` within the i-th of `count` equal blocks.
+    out.push_back(
+        std::min(shape_count - 1, std::size_t((double(i) + position) * double(shape_count) / double(count))));
   }
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;

@@ -66,8 +66,11 @@ struct MeasuredShape {
 };
 
 // Indices of the calibration shapes: floor(max_fraction * n) of them (at least one), spread
-// evenly over the suite's order so that every model, width and precision block is touched.
-std::vector<std::size_t> calibration_shape_indices(std::size_t shape_count, double max_fraction);
+// evenly over the suite's order so that every model, width and precision block is touched:
+// the shape at `position` (in [0, 1); 0.5 = the centre) of each of that many equal blocks.
+// Other positions give other, disjoint samples of the same spread (cross-validation folds).
+std::vector<std::size_t> calibration_shape_indices(std::size_t shape_count, double max_fraction,
+                                                   double position = 0.5);
 // The complement of `calibration` in [0, shape_count).
 std::vector<std::size_t> held_out_shape_indices(std::size_t shape_count, std::span<const std::size_t> calibration);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <limits>
 #include <map>
@@ -15,6 +16,8 @@ namespace {
 
 // Passes over the held-out shapes that the selection cost is averaged over.
 constexpr int kSelectionTimingPasses = 5;
+// The calibration sample of fold 0: the centre of each block (calibration_shape_indices).
+constexpr double kCentredSample = 0.5;
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -59,7 +62,8 @@ nlohmann::json params_json(const GemmModelParams& p) {
 }  // namespace
 
 GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
-                                        double max_fraction) {
+                                        double max_fraction, int folds) {
+  if (folds < 1) throw ConfigError("calibration folds must be at least 1, got " + std::to_string(folds));
   GemmCalibrationRun r;
   r.start = start;
   r.conversion = oracle_measurements(hw, oracle);
@@ -79,6 +83,17 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
   r.held_out_before = evaluate_selection(hw, start, shapes, held);
   r.held_out_after = evaluate_selection(hw, r.fitted, shapes, held);
   r.calibration_after = evaluate_selection(hw, r.fitted, shapes, calib);
+  r.folds.push_back({kCentredSample, r.calibration_ids, r.held_out_after});
+  for (int j = 1; j < folds; ++j) {
+    GemmCalibrationRun::Fold f;
+    f.position = std::fmod(kCentredSample + double(j) / double(folds), 1.0);
+    const std::vector<std::size_t> fold_calib = calibration_shape_indices(shapes.size(), max_fraction, f.position);
+    const std::vector<std::size_t> fold_held = held_out_shape_indices(shapes.size(), fold_calib);
+    for (std::size_t i : fold_calib) f.calibration_ids.push_back(shapes[i].id);
+    const GemmFitResult fold_fit = fit_gemm_params(hw, shapes, fold_calib, start);
+    f.held_out = evaluate_selection(hw, fold_fit.params, shapes, fold_held);
+    r.folds.push_back(std::move(f));
+  }
   for (std::size_t i : held) {
     const MeasuredShape& shape = shapes[i];
     const ShapeSelection sel = select_measured(hw, r.fitted, shape);
@@ -140,6 +155,23 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
   r.selection_us_per_shape =
       held.empty() || !(sink > 0.0) ? 0.0 : seconds * 1e6 / double(held.size() * kSelectionTimingPasses);
   return r;
+}
+
+FoldSpread fold_spread(std::span<const GemmCalibrationRun::Fold> folds) {
+  FoldSpread s;
+  if (folds.empty()) return s;
+  s.geomean_min = s.p5_min = std::numeric_limits<double>::infinity();
+  s.geomean_max = s.p5_max = -std::numeric_limits<double>::infinity();
+  for (const GemmCalibrationRun::Fold& f : folds) {
+    s.geomean_mean += f.held_out.geomean_ratio / double(folds.size());
+    s.p5_mean += f.held_out.p5_ratio / double(folds.size());
+    s.heuristic_geomean_mean += f.held_out.heuristic_geomean_ratio / double(folds.size());
+    s.geomean_min = std::min(s.geomean_min, f.held_out.geomean_ratio);
+    s.geomean_max = std::max(s.geomean_max, f.held_out.geomean_ratio);
+    s.p5_min = std::min(s.p5_min, f.held_out.p5_ratio);
+    s.p5_max = std::max(s.p5_max, f.held_out.p5_ratio);
+  }
+  return s;
 }
 
 void compare_heuristic_lists(GemmCalibrationRun& run, const GemmOracle& oracle, const GemmOracle& lists,
@@ -219,6 +251,22 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
   j["held_out_start_params"] = summary_json(r.held_out_before);
   j["held_out_fitted_params"] = summary_json(r.held_out_after);
   j["calibration_fitted_params"] = summary_json(r.calibration_after);
+  if (r.folds.size() > 1) {
+    nlohmann::json folds = nlohmann::json::array();
+    for (const GemmCalibrationRun::Fold& f : r.folds)
+      folds.push_back({{"position", f.position}, {"calibration_shape_ids", f.calibration_ids},
+                       {"held_out_fitted_params", summary_json(f.held_out)}});
+    j["folds"] = folds;
+    const FoldSpread spread = fold_spread(r.folds);
+    j["folds_summary"] = {{"folds", r.folds.size()},
+                          {"geomean_mean", spread.geomean_mean},
+                          {"geomean_min", spread.geomean_min},
+                          {"geomean_max", spread.geomean_max},
+                          {"p5_mean", spread.p5_mean},
+                          {"p5_min", spread.p5_min},
+                          {"p5_max", spread.p5_max},
+                          {"heuristic_geomean_mean", spread.heuristic_geomean_mean}};
+  }
   // The results-file metrics of the selection benchmark (DESIGN.md's names).
   j["metrics"] = {{"shapes", c.shapes.size()},
                   {"heldout_shapes", r.held_out_shapes},

@@ -2,6 +2,7 @@
 // `hetrec gemm calibrate`: fit the GEMM model's parameters to an oracle file on at most a
 // small share of its shapes and judge the fitted model's selection on all the others.
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -57,11 +58,31 @@ struct GemmCalibrationRun {
   std::optional<HeuristicLists> heuristic_lists;
   // How far a repeat of the oracle reproduces its choices (set by the caller).
   std::optional<OracleReproducibility> reproducibility;
+
+  // Cross-validation: the same fit repeated on other, disjoint calibration samples of the
+  // same size and spread (fold 0 is the fit above), each judged on its own held-out shapes.
+  // How much the held-out figures move between folds is how much a model change must gain
+  // before it counts.
+  struct Fold {
+    double position = 0.0;  // calibration_shape_indices' position
+    std::vector<std::string> calibration_ids;
+    SelectionSummary held_out;
+  };
+  std::vector<Fold> folds;
 };
 
-// `max_fraction` of the described shapes (at most) are used for the fit.
+// `max_fraction` of the described shapes (at most) are used for the fit. folds > 1 adds
+// folds - 1 more fits on the samples at positions 0.5 + j / folds (mod 1).
 GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
-                                        double max_fraction);
+                                        double max_fraction, int folds = 1);
+
+// Mean, least and largest held-out figures over the folds.
+struct FoldSpread {
+  double geomean_mean = 0.0, geomean_min = 0.0, geomean_max = 0.0;
+  double p5_mean = 0.0, p5_min = 0.0, p5_max = 0.0;
+  double heuristic_geomean_mean = 0.0;
+};
+FoldSpread fold_spread(std::span<const GemmCalibrationRun::Fold> folds);
 
 // Fills run.heuristic_lists from `lists`, a `gemm bench` record of the same GPU holding the
 // heuristic's list per shape (its own timings are not used: times come from `oracle`).
