@@ -217,10 +217,13 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   t.iter_math_us = 2.0 * c.tile_m * c.tile_n * c.tile_k / unit_flops_per_s * kUsPerS;
   t.iter_feed_us =
       feed_bytes / (hw.shared_bytes_per_clock * clock_hz * params.shared_memory_efficiency) * kUsPerS;
-  // A tiles are multicast to the cluster_n CTAs sharing rows, B tiles to the cluster_m
-  // CTAs sharing columns (a CTA pair splits B between its two CTAs to the same effect).
-  const double l2_bytes =
-      c.tile_k * (c.tile_m * t.a_bytes / c.cluster_n + c.tile_n * t.b_bytes / c.cluster_m);
+  // What the unit receives from the L2 per iteration: its whole A and B tiles (a CTA pair's
+  // instruction splits B between the two CTAs). Cluster multicast reads a tile from the L2
+  // once for several CTAs, but each CTA's shared memory still receives all of it, and the
+  // per-unit rate bounds what a unit receives; the L2's aggregate output, which multicast
+  // does save, is not bounded separately. (Crediting multicast here made the model choose
+  // 4- and 8-CTA clusters whose measured times differ from 1-CTA tiles' by under 5%.)
+  const double l2_bytes = c.tile_k * (c.tile_m * t.a_bytes + double(c.tile_n / t.pair) * t.b_bytes);
   t.iter_l2_us = l2_bytes / (params.l2_bytes_per_clock_per_unit * clock_hz) * kUsPerS;
   // Loads in flight per CTA: all stages but the one being computed on. A single-stage kernel
   // still prefetches the next K tile into registers while it computes on shared memory.

@@ -80,7 +80,7 @@ struct GemmKernelTraits {
   // One main-loop iteration (tile_k of K for one CTA) on a busy unit, in microseconds:
   double iter_math_us = 0.0;     // matrix pipes at the sustained rate
   double iter_feed_us = 0.0;     // shared memory -> matrix units operand traffic
-  double iter_l2_us = 0.0;       // L2 -> shared memory loads (after cluster multicast)
+  double iter_l2_us = 0.0;       // L2 -> shared memory loads, all this unit receives
   double iter_latency_us = 0.0;  // load latency spread over the stages in flight
   double iter_us = 0.0;          // the max of the four
   double fill_us = 0.0;          // pipeline fill: the first stage's load latency
