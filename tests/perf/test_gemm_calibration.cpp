@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
+#include "perf/gemm_calibration_run.h"
 #include "perf/gemm_candidates.h"
 #include "perf/gemm_model.h"
 #include "perf_test_support.h"
@@ -62,6 +64,42 @@ TEST(GemmCalibration, CalibrationIndicesAreSpreadAndWithinFraction) {
   for (std::size_t i : idx) EXPECT_FALSE(std::binary_search(held.begin(), held.end(), i));
   EXPECT_EQ(calibration_shape_indices(7, 0.05).size(), 1u);
   EXPECT_THROW(calibration_shape_indices(10, 0.0), ConfigError);
+}
+
+// Cross-validation folds: other positions in each block give disjoint samples of the same
+// size and spread; the spread of their held-out figures is summarised by hand.
+TEST(GemmCalibration, FoldsAreDisjointSamplesOfTheSameSpread) {
+  const auto centre = calibration_shape_indices(400, 0.05);
+  EXPECT_EQ(calibration_shape_indices(400, 0.05, 0.5), centre);
+  std::set<std::size_t> seen(centre.begin(), centre.end());
+  for (double position : {0.7, 0.9, 0.1, 0.3}) {
+    const auto fold = calibration_shape_indices(400, 0.05, position);
+    ASSERT_EQ(fold.size(), centre.size());
+    for (std::size_t j = 0; j < fold.size(); ++j) {
+      EXPECT_GE(fold[j], j * 20);  // still one per block of 20
+      EXPECT_LT(fold[j], (j + 1) * 20);
+      EXPECT_TRUE(seen.insert(fold[j]).second) << "shape " << fold[j] << " in two folds";
+    }
+  }
+  EXPECT_EQ(calibration_shape_indices(400, 0.05, 0.0).front(), 0u);
+  EXPECT_THROW(calibration_shape_indices(400, 0.05, 1.0), ConfigError);
+  EXPECT_THROW(calibration_shape_indices(400, 0.05, -0.1), ConfigError);
+
+  std::vector<GemmCalibrationRun::Fold> folds(3);
+  const double geomeans[] = {0.86, 0.84, 0.88}, p5s[] = {0.60, 0.55, 0.65}, heuristic[] = {0.90, 0.91, 0.89};
+  for (std::size_t i = 0; i < folds.size(); ++i) {
+    folds[i].held_out.geomean_ratio = geomeans[i];
+    folds[i].held_out.p5_ratio = p5s[i];
+    folds[i].held_out.heuristic_geomean_ratio = heuristic[i];
+  }
+  const FoldSpread spread = fold_spread(folds);
+  EXPECT_NEAR(spread.geomean_mean, 0.86, 1e-12);
+  EXPECT_DOUBLE_EQ(spread.geomean_min, 0.84);
+  EXPECT_DOUBLE_EQ(spread.geomean_max, 0.88);
+  EXPECT_NEAR(spread.p5_mean, 0.60, 1e-12);
+  EXPECT_DOUBLE_EQ(spread.p5_min, 0.55);
+  EXPECT_DOUBLE_EQ(spread.p5_max, 0.65);
+  EXPECT_NEAR(spread.heuristic_geomean_mean, 0.90, 1e-12);
 }
 
 TEST(GemmCalibration, SelectionStatisticsByHand) {
