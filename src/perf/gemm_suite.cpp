@@ -103,12 +103,11 @@ std::vector<GemmSuiteShape> gemm_layer_shapes(const DenseLayerShape& layer, int6
 }
 
 std::vector<GemmSuiteShape> gemm_suite() {
-  // bf16 and fp8 (the precisions of a tuned run) at every batch; tf32 and fp16 at 1K, 8K
-  // and 64K; fp32 (the slow SIMT pipe, a fallback) at 1K and 8K. That keeps the oracle's
-  // run on one GPU to minutes (docs/perf_model.md). A GEMM two models share (DCNv2 reuses
+  // bf16 and fp8 (the precisions of a tuned run) at every batch; tf32, fp16 and fp32 (the
+  // slow SIMT pipe, a fallback) at 1K, 8K and 64K. That keeps the oracle's run on one GPU to
+  // minutes (docs/perf_model.md). A GEMM two models share (DCNv2 reuses
   // DLRM's bottom MLP and most of its top) is listed once, under the first model's id.
   const std::set<int64_t> some_batches = {1024, 8 * 1024, 64 * 1024};
-  const std::set<int64_t> few_batches = {1024, 8 * 1024};
   std::vector<GemmSuiteShape> suite;
   std::set<std::string> ids;
   std::set<std::tuple<int64_t, int64_t, int64_t, bool, bool, std::string, std::string>> gemms;
@@ -117,8 +116,7 @@ std::vector<GemmSuiteShape> gemm_suite() {
     for (const auto& layer : layers) {
       for (const char* precision : {"fp32", "tf32", "bf16", "fp16", "fp8"}) {
         const std::string p = precision;
-        if ((p == "tf32" || p == "fp16") && !some_batches.count(batch)) continue;
-        if (p == "fp32" && !few_batches.count(batch)) continue;
+        if ((p == "tf32" || p == "fp16" || p == "fp32") && !some_batches.count(batch)) continue;
         for (auto& s : gemm_layer_shapes(layer, batch, p)) {
           if (!gemms.insert({s.m, s.n, s.k, s.trans_a, s.trans_b, s.precision, s.epilogue}).second) continue;
           if (!ids.insert(s.id).second) throw InternalError("gemm suite: duplicate id " + s.id);
