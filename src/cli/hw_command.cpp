@@ -143,7 +143,8 @@ void add_gemm_command(CLI::App& app, Action& action) {
   });
 
   struct CalibrateOptions {
-    std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report, heuristic_lists, repeat_oracle;
+    std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report, heuristic_lists, repeat_oracle,
+        judge;
     double fraction = 0.05;
     int folds = 1;
   };
@@ -161,6 +162,9 @@ void add_gemm_command(CLI::App& app, Action& action) {
                         "the held-out figures (the parameters written are the first sample's)")
       ->check(CLI::Range(1, 20))
       ->capture_default_str();
+  calibrate->add_option("--judge", cal->judge,
+                        "no fit: judge these fitted parameters (a --params-out file) on every shape of the oracle, "
+                        "e.g. an oracle of shapes they were not fitted to");
   calibrate->add_option("--params-out", cal->params_out, "write the fitted parameters here (hw/params/<arch>.toml)");
   calibrate->add_option("--report", cal->report, "write the results record (JSON) here");
   calibrate->add_option("--heuristic-lists", cal->heuristic_lists,
@@ -174,7 +178,10 @@ void add_gemm_command(CLI::App& app, Action& action) {
       const Hardware hw = load_hardware_by_name(cal->hw, cal->hw_dir);
       const GemmModelParams start = load_gemm_params_for(hw, cal->hw_dir + "/params");
       const GemmOracle oracle = load_gemm_oracle(cal->oracle);
-      GemmCalibrationRun r = run_gemm_calibration(hw, oracle, start, cal->fraction, cal->folds);
+      if (!cal->judge.empty() && (cal->folds > 1 || !cal->params_out.empty()))
+        throw ConfigError("gemm calibrate: --judge fits nothing, so --folds and --params-out do not apply");
+      GemmCalibrationRun r = cal->judge.empty() ? run_gemm_calibration(hw, oracle, start, cal->fraction, cal->folds)
+                                                : judge_gemm_params(hw, oracle, load_gemm_params(cal->judge));
       const auto line = [](const char* name, const SelectionSummary& s) {
         std::printf("%-28s %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  min %.4f  | heuristic geomean %.4f  p5 %.4f"
                     "  | Spearman mean %.3f  | |log err| %.3f\n",
@@ -189,15 +196,19 @@ void add_gemm_command(CLI::App& app, Action& action) {
                   r.conversion.undescribed_shapes, r.conversion.shapes.size(), r.conversion.undescribed,
                   r.conversion.candidates, r.conversion.kernel_chosen_tiles, r.conversion.oracle_undescribed,
                   r.conversion.heuristic_faster);
-      std::printf("fit on %zu shapes (%.1f s, %d evaluations): loss %.4f -> %.4f\n", r.calibration_ids.size(),
-                  r.fit_seconds, r.fit.evaluations, r.fit.loss_before, r.fit.loss_after);
-      line("held out, starting params", r.held_out_before);
-      line("held out, fitted params", r.held_out_after);
-      line("calibration shapes, fitted", r.calibration_after);
+      if (r.judged_only) {
+        line("all shapes, judged params", r.held_out_after);
+      } else {
+        std::printf("fit on %zu shapes (%.1f s, %d evaluations): loss %.4f -> %.4f\n", r.calibration_ids.size(),
+                    r.fit_seconds, r.fit.evaluations, r.fit.loss_before, r.fit.loss_after);
+        line("held out, starting params", r.held_out_before);
+        line("held out, fitted params", r.held_out_after);
+        line("calibration shapes, fitted", r.calibration_after);
+      }
       for (const auto& [name, t] : {std::pair{"oracle under", &r.short_kernels}, std::pair{"oracle from", &r.longer_kernels}})
-        std::printf("held out, %s %2.0f us %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  | heuristic geomean %.4f  "
+        std::printf("%s, %s %2.0f us %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  | heuristic geomean %.4f  "
                     "p5 %.4f\n",
-                    name, kShortKernelUs, t->shapes, t->model_geomean, t->model_p5, t->heuristic_geomean,
+                    r.judged_only ? "all shapes" : "held out", name, kShortKernelUs, t->shapes, t->model_geomean, t->model_p5, t->heuristic_geomean,
                     t->heuristic_p5);
       if (r.folds.size() > 1) {
         for (const GemmCalibrationRun::Fold& f : r.folds)
@@ -243,6 +254,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
         const std::string command = "hetrec gemm calibrate --oracle " + cal->oracle + " --hw " + cal->hw +
                                     " --fraction " + std::to_string(cal->fraction) +
                                     (cal->folds > 1 ? " --folds " + std::to_string(cal->folds) : "") +
+                                    (cal->judge.empty() ? "" : " --judge " + cal->judge) +
                                     (cal->params_out.empty() ? "" : " --params-out " + cal->params_out) +
                                     (cal->heuristic_lists.empty() ? "" : " --heuristic-lists " + cal->heuristic_lists) +
                                     (cal->repeat_oracle.empty() ? "" : " --repeat-oracle " + cal->repeat_oracle) +

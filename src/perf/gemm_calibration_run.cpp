@@ -6,6 +6,7 @@
 #include <ctime>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -59,41 +60,10 @@ nlohmann::json params_json(const GemmModelParams& p) {
           {"family_efficiency", p.family_efficiency}};
 }
 
-}  // namespace
-
-GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
-                                        double max_fraction, int folds) {
-  if (folds < 1) throw ConfigError("calibration folds must be at least 1, got " + std::to_string(folds));
-  GemmCalibrationRun r;
-  r.start = start;
-  r.conversion = oracle_measurements(hw, oracle);
+// The fitted (or judged) parameters' choice on each of `held` beside the oracle and the
+// heuristic, split by kernel time, and the selector's CPU cost per new shape.
+void judge_choices(const Hardware& hw, GemmCalibrationRun& r, const std::vector<std::size_t>& held) {
   const std::vector<MeasuredShape>& shapes = r.conversion.shapes;
-  const std::vector<std::size_t> calib = calibration_shape_indices(shapes.size(), max_fraction);
-  const std::vector<std::size_t> held = held_out_shape_indices(shapes.size(), calib);
-  for (std::size_t i : calib) r.calibration_ids.push_back(shapes[i].id);
-  r.held_out_shapes = held.size();
-
-  const auto t0 = std::chrono::steady_clock::now();
-  r.fit = fit_gemm_params(hw, shapes, calib, start);
-  r.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  r.fitted = r.fit.params;
-  r.fitted.arch = hw.arch;
-  r.fitted.note = "fitted by hetrec gemm calibrate to " + std::to_string(calib.size()) + " of " +
-                  std::to_string(shapes.size()) + " oracle shapes measured on " + oracle.gpu + " (" + oracle.date + ")";
-  r.held_out_before = evaluate_selection(hw, start, shapes, held);
-  r.held_out_after = evaluate_selection(hw, r.fitted, shapes, held);
-  r.calibration_after = evaluate_selection(hw, r.fitted, shapes, calib);
-  r.folds.push_back({kCentredSample, r.calibration_ids, r.held_out_after});
-  for (int j = 1; j < folds; ++j) {
-    GemmCalibrationRun::Fold f;
-    f.position = std::fmod(kCentredSample + double(j) / double(folds), 1.0);
-    const std::vector<std::size_t> fold_calib = calibration_shape_indices(shapes.size(), max_fraction, f.position);
-    const std::vector<std::size_t> fold_held = held_out_shape_indices(shapes.size(), fold_calib);
-    for (std::size_t i : fold_calib) f.calibration_ids.push_back(shapes[i].id);
-    const GemmFitResult fold_fit = fit_gemm_params(hw, shapes, fold_calib, start);
-    f.held_out = evaluate_selection(hw, fold_fit.params, shapes, fold_held);
-    r.folds.push_back(std::move(f));
-  }
   for (std::size_t i : held) {
     const MeasuredShape& shape = shapes[i];
     const ShapeSelection sel = select_measured(hw, r.fitted, shape);
@@ -154,6 +124,57 @@ GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& or
   const double seconds = thread_cpu_seconds() - t1;
   r.selection_us_per_shape =
       held.empty() || !(sink > 0.0) ? 0.0 : seconds * 1e6 / double(held.size() * kSelectionTimingPasses);
+}
+
+}  // namespace
+
+GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
+                                        double max_fraction, int folds) {
+  if (folds < 1) throw ConfigError("calibration folds must be at least 1, got " + std::to_string(folds));
+  GemmCalibrationRun r;
+  r.start = start;
+  r.conversion = oracle_measurements(hw, oracle);
+  const std::vector<MeasuredShape>& shapes = r.conversion.shapes;
+  const std::vector<std::size_t> calib = calibration_shape_indices(shapes.size(), max_fraction);
+  const std::vector<std::size_t> held = held_out_shape_indices(shapes.size(), calib);
+  for (std::size_t i : calib) r.calibration_ids.push_back(shapes[i].id);
+  r.held_out_shapes = held.size();
+
+  const auto t0 = std::chrono::steady_clock::now();
+  r.fit = fit_gemm_params(hw, shapes, calib, start);
+  r.fit_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.fitted = r.fit.params;
+  r.fitted.arch = hw.arch;
+  r.fitted.note = "fitted by hetrec gemm calibrate to " + std::to_string(calib.size()) + " of " +
+                  std::to_string(shapes.size()) + " oracle shapes measured on " + oracle.gpu + " (" + oracle.date + ")";
+  r.held_out_before = evaluate_selection(hw, start, shapes, held);
+  r.held_out_after = evaluate_selection(hw, r.fitted, shapes, held);
+  r.calibration_after = evaluate_selection(hw, r.fitted, shapes, calib);
+  r.folds.push_back({kCentredSample, r.calibration_ids, r.held_out_after});
+  for (int j = 1; j < folds; ++j) {
+    GemmCalibrationRun::Fold f;
+    f.position = std::fmod(kCentredSample + double(j) / double(folds), 1.0);
+    const std::vector<std::size_t> fold_calib = calibration_shape_indices(shapes.size(), max_fraction, f.position);
+    const std::vector<std::size_t> fold_held = held_out_shape_indices(shapes.size(), fold_calib);
+    for (std::size_t i : fold_calib) f.calibration_ids.push_back(shapes[i].id);
+    const GemmFitResult fold_fit = fit_gemm_params(hw, shapes, fold_calib, start);
+    f.held_out = evaluate_selection(hw, fold_fit.params, shapes, fold_held);
+    r.folds.push_back(std::move(f));
+  }
+  judge_choices(hw, r, held);
+  return r;
+}
+
+GemmCalibrationRun judge_gemm_params(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& params) {
+  GemmCalibrationRun r;
+  r.judged_only = true;
+  r.start = r.fitted = params;
+  r.conversion = oracle_measurements(hw, oracle);
+  std::vector<std::size_t> all(r.conversion.shapes.size());
+  std::iota(all.begin(), all.end(), std::size_t{0});
+  r.held_out_shapes = all.size();
+  r.held_out_before = r.held_out_after = evaluate_selection(hw, params, r.conversion.shapes, all);
+  judge_choices(hw, r, all);
   return r;
 }
 
@@ -241,16 +262,23 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
                      {"not_describable", c.undescribed},
                      {"kernel_chosen_tiles", c.kernel_chosen_tiles}};
   j["simt_families"] = c.simt_families;
-  j["calibration_shape_ids"] = r.calibration_ids;
-  j["fit"] = {{"loss_before", r.fit.loss_before},
-              {"loss_after", r.fit.loss_after},
-              {"evaluations", r.fit.evaluations},
-              {"seconds", r.fit_seconds}};
-  j["params_start"] = params_json(r.start);
-  j["params_fitted"] = params_json(r.fitted);
-  j["held_out_start_params"] = summary_json(r.held_out_before);
-  j["held_out_fitted_params"] = summary_json(r.held_out_after);
-  j["calibration_fitted_params"] = summary_json(r.calibration_after);
+  if (r.judged_only) {
+    // No fit: the given parameters judged on every shape.
+    j["judged_only"] = true;
+    j["params_judged"] = params_json(r.fitted);
+    j["all_shapes_judged_params"] = summary_json(r.held_out_after);
+  } else {
+    j["calibration_shape_ids"] = r.calibration_ids;
+    j["fit"] = {{"loss_before", r.fit.loss_before},
+                {"loss_after", r.fit.loss_after},
+                {"evaluations", r.fit.evaluations},
+                {"seconds", r.fit_seconds}};
+    j["params_start"] = params_json(r.start);
+    j["params_fitted"] = params_json(r.fitted);
+    j["held_out_start_params"] = summary_json(r.held_out_before);
+    j["held_out_fitted_params"] = summary_json(r.held_out_after);
+    j["calibration_fitted_params"] = summary_json(r.calibration_after);
+  }
   if (r.folds.size() > 1) {
     nlohmann::json folds = nlohmann::json::array();
     for (const GemmCalibrationRun::Fold& f : r.folds)

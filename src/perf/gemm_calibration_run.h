@@ -16,6 +16,9 @@
 namespace hetrec {
 
 struct GemmCalibrationRun {
+  // Set by judge_gemm_params: no fit; `fitted` are the given parameters and every shape is
+  // "held out".
+  bool judged_only = false;
   OracleConversion conversion;
   std::vector<std::string> calibration_ids;  // shapes the fit saw
   std::size_t held_out_shapes = 0;
@@ -75,6 +78,10 @@ struct GemmCalibrationRun {
 // folds - 1 more fits on the samples at positions 0.5 + j / folds (mod 1).
 GemmCalibrationRun run_gemm_calibration(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& start,
                                         double max_fraction, int folds = 1);
+
+// No fit: the given parameters' selection on every shape of `oracle` (shapes no fit has
+// seen, e.g. an oracle of other shapes than the one the parameters were fitted to).
+GemmCalibrationRun judge_gemm_params(const Hardware& hw, const GemmOracle& oracle, const GemmModelParams& params);
 
 // Mean, least and largest held-out figures over the folds.
 struct FoldSpread {
