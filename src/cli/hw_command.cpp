@@ -252,7 +252,7 @@ void add_gemm_command(CLI::App& app, Action& action) {
         const std::time_t now = std::time(nullptr);
         std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
         const std::string command = "hetrec gemm calibrate --oracle " + cal->oracle + " --hw " + cal->hw +
-                                    " --fraction " + std::to_string(cal->fraction) +
+                                    (cal->judge.empty() ? " --fraction " + std::to_string(cal->fraction) : "") +
                                     (cal->folds > 1 ? " --folds " + std::to_string(cal->folds) : "") +
                                     (cal->judge.empty() ? "" : " --judge " + cal->judge) +
                                     (cal->params_out.empty() ? "" : " --params-out " + cal->params_out) +

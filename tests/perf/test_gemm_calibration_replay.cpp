@@ -46,6 +46,31 @@ TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
   EXPECT_LT(run.held_out_after.mean_abs_log_error, run.held_out_before.mean_abs_log_error);
 }
 
+// The recorded parameters judged on shapes no fit saw (the fp32 GEMMs at batch 64K): every
+// shape is judged, and the figures may not drop below the recorded ones.
+TEST(GemmCalibrationReplay, JudgedParametersOnUnseenShapesAreNoWorseThanRecorded) {
+  const Hardware hw = test::shipped_hardware("h200_sxm");
+  const GemmOracle oracle = load_gemm_oracle(kResults + "gemm-oracle-20261130c-h200-fp32-b64k.json.xz");
+  const nlohmann::json recorded =
+      nlohmann::json::parse(read_text_file(kResults + "gemm-selection-20261130c-h200-fp32-b64k.json"));
+  const GemmCalibrationRun run = judge_gemm_params(hw, oracle, load_gemm_params(kResults + kRecorded + "-params.toml"));
+  EXPECT_TRUE(run.judged_only);
+  EXPECT_TRUE(run.calibration_ids.empty());
+  EXPECT_EQ(run.held_out_shapes, run.conversion.shapes.size());
+  EXPECT_EQ(run.held_out_choices.size(), run.conversion.shapes.size());
+  EXPECT_EQ(run.conversion.shapes.size(), recorded["shapes"]["used"].get<std::size_t>());
+  EXPECT_TRUE(recorded["judged_only"].get<bool>());
+  const nlohmann::json& rec = recorded["all_shapes_judged_params"];
+  const double slack = 1e-6;
+  EXPECT_GE(run.held_out_after.geomean_ratio, rec["geomean_oracle_over_selected"].get<double>() - slack);
+  EXPECT_GE(run.held_out_after.p5_ratio, rec["p5_oracle_over_selected"].get<double>() - slack);
+  EXPECT_NEAR(run.held_out_after.heuristic_geomean_ratio, rec["heuristic_geomean_oracle_over_selected"].get<double>(),
+              1e-9);
+  // Judging fits nothing: the judged parameters are the given ones.
+  EXPECT_EQ(run.fitted.l2_bytes_per_clock_per_unit,
+            load_gemm_params(kResults + kRecorded + "-params.toml").l2_bytes_per_clock_per_unit);
+}
+
 // The second H200 record also times every configuration on the heuristic's list: the best of
 // each list, on the recorded held-out shapes, is recomputed from the measurements alone.
 TEST(GemmCalibrationReplay, BestOfTheHeuristicsListIsRecomputedFromTheRecord) {
