@@ -215,6 +215,8 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
                                   (t.legacy_instruction ? params.legacy_instruction_efficiency : 1.0);
   const double clock_hz = hw.clock_mhz * clock_share * kHzPerMhz;
   t.iter_math_us = 2.0 * c.tile_m * c.tile_n * c.tile_k / unit_flops_per_s * kUsPerS;
+  // A SIMT thread's fragment loads and loop share its scheduler's issue with the FMAs.
+  if (mi.scope == IssueScope::warp && mi.m == 1) t.iter_math_us /= simt_issue_share(c, hw.warp_size);
   t.iter_feed_us =
       feed_bytes / (hw.shared_bytes_per_clock * clock_hz * params.shared_memory_efficiency) * kUsPerS;
   // What the unit receives from the L2 per iteration: its whole A and B tiles (a CTA pair's
@@ -242,6 +244,16 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   t.warp_scope = mi.scope == IssueScope::warp;
   t.feasible = true;
   return t;
+}
+
+double simt_issue_share(const GemmConfig& c, int warp_size) {
+  const double fragment = double(c.tile_m / c.warps_m) * double(c.tile_n / c.warps_n) / warp_size;
+  if (!(fragment >= 1.0)) return 1.0;
+  // The squarest power-of-two split of the fragment (fewest loads).
+  const double tm = std::exp2(std::floor(std::log2(std::sqrt(fragment))));
+  const double tn = fragment / tm;
+  const double loads = std::ceil(tm / kSimtFloatsPerLoad) + std::ceil(tn / kSimtFloatsPerLoad);
+  return fragment / (fragment + loads + kSimtExtraIssuesPerK);
 }
 
 double gemm_compulsory_bytes(const GemmProblem& p, double a_bytes, double b_bytes) {

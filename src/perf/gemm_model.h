@@ -56,6 +56,20 @@ inline constexpr double kScaleBytes = 4.0;
 // AMD CU four SIMDs (CDNA 3 whitepaper). A warp issues on one of them, so warp-scope
 // kernels reach the unit's full rate only with at least this many math warps resident.
 inline constexpr int kIssueSlotsPerUnit = 4;
+// A SIMT (fp32 FMA) thread computes a tm x tn fragment of its warp's tile and, per k step,
+// issues tm x tn FMAs, its fragments' shared-memory loads as 128-bit vectors of
+// kSimtFloatsPerLoad floats (CUTLASS SIMT sgemm), and about kSimtExtraIssuesPerK more
+// instructions: its share of the next stage's global loads and shared stores, address
+// arithmetic and the loop. They share the scheduler's one issue per clock with the FMAs, so
+// the FMA pipe runs at fragment / (fragment + loads + extra) of its rate: small warp tiles
+// are slower per FLOP. kSimtExtraIssuesPerK is an estimate; 4 gained on 9 of the 10
+// cross-validation folds of the two H200 records, 8 on 7 and 3 on 5 (docs/perf_model.md).
+inline constexpr double kSimtFloatsPerLoad = 4.0;
+inline constexpr double kSimtExtraIssuesPerK = 4.0;
+
+// The share of the FMA pipe's rate a SIMT kernel of this warp layout reaches (the
+// constants above): 1 for the other kernels' layouts is the caller's business.
+double simt_issue_share(const GemmConfig& c, int warp_size);
 
 enum class GemmLimiter { math, shared_memory, l2, latency, dram, llc, overhead };
 std::string_view limiter_name(GemmLimiter l);

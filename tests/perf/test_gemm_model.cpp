@@ -213,6 +213,30 @@ TEST(GemmModel, ClustersThatLeaveSmsIdleTakeMoreWaves) {
   EXPECT_GT(four.unit_us, 1.5 * two.unit_us);
 }
 
+// A SIMT thread's fragment loads and loop take issue slots from its FMAs: a 32 x 64 warp
+// tile gives each thread an 8 x 8 fragment, 64 FMAs beside 2 + 2 vector loads and the
+// extra issues per k step; a 32 x 32 one a 4 x 8 fragment, 32 FMAs beside 1 + 2 loads.
+TEST(GemmModel, SimtFragmentsShareTheIssueWithTheirLoads) {
+  GemmConfig c;
+  c.tile_m = 128, c.tile_n = 128, c.tile_k = 8;
+  c.inst_m = c.inst_n = c.inst_k = 1;
+  c.warps_m = 4, c.warps_n = 2, c.stages = 3;
+  EXPECT_DOUBLE_EQ(simt_issue_share(c, 32), 64.0 / (64.0 + 4.0 + kSimtExtraIssuesPerK));
+  c.tile_n = 64;  // 32 x 32 warp tiles
+  EXPECT_DOUBLE_EQ(simt_issue_share(c, 32), 32.0 / (32.0 + 3.0 + kSimtExtraIssuesPerK));
+  // Per FLOP the smaller fragment is slower, in the model's main loop too.
+  const Hardware hw = shipped_hardware("h200_sxm");
+  const GemmModelParams params = shipped_params(hw);
+  GemmProblem p = square(1);
+  p.a_type = p.b_type = p.c_type = p.compute_type = DType::f32;
+  p.m = p.n = 4096, p.k = 4096;
+  GemmConfig big = c;
+  big.tile_n = 128;
+  const GemmEstimate small_tiles = predict_gemm(hw, p, c, params), big_tiles = predict_gemm(hw, p, big, params);
+  EXPECT_NEAR(small_tiles.math_us / big_tiles.math_us,
+              simt_issue_share(big, 32) / simt_issue_share(c, 32), 1e-9 * small_tiles.math_us);
+}
+
 TEST(GemmModel, WavesMatchADirectCountOfTheDispatch) {
   Rng rng(24);
   for (const char* name : {"h200_sxm", "a100_sxm_40gb", "mi300x", "mi355x", "b200"}) {
@@ -533,5 +557,5 @@ TEST(GemmModel, LibrarySimtKernelsComputeInFp32OnAnyOperands) {
   EXPECT_EQ(t.pipe, MatrixPrecision::fp32);
   EXPECT_EQ(t.a_bytes, 2.0);
   const double fp32_rate = hw.dense_tflops.fp32 * 1e12 / hw.compute_units * params.matrix_efficiency.fp32;
-  EXPECT_NEAR(t.iter_math_us, 2.0 * 128 * 64 * 8 / fp32_rate * 1e6, 1e-12);
+  EXPECT_NEAR(t.iter_math_us, 2.0 * 128 * 64 * 8 / fp32_rate * 1e6 / simt_issue_share(c, hw.warp_size), 1e-12);
 }
