@@ -208,7 +208,8 @@ void add_gemm_command(CLI::App& app, Action& action) {
       for (const auto& [name, t] : {std::pair{"oracle under", &r.short_kernels}, std::pair{"oracle from", &r.longer_kernels}})
         std::printf("%s, %s %2.0f us %4zu shapes  oracle/selected geomean %.4f  p5 %.4f  | heuristic geomean %.4f  "
                     "p5 %.4f\n",
-                    r.judged_only ? "all shapes" : "held out", name, kShortKernelUs, t->shapes, t->model_geomean, t->model_p5, t->heuristic_geomean,
+                    r.judged_only ? "all shapes" : "held out", name, kShortKernelUs, t->shapes, t->model_geomean,
+                    t->model_p5, t->heuristic_geomean,
                     t->heuristic_p5);
       if (r.folds.size() > 1) {
         for (const GemmCalibrationRun::Fold& f : r.folds)

@@ -7,8 +7,9 @@
 // Cache file (JSON, one object): "schema", the validators "gpu", "driver", "runtime",
 // "library" (what the rates depend on), "date", "copy_tbs", "copy_bytes", "gemm_size",
 // "gemm_tflops" {precision: TFLOP/s} and "cluster_units" [{"size", "ctas_per_unit",
-// "max_active_clusters"}] (empty without thread-block clusters). A file written under other validators is measured
-// again; a damaged one is replaced with a warning naming the file and what was wrong.
+// "max_active_clusters"}] (empty without thread-block clusters). A file written under
+// other validators is measured again; a damaged one is replaced with a warning naming the
+// file and what was wrong.
 #include <map>
 #include <optional>
 #include <string>

@@ -250,7 +250,8 @@ Hardware load_hardware(const std::string& path) {
     mc->finish();
   }
   if (std::optional<TomlTableReader> cu = root.optional_table("cluster_units")) {
-    if (hw.max_cluster_size < 2) root.fail("cluster_units", "given although compute.max_cluster_size allows no clusters");
+    if (hw.max_cluster_size < 2)
+      root.fail("cluster_units", "given although compute.max_cluster_size allows no clusters");
     const std::pair<const char*, std::map<int, int> Hardware::*> tables[] = {
         {"one_cta_per_unit", &Hardware::cluster_units_one_cta},
         {"two_ctas_per_unit", &Hardware::cluster_units_two_ctas}};

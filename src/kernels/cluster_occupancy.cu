@@ -1,5 +1,7 @@
 #include "kernels/cluster_occupancy.h"
 
+#include <algorithm>
+
 #include "gpu/check.h"
 #include "gpu/platform.h"
 
@@ -15,6 +17,9 @@ namespace {
 
 constexpr int kProbeThreads = 128;
 constexpr int kLargestClusterSize = 16;  // non-portable limit on sm_90 and sm_100
+constexpr int kLargestPortableClusterSize = 8;  // CUDA C++ Programming Guide
+constexpr int kReservedSharedPerBlock = 1024;   // CUDA C++ Programming Guide, compute capability 9.0
+constexpr int kSharedMargin = 1024;
 
 // Never run: only its resource use (threads, dynamic shared memory) is queried.
 __global__ void cluster_probe_kernel(int* out) {
@@ -40,13 +45,14 @@ std::vector<ClusterUnits> measure_cluster_units(int device_index) {
   const bool non_portable =
       cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
   (void)cudaGetLastError();  // a refusal above is an answer, not an error
-  const int largest = non_portable ? kLargestClusterSize : 8;
+  const int largest = non_portable ? kLargestClusterSize : kLargestPortableClusterSize;
 
   std::vector<ClusterUnits> out;
   for (int ctas_per_unit : {1, 2}) {
-    // Shared memory sized so that exactly `ctas_per_unit` CTAs fit on one SM (each CTA
-    // also costs the 1 KB the driver reserves per block).
-    const int shared = std::min(shared_per_block_optin, shared_per_sm / ctas_per_unit - 1024 - 1024);
+    // Shared memory sized so that exactly `ctas_per_unit` CTAs fit on one SM: its share of
+    // the SM less the 1 KB the driver reserves per block and 1 KB of margin.
+    const int shared =
+        std::min(shared_per_block_optin, shared_per_sm / ctas_per_unit - kReservedSharedPerBlock - kSharedMargin);
     for (int size = 2; size <= largest; size *= 2) {
       cudaLaunchConfig_t config = {};
       config.gridDim = dim3(size * 64);
