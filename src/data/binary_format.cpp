@@ -398,9 +398,10 @@ void BinaryFile::read_group(int64_t g, RowGroup& out, int threads) {
     throw DataError(fmt::format("{}: checksum mismatch (stored {:#010x}, computed {:#010x})", group_name(g), stored,
                                 computed));
   const int64_t expected_n = g + 1 < groups() ? header_.group_samples : samples_ - g * header_.group_samples;
+  // `first` comes from the file: the message does no arithmetic on it.
   if (n != expected_n || first != g * header_.group_samples)
-    throw DataError(fmt::format("{}: holds samples {}..{}, expected {}..{}", group_name(g), first, first + n - 1,
-                                g * header_.group_samples, g * header_.group_samples + expected_n - 1));
+    throw DataError(fmt::format("{}: holds {} samples from sample {}, expected {} from sample {}", group_name(g), n,
+                                first, expected_n, g * header_.group_samples));
 
   const char* cursor = p + kGroupHeaderBytes;
   const char* const payload_end = cursor + payload;

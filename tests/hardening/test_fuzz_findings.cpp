@@ -225,3 +225,39 @@ TEST(FuzzFindings, HugeRecordedPayloadIsACorruptGroup) {
     EXPECT_NE(std::string(e.what()).find("payload bytes recorded"), std::string::npos) << e.what();
   }
 }
+
+// Finding 4: a row group whose recorded first sample was near 2^63 (with its checksum made
+// to match) overflowed in the error message that reports the wrong range: it added the
+// group's sample count to the value from the file. Any first sample must be reported as a
+// data error naming the group.
+TEST(FuzzFindings, HugeFirstSampleOfAGroupIsReportedWithoutOverflow) {
+  const Scratch dir("first");
+  const fs::path good = dir / "good.hbin", bad = dir / "bad.hbin";
+  const std::string bytes = valid_binary_file(good);
+  // Group 0 starts right after the header (32 + 8 x 2 tables + 4 bytes); its first sample
+  // is the u64 at byte 8 of the group header, its CRC the last 4 bytes before group 1.
+  constexpr std::size_t kGroup0 = 32 + 8 * 2 + 4, kFirstField = 8, kTrailerTail = 32;
+  uint64_t groups = 0, group1 = 0;
+  std::memcpy(&groups, bytes.data() + bytes.size() - 24, 8);
+  ASSERT_EQ(groups, 3u);
+  std::memcpy(&group1, bytes.data() + bytes.size() - kTrailerTail - 8 * groups + 8, 8);
+  for (const uint64_t first : {uint64_t{0x7ffffffffffffffe}, uint64_t{0x7fffffffffffffff}, ~uint64_t{0}}) {
+    SCOPED_TRACE(first);
+    std::string damaged = bytes;
+    std::memcpy(damaged.data() + kGroup0 + kFirstField, &first, 8);
+    const uint32_t crc = crc32c(damaged.data() + kGroup0, group1 - 4 - kGroup0);
+    std::memcpy(damaged.data() + group1 - 4, &crc, 4);  // a valid group checksum
+    write_bytes(bad, damaged);
+    BinarySource source(bad.string());
+    Batch batch;
+    try {
+      source.next(batch, 4);
+      ADD_FAILURE() << "accepted";
+    } catch (const DataError& e) {
+      EXPECT_NE(std::string(e.what()).find("row group 0 (samples 0..3): holds 4 samples from sample "), std::string::npos)
+          << e.what();
+      EXPECT_NE(std::string(e.what()).find("expected"), std::string::npos) << e.what();
+    }
+  }
+}
+
