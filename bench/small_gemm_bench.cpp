@@ -7,11 +7,21 @@
 //   cuBLASLt best        the fastest of every algorithm configuration it accepts
 //                        (gemm/cublaslt_algos.h), up to --max-candidates of them
 // with the floor (the operands and C through HBM once at the description's bandwidth).
+// With --all-variants it also times every variant of the kernel's tuning space that passes
+// the static rules (compiled once per GEMM, in parallel), which makes the measured best of
+// both kernel kinds an exhaustive oracle for the selection between them
+// (tune/small_gemm_selection.h): the small-GEMM variant the model picks, cuBLASLt's
+// configuration the engine's model selection picks (gemm/cublaslt_model_choice.h), and the
+// one of the two with the lower prediction, each against that best.
 // Every time is the median of --launches launches, each between two events, rotating
 // through four operand sets; every timed configuration is first verified against the
 // double-precision reference on a poisoned C.
 #include <algorithm>
 #include <chrono>
+#include <atomic>
+#include <map>
+#include <memory>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -29,6 +39,7 @@
 #include "core/utc_time.h"
 #include "gemm/cublaslt_algos.h"
 #include "gemm/cublaslt_gemm.h"
+#include "gemm/cublaslt_model_choice.h"
 #include "gpu/blaslt.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
@@ -36,8 +47,10 @@
 #include "kernels/small_gemm_sources.h"
 #include "kernels/small_gemm_tuned.h"
 #include "train/config.h"
+#include "perf/gemm_model_params.h"
 #include "tune/gpu/small_gemm_bench.h"
 #include "tune/small_gemm_model.h"
+#include "tune/small_gemm_selection.h"
 #include "tune/winners.h"
 
 namespace {
@@ -59,9 +72,61 @@ struct Options {
   std::string hw = "h200_sxm";
   std::string hw_dir = "hw";
   std::string out = "bench/results/small-gemm.json";
+  std::string params;  // the GEMM model's parameters ("" = hw/params/<arch>.toml)
   int launches = 25;
   int max_candidates = 64;
+  bool all_variants = false;
+  int compile_threads = 0;  // 0: the machine's hardware threads
 };
+
+// Every variant of a shape's space that passes the static rules at some batch, compiled
+// once (the kernels do not depend on the batch).
+struct CompiledVariants {
+  std::vector<kernels::SmallGemmVariant> variants;
+  std::vector<std::unique_ptr<kernels::TunedSmallGemm>> kernels;  // null where the compile failed
+  std::vector<std::string> errors;
+  double compile_s = 0.0;
+};
+
+CompiledVariants compile_variants(const Hardware& hw, const kernels::SmallGemmShape& shape,
+                                  const std::vector<int64_t>& batches, const gpu::DeviceProperties& dev,
+                                  int threads) {
+  CompiledVariants c;
+  for (const kernels::SmallGemmVariant& v : tune::small_gemm_variants(shape.kind)) {
+    bool runs = false;
+    for (int64_t m : batches) runs = runs || tune::small_gemm_static_problem(hw, {shape, m}, v).empty();
+    if (runs) c.variants.push_back(v);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<gpu::RtcBinary> binaries(c.variants.size());
+  const gpu::RtcBinary finish = shape.kind == kernels::SmallGemmKind::reduce
+                                    ? gpu::rtc_compile(kernels::small_gemm_finish_program(), dev.compute_major,
+                                                       dev.compute_minor)
+                                    : gpu::RtcBinary{};
+  {
+    const unsigned n = threads > 0 ? static_cast<unsigned>(threads) : std::max(1u, std::thread::hardware_concurrency());
+    std::vector<std::thread> pool;
+    std::atomic<std::size_t> next{0};
+    for (unsigned t = 0; t < n; ++t)
+      pool.emplace_back([&] {
+        for (std::size_t i = next++; i < c.variants.size(); i = next++)
+          binaries[i] = gpu::rtc_compile(kernels::small_gemm_program(shape, c.variants[i]), dev.compute_major,
+                                         dev.compute_minor);
+      });
+    for (auto& t : pool) t.join();
+  }
+  c.compile_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  c.kernels.resize(c.variants.size());
+  c.errors.resize(c.variants.size());
+  for (std::size_t i = 0; i < c.variants.size(); ++i) {
+    if (!binaries[i].ok || (shape.kind == kernels::SmallGemmKind::reduce && !finish.ok)) {
+      c.errors[i] = "compile: " + (binaries[i].ok ? finish.log : binaries[i].log).substr(0, 400);
+      continue;
+    }
+    c.kernels[i] = std::make_unique<kernels::TunedSmallGemm>(shape, c.variants[i], binaries[i], finish);
+  }
+  return c;
+}
 
 // One cuBLASLt configuration of the bench's problem, launched on rotation i's operands.
 class CublasRunner {
@@ -91,9 +156,8 @@ class CublasRunner {
   std::unique_ptr<cublaslt::MatmulDescriptors> desc_;
 };
 
-json time_ours(tune::SmallGemmBench& bench, const kernels::SmallGemmVariant& v, const gpu::DeviceProperties& dev,
-               int launches) {
-  const kernels::TunedSmallGemm k(bench.workload().shape, v, dev.compute_major, dev.compute_minor);
+json time_compiled(tune::SmallGemmBench& bench, const kernels::TunedSmallGemm& k, int launches) {
+  const kernels::SmallGemmVariant& v = k.variant();
   const tune::SmallGemmLaunch launch = [&k](const kernels::SmallGemmArgs& g, gpu::stream_t s) { k.launch(g, s); };
   const tune::ForwardCheck c = bench.verify(launch, k.workspace_floats());
   json j = {{"params", tune::to_json(tune::small_gemm_parameters(v))}, {"verified", c.ok}};
@@ -105,9 +169,90 @@ json time_ours(tune::SmallGemmBench& bench, const kernels::SmallGemmVariant& v, 
   return j;
 }
 
+json time_ours(tune::SmallGemmBench& bench, const kernels::SmallGemmVariant& v, const gpu::DeviceProperties& dev,
+               int launches) {
+  const kernels::TunedSmallGemm k(bench.workload().shape, v, dev.compute_major, dev.compute_minor);
+  return time_compiled(bench, k, launches);
+}
+
+// The selection between the two kinds of kernel against the measured best of both
+// (every small-GEMM variant, and the cuBLASLt configurations timed).
+json selection_record(const Options& o, const Hardware& hw, const cublaslt::ModelSelection& selection,
+                      tune::SmallGemmBench& bench, const CompiledVariants& compiled, const CublasRunner& cublas,
+                      cublasLtHandle_t handle, void* workspace, json& r) {
+  const tune::SmallGemmWorkload& w = bench.workload();
+  json variants = json::array();
+  std::optional<double> best_ours;
+  std::optional<double> pick_us;
+  const std::optional<tune::SmallGemmPick> pick = tune::pick_small_gemm(hw, tune::small_gemm_problem(w), selection.params);
+  for (std::size_t i = 0; i < compiled.variants.size(); ++i) {
+    const kernels::SmallGemmVariant& v = compiled.variants[i];
+    if (!tune::small_gemm_static_problem(hw, w, v).empty()) continue;
+    json j;
+    if (!compiled.kernels[i]) {
+      j = {{"params", tune::to_json(tune::small_gemm_parameters(v))}, {"verified", false}, {"reason", compiled.errors[i]}};
+    } else {
+      j = time_compiled(bench, *compiled.kernels[i], o.launches);
+    }
+    j["predicted_us"] = tune::price_small_gemm(hw, w, v, selection.params).predicted_us;
+    if (j.contains("median_us")) {
+      const double us = j["median_us"].get<double>();
+      if (!best_ours || us < *best_ours) best_ours = us;
+      if (pick && v == pick->variant) pick_us = us;
+    }
+    variants.push_back(j);
+  }
+  json sel = {{"ours_variants", variants}};
+  if (best_ours) sel["ours_best_us"] = *best_ours;
+  if (pick) {
+    sel["ours_pick"] = {{"params", tune::to_json(tune::small_gemm_parameters(pick->variant))},
+                        {"predicted_us", pick->predicted_us}};
+    if (pick_us) sel["ours_pick"]["median_us"] = *pick_us;
+  }
+  const auto model = cublaslt::choose_algo_by_model(handle, cublas.problem(), cublas.desc(), kWorkspaceBytes,
+                                                    cublaslt::Alignment{}, selection);
+  std::optional<double> model_us;
+  if (model) {
+    const tune::ForwardCheck mc = bench.verify(cublas.launch(model->algo.algo));
+    sel["cublaslt_model"] = {{"config", to_string(model->config)}, {"predicted_us", model->predicted_us},
+                             {"verified", mc.ok}};
+    if (mc.ok) {
+      model_us = bench.median_us(cublas.launch(model->algo.algo), o.launches);
+      sel["cublaslt_model"]["median_us"] = *model_us;
+    } else {
+      sel["cublaslt_model"]["reason"] = mc.reason;
+    }
+  }
+  (void)workspace;
+  // The oracle: the fastest of everything measured for this GEMM.
+  std::optional<double> oracle = best_ours;
+  const auto take = [&](std::optional<double> v) {
+    if (v && (!oracle || *v < *oracle)) oracle = v;
+  };
+  take(model_us);
+  for (const char* k : {"cublaslt_heuristic", "cublaslt_best"})
+    if (r[k].contains("median_us") && r[k].value("verified", true)) take(r[k]["median_us"].get<double>());
+  if (oracle) sel["oracle_us"] = *oracle;
+  // The rule the engine follows: the lower prediction wins.
+  if (pick && (!model || pick->predicted_us < model->predicted_us)) {
+    sel["chosen"] = "small_gemm";
+    if (pick_us) sel["chosen_us"] = *pick_us;
+  } else if (model) {
+    sel["chosen"] = "cublaslt";
+    if (model_us) sel["chosen_us"] = *model_us;
+  }
+  if (oracle && sel.contains("chosen_us")) sel["oracle_over_chosen"] = *oracle / sel["chosen_us"].get<double>();
+  if (oracle && pick_us) sel["oracle_over_ours_pick"] = *oracle / *pick_us;
+  if (best_ours && pick_us) sel["ours_best_over_ours_pick"] = *best_ours / *pick_us;
+  if (oracle && r["cublaslt_heuristic"].contains("median_us"))
+    sel["oracle_over_cublaslt_heuristic"] = *oracle / r["cublaslt_heuristic"]["median_us"].get<double>();
+  if (oracle && model_us) sel["oracle_over_cublaslt_model"] = *oracle / *model_us;
+  return sel;
+}
+
 json bench_one(const Options& o, const Hardware& hw, const gpu::DeviceProperties& dev, const tune::WinnersStore& store,
                cublasLtHandle_t handle, void* workspace, const tune::SmallGemmLayerGemm& g, int64_t batch,
-               uint64_t seed) {
+               uint64_t seed, const cublaslt::ModelSelection& selection, const CompiledVariants* compiled) {
   tune::SmallGemmBench bench(g.shape, batch, seed, kRotations);
   const tune::SmallGemmWorkload w = bench.workload();
   json r = {{"role", g.role},
@@ -174,6 +319,7 @@ json bench_one(const Options& o, const Hardware& hw, const gpu::DeviceProperties
     b["heuristic_is_best"] = h <= best;
   }
   r["cublaslt_best"] = b;
+  if (compiled) r["selection"] = selection_record(o, hw, selection, bench, *compiled, cublas, handle, workspace, r);
 
   const auto us = [&](const char* what) -> std::optional<double> {
     if (r[what].contains("median_us") && r[what].value("verified", true)) return r[what]["median_us"].get<double>();
@@ -209,6 +355,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--max-candidates", o.max_candidates, "cuBLASLt configurations timed per GEMM (0: all)")
       ->capture_default_str();
+  app.add_option("--params", o.params, "GEMM model parameters for the selection (default: the architecture's)");
+  app.add_flag("--all-variants", o.all_variants,
+               "also time every small-GEMM variant and the model's selection between the two kernels");
+  app.add_option("--compile-threads", o.compile_threads, "threads compiling the variants (0: all)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     if (!gpu::has_device()) throw DeviceError("small_gemm_bench: no GPU is visible");
@@ -220,6 +371,9 @@ int main(int argc, char** argv) {
     cublasLtHandle_t handle = nullptr;
     HETREC_BLAS_CHECK(cublasLtCreate(&handle));
     gpu::DeviceBuffer workspace(kWorkspaceBytes);
+    const GemmModelParams params =
+        o.params.empty() ? load_gemm_params_for(hw, o.hw_dir + "/params") : load_gemm_params(o.params);
+    const cublaslt::ModelSelection selection = cublaslt::make_model_selection(handle, hw, params);
     std::mt19937_64 seeds(std::random_device{}());
     json records = json::array();
     const char* commit = std::getenv("HETREC_COMMIT");
@@ -238,6 +392,8 @@ int main(int argc, char** argv) {
                               {"launches_per_median", o.launches},
                               {"rotations", kRotations},
                               {"max_cublaslt_candidates", o.max_candidates},
+                              {"all_variants", o.all_variants},
+                              {"model_params", o.params.empty() ? "architecture default" : o.params},
                               {"small_gemm_source_hash", kernels::small_gemm_sources_hash()},
                               {"records", records}}}};
       std::ofstream f(o.out);
@@ -251,15 +407,25 @@ int main(int argc, char** argv) {
       for (const auto& g : tune::small_gemm_mlp_gemms("top_mlp", model.interaction_width(), model.top_mlp, false, true,
                                                       operand))
         gemms.push_back(g);
-      for (const auto& g : gemms)
+      for (const auto& g : gemms) {
+        std::optional<CompiledVariants> compiled;
+        if (o.all_variants) {
+          compiled = compile_variants(hw, g.shape, o.batches, dev, o.compile_threads);
+          std::cerr << g.role << ": " << compiled->variants.size() << " variants compiled in " << compiled->compile_s
+                    << " s\n";
+        }
         for (int64_t batch : o.batches) {
-          json r = bench_one(o, hw, dev, store, handle, workspace.get(), g, batch, seeds());
+          json r = bench_one(o, hw, dev, store, handle, workspace.get(), g, batch, seeds(), selection,
+                             compiled ? &*compiled : nullptr);
           if (g.layer == 0 && g.role.rfind("bottom_mlp", 0) == 0 && g.role.find("input gradient") != std::string::npos)
             r["engine_runs_it"] = false;  // the bottom MLP's input is the dense features: no gradient
-          std::cerr << r.dump() << "\n";
+          json brief = r;
+          if (brief.contains("selection")) brief["selection"].erase("ours_variants");
+          std::cerr << brief.dump() << "\n";
           records.push_back(r);
           write();
         }
+      }
     }
     (void)cublasLtDestroy(handle);
     std::printf("results %s\n", o.out.c_str());

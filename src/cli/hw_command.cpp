@@ -17,6 +17,8 @@
 #include "perf/gemm_oracle.h"
 #include "perf/gemm_problem.h"
 #include "perf/gemm_report.h"
+#include "perf/gemm_selector.h"
+#include "tune/small_gemm_selection.h"
 
 namespace hetrec::cli {
 
@@ -116,6 +118,16 @@ void add_gemm_command(CLI::App& app, Action& action) {
       p.epilogue = parse_epilogue(o->epilogue, "--epilogue");
       if (p.a_type == DType::f8e4m3 || p.a_type == DType::f8e5m2) p.fp8_scaling = Fp8Scaling::per_tensor;
       std::fputs(gemm_select_report(hw, p, params).c_str(), stdout);
+      // Our small-GEMM kernels compete where a dimension is at most 16.
+      if (!tune::small_gemm_workloads(p).empty()) {
+        double library_us = 0.0;
+        try {
+          library_us = GemmSelector::for_hardware(hw, params).select(p).estimate.time_us;
+        } catch (const ConfigError&) {
+          // no library configuration runs it: the small-GEMM kernel is the only candidate
+        }
+        std::fputs(tune::small_gemm_select_report(hw, p, params, library_us).c_str(), stdout);
+      }
     };
   });
 

@@ -161,7 +161,11 @@ double small_gemm_floor_us(const Hardware& hw, const SmallGemmWorkload& w) {
 }
 
 std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params) {
-  const kernels::SmallGemmVariant v = to_small_gemm_variant(params);
+  return small_gemm_static_problem(hw, w, to_small_gemm_variant(params));
+}
+
+std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkload& w,
+                                      const kernels::SmallGemmVariant& v) {
   const auto max_shared = static_cast<std::size_t>(hw.max_shared_kb_per_block * 1024);
   const std::string problem = kernels::small_gemm_variant_problem(w.shape, v, hw.warp_size, max_shared);
   if (!problem.empty()) return "invalid: " + problem;
@@ -185,7 +189,10 @@ std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkloa
 }
 
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params) {
-  const kernels::SmallGemmVariant v = to_small_gemm_variant(params);
+  return small_gemm_issue_us(hw, w, to_small_gemm_variant(params));
+}
+
+double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
   const double m = static_cast<double>(w.m), narrow = w.shape.narrow, wide = w.shape.wide;
   double ops = 0.0;
   switch (w.shape.kind) {
@@ -207,12 +214,15 @@ double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const
 }
 
 double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params) {
-  const kernels::SmallGemmVariant v = to_small_gemm_variant(params);
+  return small_gemm_predicted_us(hw, w, to_small_gemm_variant(params));
+}
+
+double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
   const double resident = static_cast<double>(hw.max_threads_per_unit) * hw.compute_units;
   const double threads = std::min(resident, working_threads(w, v));
   const double bytes_per_us = sustained_bytes_per_us(hw, threads, bytes_in_flight_per_thread(w, v));
   const double bytes = small_gemm_bytes(w) + partial_bytes(w, v);
-  return std::max({bytes / bytes_per_us, small_gemm_floor_us(hw, w), small_gemm_issue_us(hw, w, params)});
+  return std::max({bytes / bytes_per_us, small_gemm_floor_us(hw, w), small_gemm_issue_us(hw, w, v)});
 }
 
 }  // namespace hetrec::tune

@@ -68,13 +68,17 @@ double small_gemm_floor_us(const Hardware& hw, const SmallGemmWorkload& w);
 // vectors or lanes overrun the wide dimension (idle lanes), or the reduce kind's partial
 // sums would outweigh the rows it reads.
 std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params);
+std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkload& w,
+                                      const kernels::SmallGemmVariant& v);
 
 // Predicted time (us): the larger of (a) the traffic (the floor's plus the reduce kind's
 // partial sums) over the bandwidth the variant's loads in flight sustain (Little's law,
 // the lesser of that and HBM's) and (b) its memory instructions (global and shared) over
 // the SMs' load/store issue rate.
 double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params);
+double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
 // Part (b) alone: breaks ties.
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params);
+double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
 
 }  // namespace hetrec::tune
