@@ -156,8 +156,19 @@ class CublasRunner {
   std::unique_ptr<cublaslt::MatmulDescriptors> desc_;
 };
 
+// Whether the compiled kernel can launch its blocks (its registers allow the block size).
+bool launchable(const kernels::TunedSmallGemm& k) {
+  return k.resources().max_threads_per_block >= kernels::small_gemm_block_threads(k.shape(), k.variant());
+}
+
 json time_compiled(tune::SmallGemmBench& bench, const kernels::TunedSmallGemm& k, int launches) {
   const kernels::SmallGemmVariant& v = k.variant();
+  if (!launchable(k))
+    return {{"params", tune::to_json(tune::small_gemm_parameters(v))},
+            {"verified", false},
+            {"reason", "resources: " + std::to_string(k.resources().registers) + " registers per thread allow " +
+                           std::to_string(k.resources().max_threads_per_block) + " threads per block, the variant needs " +
+                           std::to_string(kernels::small_gemm_block_threads(k.shape(), v))}};
   const tune::SmallGemmLaunch launch = [&k](const kernels::SmallGemmArgs& g, gpu::stream_t s) { k.launch(g, s); };
   const tune::ForwardCheck c = bench.verify(launch, k.workspace_floats());
   json j = {{"params", tune::to_json(tune::small_gemm_parameters(v))}, {"verified", c.ok}};
@@ -184,7 +195,19 @@ json selection_record(const Options& o, const Hardware& hw, const cublaslt::Mode
   json variants = json::array();
   std::optional<double> best_ours;
   std::optional<double> pick_us;
-  const std::optional<tune::SmallGemmPick> pick = tune::pick_small_gemm(hw, tune::small_gemm_problem(w), selection.params);
+  // The engine's pick: the first of the model's ranking whose kernel compiles and launches.
+  std::optional<tune::SmallGemmPick> pick;
+  std::size_t pick_rank = 0;
+  for (const tune::SmallGemmPick& p : tune::rank_small_gemm(hw, tune::small_gemm_problem(w), selection.params)) {
+    ++pick_rank;
+    if (p.workload.shape != w.shape) continue;  // another kind of the same GEMM: not compiled here
+    const auto it = std::find(compiled.variants.begin(), compiled.variants.end(), p.variant);
+    const std::size_t i = static_cast<std::size_t>(it - compiled.variants.begin());
+    if (it != compiled.variants.end() && compiled.kernels[i] && launchable(*compiled.kernels[i])) {
+      pick = p;
+      break;
+    }
+  }
   for (std::size_t i = 0; i < compiled.variants.size(); ++i) {
     const kernels::SmallGemmVariant& v = compiled.variants[i];
     if (!tune::small_gemm_static_problem(hw, w, v).empty()) continue;
@@ -206,7 +229,8 @@ json selection_record(const Options& o, const Hardware& hw, const cublaslt::Mode
   if (best_ours) sel["ours_best_us"] = *best_ours;
   if (pick) {
     sel["ours_pick"] = {{"params", tune::to_json(tune::small_gemm_parameters(pick->variant))},
-                        {"predicted_us", pick->predicted_us}};
+                        {"predicted_us", pick->predicted_us},
+                        {"rank", pick_rank}};
     if (pick_us) sel["ours_pick"]["median_us"] = *pick_us;
   }
   const auto model = cublaslt::choose_algo_by_model(handle, cublas.problem(), cublas.desc(), kWorkspaceBytes,

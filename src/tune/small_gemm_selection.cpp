@@ -1,5 +1,6 @@
 #include "tune/small_gemm_selection.h"
 
+#include <algorithm>
 #include <cstdio>
 
 #include "core/error.h"
@@ -105,26 +106,35 @@ SmallGemmPick price_small_gemm(const Hardware& hw, const SmallGemmWorkload& w, c
   return pick;
 }
 
+std::vector<SmallGemmPick> rank_small_gemm(const Hardware& hw, const GemmProblem& problem,
+                                           const GemmModelParams& params) {
+  struct Ranked {
+    SmallGemmPick pick;
+    double issue_us;
+  };
+  std::vector<Ranked> ranked;
+  for (const SmallGemmWorkload& w : small_gemm_workloads(problem))
+    for (const kernels::SmallGemmVariant& v : small_gemm_variants(w.shape.kind))
+      if (small_gemm_static_problem(hw, w, v).empty())
+        ranked.push_back({price_small_gemm(hw, w, v, params), small_gemm_issue_us(hw, w, v)});
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
+    return a.pick.predicted_us != b.pick.predicted_us ? a.pick.predicted_us < b.pick.predicted_us
+                                                      : a.issue_us < b.issue_us;
+  });
+  std::vector<SmallGemmPick> out;
+  out.reserve(ranked.size());
+  for (Ranked& r : ranked) {
+    r.pick.predicted = ranked.size();
+    out.push_back(r.pick);
+  }
+  return out;
+}
+
 std::optional<SmallGemmPick> pick_small_gemm(const Hardware& hw, const GemmProblem& problem,
                                              const GemmModelParams& params) {
-  std::optional<SmallGemmPick> best;
-  double best_issue = 0.0;
-  std::size_t predicted = 0;
-  for (const SmallGemmWorkload& w : small_gemm_workloads(problem)) {
-    for (const kernels::SmallGemmVariant& v : small_gemm_variants(w.shape.kind)) {
-      if (!small_gemm_static_problem(hw, w, v).empty()) continue;
-      ++predicted;
-      const SmallGemmPick p = price_small_gemm(hw, w, v, params);
-      const double issue = small_gemm_issue_us(hw, w, v);
-      if (!best || p.predicted_us < best->predicted_us ||
-          (p.predicted_us == best->predicted_us && issue < best_issue)) {
-        best = p;
-        best_issue = issue;
-      }
-    }
-  }
-  if (best) best->predicted = predicted;
-  return best;
+  std::vector<SmallGemmPick> ranked = rank_small_gemm(hw, problem, params);
+  if (ranked.empty()) return std::nullopt;
+  return ranked.front();
 }
 
 }  // namespace hetrec::tune

@@ -45,6 +45,13 @@ struct SmallGemmPick {
   std::size_t predicted = 0;  // variants that passed small_gemm_static_problem and were predicted
 };
 
+// Every variant of every applicable kind that passes the static rules, fastest predicted
+// first (ties: fewer issue slots, then the space's order). `predicted` of each holds the
+// list's length. The engine takes the first whose compiled kernel can launch (its
+// registers allow the block), which only a compile tells.
+std::vector<SmallGemmPick> rank_small_gemm(const Hardware& hw, const GemmProblem& problem,
+                                           const GemmModelParams& params);
+
 // The variant predicted fastest over every applicable kind (ties: fewer issue slots, then
 // the space's order), or nullopt when no kind applies or no variant passes.
 std::optional<SmallGemmPick> pick_small_gemm(const Hardware& hw, const GemmProblem& problem,

@@ -131,6 +131,12 @@ TEST(SmallGemmSelection, PickIsTheFastestPredictionOfEveryVariantThatPasses) {
     EXPECT_DOUBLE_EQ(pick->predicted_us, best) << describe_gemm_problem(p);
     EXPECT_TRUE(small_gemm_static_problem(hw, pick->workload, pick->variant).empty());
     EXPECT_DOUBLE_EQ(pick->kernel_us, small_gemm_predicted_us(hw, pick->workload, pick->variant));
+    // The ranking starts with the pick and is ordered.
+    const auto ranked = rank_small_gemm(hw, p, params);
+    ASSERT_EQ(ranked.size(), passed);
+    EXPECT_EQ(ranked.front().variant, pick->variant);
+    EXPECT_EQ(ranked.front().workload.shape, pick->workload.shape);
+    for (std::size_t i = 1; i < ranked.size(); ++i) EXPECT_LE(ranked[i - 1].predicted_us, ranked[i].predicted_us);
     // Never below the floor plus the launches.
     EXPECT_GE(pick->predicted_us, small_gemm_floor_us(hw, pick->workload) +
                                       small_gemm_launches(pick->workload.shape.kind) * 3.25 - 1e-9);
