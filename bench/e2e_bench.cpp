@@ -261,6 +261,20 @@ int run(int argc, char** argv) {
               "in all), %zu by cuBLASLt's heuristic\n",
               gemm_counts.by_model, gemm_counts.from_cache, gemm_counts.predicted_us, gemm_counts.by_library);
 
+  const std::vector<gpu_model::SmallGemmDecision> small_gemms =
+      single ? single->small_gemm_decisions() : distributed->small_gemm_decisions();
+  nlohmann::json small_gemm_json = nlohmann::json::array();
+  for (const auto& d : small_gemms) {
+    std::printf("  %-30s batch %lld: %s (predicted small-GEMM %.1f us, cuBLASLt %s)\n", d.gemm.c_str(),
+                static_cast<long long>(d.batch), d.small_gemm ? "small-GEMM kernel" : "cuBLASLt", d.small_gemm_us,
+                d.library_us ? (std::to_string(*d.library_us) + " us").c_str() : "its heuristic's choice, unpriced");
+    small_gemm_json.push_back({{"gemm", d.gemm},
+                               {"batch", d.batch},
+                               {"runs", d.small_gemm ? "small_gemm" : "cublaslt"},
+                               {"small_gemm_predicted_us", d.small_gemm_us},
+                               {"cublaslt_predicted_us", d.library_us ? nlohmann::json(*d.library_us) : nlohmann::json()}});
+  }
+
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   nlohmann::json out;
@@ -306,7 +320,8 @@ int run(int argc, char** argv) {
                       {"by_model", gemm_counts.by_model},
                       {"from_selections_file", gemm_counts.from_cache},
                       {"by_library", gemm_counts.by_library},
-                      {"model_predicted_us", gemm_counts.predicted_us}}},
+                      {"model_predicted_us", gemm_counts.predicted_us},
+                      {"small_gemm_decisions", small_gemm_json}}},
                     {"rank_phase_ms", rank_phase_json}};
   if (json_out.empty())
     json_out = "bench/results/e2e-" + utc_time("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";

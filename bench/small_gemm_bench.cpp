@@ -281,6 +281,14 @@ json bench_one(const Options& o, const Hardware& hw, const gpu::DeviceProperties
   const tune::SmallGemmWorkload w = bench.workload();
   json r = {{"role", g.role},
             {"shape", g.shape.key()},
+            {"small_gemm_shape",
+             {{"kind", kernels::small_gemm_kind_name(g.shape.kind)},
+              {"narrow", g.shape.narrow},
+              {"wide", g.shape.wide},
+              {"flag", g.shape.flag},
+              {"epilogue", g.shape.epilogue == kernels::SmallGemmEpilogue::none   ? "none"
+                           : g.shape.epilogue == kernels::SmallGemmEpilogue::bias ? "bias"
+                                                                                  : "relu_bias"}}},
             {"batch", batch},
             {"operand", std::string(dtype_name(g.shape.operand))},
             {"bytes", tune::small_gemm_bytes(w)},

@@ -228,6 +228,7 @@ void set_operand_pointers(const Problem& p, const Operands& o, cublasLtMatmulDes
 struct Gemm::Plan {
   std::unique_ptr<MatmulDescriptors> desc;
   std::optional<cublasLtMatmulAlgo_t> algo;
+  std::optional<double> predicted_us;  // the model's, when it chose the algorithm
 };
 
 Gemm::Gemm(Allocator& device_allocator, std::size_t workspace_bytes) {
@@ -255,7 +256,7 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
   plan->desc = make_descriptors(p);
   const std::size_t workspace_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
 #if defined(HETREC_WITH_CUDA)
-  if (model_selection_) plan->algo = model_choice(p, *plan->desc, workspace_bytes, al);
+  if (model_selection_) plan->algo = model_choice(p, *plan->desc, workspace_bytes, al, plan->predicted_us);
 #endif
   if (!plan->algo) {
     plan->algo = select_algo(handle_, plan->desc->desc, plan->desc->a, plan->desc->b, plan->desc->d, workspace_bytes, al,
@@ -269,7 +270,8 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
 
 #if defined(HETREC_WITH_CUDA)
 std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const MatmulDescriptors& desc,
-                                                       std::size_t workspace_bytes, const Alignment& al) {
+                                                       std::size_t workspace_bytes, const Alignment& al,
+                                                       std::optional<double>& predicted_us) {
   const GemmProblem key = model_problem(p);
   // The model prices the backward epilogues as their forward forms: the library's epilogue
   // tells such problems apart in the file.
@@ -282,6 +284,7 @@ std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const M
           ++counts_.by_model;
           ++counts_.from_cache;
           counts_.predicted_us += hit->predicted_us;
+          predicted_us = hit->predicted_us;
           return algo->algo;
         }
       }
@@ -291,6 +294,7 @@ std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const M
   if (!choice) return std::nullopt;
   ++counts_.by_model;
   counts_.predicted_us += choice->predicted_us;
+  predicted_us = choice->predicted_us;
   if (selection_cache_) {
     selection_cache_->insert(key, CachedGemmChoice{choice->config, choice->predicted_us, algo_key(choice->algo.config)},
                              variant);
@@ -327,14 +331,24 @@ void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string 
 
 bool Gemm::supported(const Problem& problem) { return plan(problem, Alignment{}).algo.has_value(); }
 
-void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream) {
+namespace {
+Alignment operand_alignment(const Problem& p, const Operands& o) {
   Alignment al;
   al.a = alignment_of(o.a);
   al.b = alignment_of(o.b);
   al.d = alignment_of(o.d);
   if (uses_aux(p.epilogue)) al.aux = alignment_of(o.aux);
   if (uses_bias(p.epilogue)) al.bias = alignment_of(o.bias ? o.bias : o.bias_grad);
-  Plan& pl = plan(p, al);
+  return al;
+}
+}  // namespace
+
+std::optional<double> Gemm::predicted_us(const Problem& problem, const Operands& operands) {
+  return plan(problem, operand_alignment(problem, operands)).predicted_us;
+}
+
+void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream) {
+  Plan& pl = plan(p, operand_alignment(p, o));
   if (!pl.algo) throw DeviceError("cuBLASLt has no algorithm for " + shape_text(p));
   set_operand_pointers(p, o, pl.desc->desc);
   void* ws = workspace_.defined() ? workspace_.raw() : nullptr;

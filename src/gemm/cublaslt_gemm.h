@@ -170,6 +170,11 @@ class Gemm {
 
   // Whether an algorithm exists for the problem with 256-byte-aligned operands.
   bool supported(const Problem& problem);
+  // With model selection: the model's predicted time (us) of the configuration the problem
+  // runs with these operands (planned now if new, as run() would). nullopt without model
+  // selection, or where the library's heuristic chose because the model could describe
+  // none of the configurations.
+  std::optional<double> predicted_us(const Problem& problem, const Operands& operands);
   // Throws DeviceError naming the shape when no algorithm exists or the call fails.
   void run(const Problem& problem, const Operands& operands, gpu::stream_t stream);
 
@@ -184,8 +189,10 @@ class Gemm {
   Tensor workspace_;
   std::map<Key, std::unique_ptr<Plan>> plans_;
   // The model's choice for a new problem (from the selections file when it holds one).
+  // `predicted_us` receives the model's prediction of the configuration returned.
   std::optional<cublasLtMatmulAlgo_t> model_choice(const Problem& problem, const MatmulDescriptors& desc,
-                                                   std::size_t workspace_bytes, const Alignment& alignment);
+                                                   std::size_t workspace_bytes, const Alignment& alignment,
+                                                   std::optional<double>& predicted_us);
 
   std::unique_ptr<const ModelSelection> model_selection_;
   std::unique_ptr<GemmSelectionCache> selection_cache_;

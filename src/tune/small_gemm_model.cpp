@@ -1,9 +1,11 @@
 #include "tune/small_gemm_model.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/error.h"
 #include "tune/memory_bounds.h"
+#include "tune/occupancy.h"
 
 namespace hetrec::tune {
 
@@ -14,6 +16,13 @@ constexpr double kMaxPartialShare = 0.25;
 // The widest vector access (bytes): the alignment a vector of that size needs.
 constexpr std::size_t kMaxVectorAlignment = 16;
 
+// The rows kind stages B (narrow x wide floats) in shared memory at the start of every
+// block, one dependent 4-byte load from L2 and a shared store per thread and step. Clocks
+// per step, fitted on the H200 (bench/results/narrow-gemm-selection-20261130-h200.json,
+// the 13 x 512 B of the bottom layer's input gradient at batch 1024: 0.17-0.25 us per step
+// over 26 to 208 steps at 1.98 GHz; about twice a near L2 hit's latency).
+constexpr double kStagingStepClocks = 400;
+
 using kernels::SmallGemmKind;
 
 double ceil_div(double a, double b) { return static_cast<double>(static_cast<int64_t>((a + b - 1) / b)); }
@@ -23,15 +32,20 @@ double partial_bytes(const SmallGemmWorkload& w, const kernels::SmallGemmVariant
   return 2.0 * static_cast<double>(kernels::small_gemm_workspace_floats(w.shape, v)) * sizeof(float);
 }
 
-// Bytes the variant's thread has in flight from global memory.
-double bytes_in_flight_per_thread(const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
-  const double elem = static_cast<double>(dtype_size(w.shape.operand));
-  switch (w.shape.kind) {
-    case SmallGemmKind::rows: return v.unroll * v.vec * elem;
-    case SmallGemmKind::outer: return v.unroll * w.shape.narrow * elem;  // rows of A loaded before use
-    case SmallGemmKind::reduce: return v.unroll * (v.vec + w.shape.narrow) * elem;
+// Threads of the variant one unit keeps resident: its block size against the unit's
+// threads, and its shared memory against the unit's (registers are known only after a
+// compile; occupancy.h's NVIDIA rules where they apply).
+double resident_threads_per_unit(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
+  const int block = kernels::small_gemm_block_threads(w.shape, v);
+  if (hw.vendor == Vendor::nvidia) {
+    ResourceReport r;
+    r.dynamic_shared_bytes = kernels::small_gemm_shared_bytes(w.shape, v);
+    return static_cast<double>(occupancy(hw, r, block).blocks_per_unit) * block;
   }
-  return elem;
+  const double shared = static_cast<double>(kernels::small_gemm_shared_bytes(w.shape, v));
+  double blocks = std::floor(static_cast<double>(hw.max_threads_per_unit) / block);
+  if (shared > 0) blocks = std::min(blocks, std::floor(hw.shared_kb_per_unit * 1024 / shared));
+  return blocks * block;
 }
 
 // Threads the problem keeps busy at once, at most.
@@ -136,6 +150,18 @@ ParameterSet small_gemm_parameters(const kernels::SmallGemmVariant& v) {
           {"split", v.split}};
 }
 
+double small_gemm_bytes_in_flight_per_thread(const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
+  const double elem = static_cast<double>(dtype_size(w.shape.operand));
+  switch (w.shape.kind) {
+    case SmallGemmKind::rows: return v.unroll * v.vec * elem;
+    // The rows of A loaded before use (the same addresses for the whole row group), and the
+    // outputs they become: a thread stores nothing of a row before its load returns.
+    case SmallGemmKind::outer: return v.unroll * (w.shape.narrow * elem + v.vec * sizeof(float));
+    case SmallGemmKind::reduce: return v.unroll * (v.vec + w.shape.narrow) * elem;
+  }
+  return elem;
+}
+
 double small_gemm_bytes(const SmallGemmWorkload& w) {
   const double elem = static_cast<double>(dtype_size(w.shape.operand));
   const double m = static_cast<double>(w.m), narrow = w.shape.narrow, wide = w.shape.wide;
@@ -217,12 +243,28 @@ double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, c
   return small_gemm_predicted_us(hw, w, to_small_gemm_variant(params));
 }
 
+double small_gemm_shared_read_us(const Hardware& hw, const SmallGemmWorkload& w) {
+  if (w.shape.kind != SmallGemmKind::rows || hw.shared_bytes_per_clock <= 0) return 0.0;
+  // Every element of A meets the N staged values of its column of B, read from shared
+  // memory as fp32 (no credit for lanes of other rows reading the same address).
+  const double bytes = static_cast<double>(w.m) * w.shape.wide * w.shape.narrow * sizeof(float);
+  return bytes / (hw.shared_bytes_per_clock * hw.compute_units * hw.clock_mhz);
+}
+
+double small_gemm_staging_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
+  if (w.shape.kind != SmallGemmKind::rows) return 0.0;
+  const double elements = static_cast<double>(kernels::small_gemm_shared_bytes(w.shape, v)) / sizeof(float);
+  return ceil_div(elements, kernels::small_gemm_block_threads(w.shape, v)) * kStagingStepClocks / hw.clock_mhz;
+}
+
 double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
-  const double resident = static_cast<double>(hw.max_threads_per_unit) * hw.compute_units;
+  const double resident = resident_threads_per_unit(hw, w, v) * hw.compute_units;
   const double threads = std::min(resident, working_threads(w, v));
-  const double bytes_per_us = sustained_bytes_per_us(hw, threads, bytes_in_flight_per_thread(w, v));
+  const double bytes_per_us = sustained_bytes_per_us(hw, threads, small_gemm_bytes_in_flight_per_thread(w, v));
   const double bytes = small_gemm_bytes(w) + partial_bytes(w, v);
-  return std::max({bytes / bytes_per_us, small_gemm_floor_us(hw, w), small_gemm_issue_us(hw, w, v)});
+  return small_gemm_staging_us(hw, w, v) +
+         std::max({bytes / bytes_per_us, small_gemm_floor_us(hw, w), small_gemm_issue_us(hw, w, v),
+                   small_gemm_shared_read_us(hw, w)});
 }
 
 }  // namespace hetrec::tune

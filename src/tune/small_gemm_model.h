@@ -55,6 +55,10 @@ VariantSpace small_gemm_space(kernels::SmallGemmKind kind);
 kernels::SmallGemmVariant to_small_gemm_variant(const ParameterSet& params);  // ConfigError when keys differ
 ParameterSet small_gemm_parameters(const kernels::SmallGemmVariant& v);
 
+// Bytes a thread of the variant has in flight from global memory (the outer kind: with the
+// outputs its loads become, which it stores only once they return).
+double small_gemm_bytes_in_flight_per_thread(const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
+
 // Bytes through HBM at least: A and B read once, C (and the bias) written or read once.
 double small_gemm_bytes(const SmallGemmWorkload& w);
 // 2 x multiply-adds.
@@ -71,12 +75,18 @@ std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkloa
 std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkload& w,
                                       const kernels::SmallGemmVariant& v);
 
-// Predicted time (us): the larger of (a) the traffic (the floor's plus the reduce kind's
+// Predicted time (us): the staging of B (rows kind) plus the larger of (a) the traffic (the floor's plus the reduce kind's
 // partial sums) over the bandwidth the variant's loads in flight sustain (Little's law,
 // the lesser of that and HBM's) and (b) its memory instructions (global and shared) over
-// the SMs' load/store issue rate.
+// the SMs' load/store issue rate and (c) the rows kind's shared-memory reads.
 double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params);
 double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
+// The rows kind's reads of the staged B at the shared-memory bandwidth (N fp32 values per
+// element of A); 0 for the other kinds. With N = 13 this, not HBM, bounds the kernel.
+double small_gemm_shared_read_us(const Hardware& hw, const SmallGemmWorkload& w);
+// The rows kind's staging of B in shared memory at the start of each block (serial,
+// before its first row); 0 for the other kinds.
+double small_gemm_staging_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
 // Part (b) alone: breaks ties.
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params);
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);

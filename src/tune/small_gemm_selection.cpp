@@ -111,15 +111,18 @@ std::vector<SmallGemmPick> rank_small_gemm(const Hardware& hw, const GemmProblem
   struct Ranked {
     SmallGemmPick pick;
     double issue_us;
+    double in_flight;  // bytes per thread: more leaves more slack where predictions tie
   };
   std::vector<Ranked> ranked;
   for (const SmallGemmWorkload& w : small_gemm_workloads(problem))
     for (const kernels::SmallGemmVariant& v : small_gemm_variants(w.shape.kind))
       if (small_gemm_static_problem(hw, w, v).empty())
-        ranked.push_back({price_small_gemm(hw, w, v, params), small_gemm_issue_us(hw, w, v)});
+        ranked.push_back({price_small_gemm(hw, w, v, params), small_gemm_issue_us(hw, w, v),
+                          small_gemm_bytes_in_flight_per_thread(w, v)});
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
-    return a.pick.predicted_us != b.pick.predicted_us ? a.pick.predicted_us < b.pick.predicted_us
-                                                      : a.issue_us < b.issue_us;
+    if (a.pick.predicted_us != b.pick.predicted_us) return a.pick.predicted_us < b.pick.predicted_us;
+    if (a.issue_us != b.issue_us) return a.issue_us < b.issue_us;
+    return a.in_flight > b.in_flight;
   });
   std::vector<SmallGemmPick> out;
   out.reserve(ranked.size());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <unistd.h>
@@ -132,6 +133,57 @@ TEST(SmallGemmEngineGpu, NarrowLayersRunTheTunedKernelWithTheSameLosses) {
   EXPECT_EQ(d.find("small-GEMM kernel (tuned)"), std::string::npos) << d;
   EXPECT_NE(d.find("8 stale small-GEMM winner(s) ignored"), std::string::npos) << d;
   std::filesystem::remove_all(dir);
+}
+
+// model.gemm_selection = "model" with no winners file: the model ranks the small-GEMM
+// variants of every narrow fp32 GEMM at the first batch and, per batch, runs the kernel
+// only where it predicts it faster than its choice among cuBLASLt's configurations.
+// Whatever runs, the losses are those of the library's path; every decision follows the
+// predictions it records.
+TEST(SmallGemmEngineGpu, ModelSelectionChoosesBetweenTheKernelsByPrediction) {
+  HETREC_REQUIRE_GPU();
+  ModelConfig m;
+  m.arch = Arch::dlrm;
+  m.num_dense = 13;
+  m.embedding_dim = 16;
+  m.tables = tables();
+  m.bottom_mlp = {64, 16};  // 13 -> 64 (narrow input), 64 -> 16 (narrow output)
+  m.top_mlp = {64, 1};      // ... -> 64 -> 1 (the logit)
+  m.init_seed = 11;
+  OptimConfig optim;
+  optim.dense = OptimizerKind::adagrad;
+  const StepRates rates{0.05f, 0.05f};
+  ModelConfig by_model = m;
+  by_model.gemm_selection = GemmSelection::model;
+  by_model.gemm_cache = "none";
+  for (const int64_t size : {int64_t{1000}, int64_t{65536}}) {
+    const Batch batch = random_batch(m, size, 5);
+    auto a = make_gpu_model(m, optim);
+    auto b = make_gpu_model(by_model, optim);
+    for (int step = 0; step < kSteps; ++step) {
+      const double la = a->train_step(batch, rates), lb = b->train_step(batch, rates);
+      ASSERT_TRUE(std::isfinite(lb));
+      EXPECT_NEAR(lb, la, kLossRelTolerance * std::fabs(la)) << "batch " << size << " step " << step;
+    }
+    EXPECT_TRUE(a->small_gemm_decisions().empty());
+    const auto decisions = b->small_gemm_decisions();
+    // bottom_mlp.0: forward, weight gradient; bottom_mlp.1: forward, weight gradient, input
+    // gradient; top_mlp.1: the same three.
+    EXPECT_EQ(decisions.size(), 8u) << "batch " << size;
+    int small = 0;
+    for (const auto& d : decisions) {
+      EXPECT_EQ(d.batch, size);
+      EXPECT_GT(d.small_gemm_us, 0.0) << d.gemm;
+      EXPECT_EQ(d.small_gemm, !d.library_us || d.small_gemm_us < *d.library_us) << d.gemm;
+      small += d.small_gemm;
+      std::printf("batch %6lld  %-28s %-9s small-GEMM %.2f us, cuBLASLt %s us\n", static_cast<long long>(size),
+                  d.gemm.c_str(), d.small_gemm ? "small" : "cuBLASLt", d.small_gemm_us,
+                  d.library_us ? std::to_string(*d.library_us).c_str() : "(heuristic)");
+    }
+    EXPECT_GT(small, 0) << "batch " << size;
+    EXPECT_NE(b->describe().find("small-GEMM kernels where the model predicts them faster"), std::string::npos)
+        << b->describe();
+  }
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/loss_scale.h"
 #include "model/gpu/tuned_kernels.h"
+#include "model/gpu/model_small_gemms.h"
 #include "model/gpu/tuned_small_gemms.h"
 #include "kernels/step_scalars.h"
 #include "model/describe.h"
@@ -175,22 +176,12 @@ class GpuDlrm final : public GpuModel {
                                                                       gpu_model::sparse_optimizer_kind(optim.sparse)},
                                            cross_ && cross_->num_layers() > 0 ? &cross_tuning_shape : nullptr);
     if (cross_) cross_->set_tuned(tuned_.cross_forward.get(), tuned_.cross_backward.get());
-    {
-      // The narrow layers' GEMMs with a tuned small-GEMM winner (fp32 layers only: a
-      // 16-bit layer stays on cuBLASLt). The bottom MLP has no input gradient.
-      const auto fp32_layers = [](const gpu_model::GpuMlp& mlp, std::vector<tune::SmallGemmLayerGemm> gemms) {
-        std::erase_if(gemms, [&](const tune::SmallGemmLayerGemm& g) { return mlp.layer_16bit(g.layer); });
-        return gemms;
-      };
-      small_gemms_ = gpu_model::load_tuned_small_gemms(
-          options.tuned_kernels_file, props_,
-          fp32_layers(*bottom_, tune::small_gemm_mlp_gemms("bottom_mlp", model.num_dense, model.bottom_mlp, true,
-                                                           false, DType::f32)),
-          fp32_layers(*top_, tune::small_gemm_mlp_gemms("top_mlp", model.interaction_width(), model.top_mlp, false,
-                                                        true, DType::f32)));
-      bottom_->use_small_gemms(small_gemms_.bottom);
-      top_->use_small_gemms(small_gemms_.top);
-    }
+    // The narrow layers' GEMMs with a tuned small-GEMM winner; with the model's selection,
+    // the others join at the first reserve(), when the batch is known.
+    small_gemms_ = gpu_model::load_tuned_small_gemms(options.tuned_kernels_file, props_, narrow_gemms(true),
+                                                     narrow_gemms(false));
+    bottom_->use_small_gemms(small_gemms_.bottom);
+    top_->use_small_gemms(small_gemms_.top);
     scalars_ = Tensor::empty({static_cast<int64_t>(sizeof(kernels::StepScalars))}, DType::u8, alloc_);
     output_ = Tensor::empty({static_cast<int64_t>(sizeof(StepOutput))}, DType::u8, alloc_);
     *output_host_.as<StepOutput>() = StepOutput{};  // the overflow flag is only copied with fp16
@@ -367,6 +358,12 @@ class GpuDlrm final : public GpuModel {
 
   cublaslt::Gemm::SelectionCounts gemm_selection_counts() const override { return gemm_.selection_counts(); }
 
+  std::vector<gpu_model::SmallGemmDecision> small_gemm_decisions() const override {
+    std::vector<gpu_model::SmallGemmDecision> out = bottom_->small_gemm_decisions("bottom_mlp");
+    for (auto& d : top_->small_gemm_decisions("top_mlp")) out.push_back(std::move(d));
+    return out;
+  }
+
   std::vector<std::pair<std::string, double>> phase_ms() const override {
     std::vector<std::pair<std::string, double>> out;
     if (!options_.profile_phases) return out;
@@ -467,6 +464,32 @@ class GpuDlrm final : public GpuModel {
   }
 
  private:
+  // The GEMMs of the bottom (or top) MLP's narrow layers that the small-GEMM kernels can
+  // run: fp32 layers only (a 16-bit layer stays on cuBLASLt); the bottom MLP has no input
+  // gradient.
+  std::vector<tune::SmallGemmLayerGemm> narrow_gemms(bool bottom_mlp) const {
+    std::vector<tune::SmallGemmLayerGemm> gemms =
+        bottom_mlp ? tune::small_gemm_mlp_gemms("bottom_mlp", config_.num_dense, config_.bottom_mlp, true, false,
+                                                DType::f32)
+                   : tune::small_gemm_mlp_gemms("top_mlp", config_.interaction_width(), config_.top_mlp, false, true,
+                                                DType::f32);
+    const gpu_model::GpuMlp& mlp = bottom_mlp ? *bottom_ : *top_;
+    std::erase_if(gemms, [&](const tune::SmallGemmLayerGemm& g) { return mlp.layer_16bit(g.layer); });
+    return gemms;
+  }
+
+  // model.gemm_selection = "model", at the first reserve(): the small-GEMM kernels become
+  // candidates of every narrow fp32 GEMM (model/gpu/model_small_gemms.h).
+  void choose_small_gemms_by_model(int64_t batch) {
+    if (!model_selection_ || small_gemms_by_model_) return;
+    small_gemms_ = gpu_model::choose_small_gemms_by_model(model_selection_->first, model_selection_->second, props_,
+                                                          narrow_gemms(true), narrow_gemms(false), batch,
+                                                          std::move(small_gemms_));
+    bottom_->use_small_gemms(small_gemms_.bottom);
+    top_->use_small_gemms(small_gemms_.top);
+    small_gemms_by_model_ = true;
+  }
+
   // model.gemm_selection = "model": the analytical model chooses every GEMM's configuration
   // for this GPU's description (model.gemm_hardware, or the one matching the device name)
   // with model.gemm_params (or the shipped parameters of its architecture).
@@ -480,6 +503,7 @@ class GpuDlrm final : public GpuModel {
                               : model.gemm_cache.empty()
                                   ? default_cache_path("gemm-selections-" + std::to_string(options_.device) + ".txt")
                                   : model.gemm_cache;
+    model_selection_.emplace(hw, params);
     gemm_.use_model_selection(std::move(hw), std::move(params), cache);
   }
 
@@ -612,6 +636,7 @@ class GpuDlrm final : public GpuModel {
     const int64_t fd = (config_.num_tables() + 1) * dim;
     const int64_t width = config_.interaction_width();
     if (batch > capacity_) {
+      choose_small_gemms_by_model(batch);
       bottom_->reserve(batch, alloc_);
       top_->reserve(batch, alloc_);
       if (cross_) cross_->reserve(batch, alloc_);
@@ -800,6 +825,9 @@ class GpuDlrm final : public GpuModel {
   Tensor all_logits_;           // data parallel: every sample's logit (predict)
   gpu_model::TunedKernels tuned_;
   gpu_model::TunedSmallGemms small_gemms_;  // the MLPs hold pointers to its kernels
+  // model.gemm_selection = "model": the GPU's description and the model's parameters.
+  std::optional<std::pair<Hardware, GemmModelParams>> model_selection_;
+  bool small_gemms_by_model_ = false;  // the model's small-GEMM candidates are in place
   kernels::DotInteractionShape dot_shape_;
   Tensor step_;  // i64 [1], host: updates applied so far
   gpu::PinnedBuffer scalars_host_;
@@ -851,6 +879,9 @@ class DistributedGpuDlrm final : public DistributedGpuModel {
   std::vector<NamedTensor> gather_full_state() override { return engine_->gather_full_state(); }
   std::vector<std::pair<std::string, double>> phase_ms() const override { return engine_->phase_ms(); }
   cublaslt::Gemm::SelectionCounts gemm_selection_counts() const override { return engine_->gemm_selection_counts(); }
+  std::vector<gpu_model::SmallGemmDecision> small_gemm_decisions() const override {
+    return engine_->small_gemm_decisions();
+  }
   void prepare_next(const Batch& next) override { engine_->prepare_next(next); }
 
  private:

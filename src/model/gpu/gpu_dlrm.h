@@ -24,6 +24,7 @@
 #include "dist/sharding.h"
 #include "gemm/cublaslt_gemm.h"
 #include "model/dlrm.h"
+#include "model/gpu/tuned_small_gemms.h"
 #include "model/model.h"
 #include "model/model_config.h"
 
@@ -54,6 +55,9 @@ class GpuModel : public Model {
   virtual double loss_scale() const = 0;
   // How the GEMMs planned so far got their cuBLASLt configurations (model.gemm_selection).
   virtual cublaslt::Gemm::SelectionCounts gemm_selection_counts() const = 0;
+  // model.gemm_selection = "model": the narrow GEMMs' choices between a small-GEMM kernel
+  // and cuBLASLt so far (model/gpu/model_small_gemms.h).
+  virtual std::vector<gpu_model::SmallGemmDecision> small_gemm_decisions() const = 0;
 };
 
 // Validates the configs as make_cpu_model does (same ConfigError keys), and throws
@@ -77,6 +81,7 @@ class DistributedGpuModel : public DistributedModel {
   // (embedding_exchange, dense_all_reduce, embedding_grad_exchange).
   virtual std::vector<std::pair<std::string, double>> phase_ms() const = 0;
   virtual cublaslt::Gemm::SelectionCounts gemm_selection_counts() const = 0;
+  virtual std::vector<gpu_model::SmallGemmDecision> small_gemm_decisions() const = 0;
 };
 
 std::unique_ptr<DistributedGpuModel> make_distributed_gpu_model(const ModelConfig& model, const OptimConfig& optim,

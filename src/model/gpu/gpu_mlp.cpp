@@ -44,13 +44,45 @@ void GpuMlp::use_small_gemms(std::vector<SmallGemmUse> uses) {
     if (l.half) throw InternalError("GpuMlp: a small-GEMM kernel for a 16-bit layer");
   }
   small_gemms_ = std::move(uses);
+  small_gemm_decisions_.clear();
   capacity_ = 0;  // the next reserve() sizes the workspace
 }
 
-const kernels::TunedSmallGemm* GpuMlp::small_gemm(int layer, tune::SmallGemmPass pass) const {
-  for (const SmallGemmUse& u : small_gemms_)
-    if (u.layer == layer && u.pass == pass) return u.kernel;
+const kernels::TunedSmallGemm* GpuMlp::small_gemm(int layer, tune::SmallGemmPass pass, int64_t batch,
+                                                  cublaslt::Gemm& gemm, const cublaslt::Problem& problem,
+                                                  const cublaslt::Operands& operands) {
+  for (std::size_t i = 0; i < small_gemms_.size(); ++i) {
+    const SmallGemmUse& u = small_gemms_[i];
+    if (u.layer != layer || u.pass != pass) continue;
+    if (!u.predicted_us) return u.kernel;
+    const auto key = std::make_pair(i, batch);
+    auto it = small_gemm_decisions_.find(key);
+    if (it == small_gemm_decisions_.end()) {
+      // No prediction for the library's configuration (its heuristic chose): the kernel the
+      // model can price runs.
+      SmallGemmDecision d;
+      d.batch = batch;
+      d.small_gemm_us = u.predicted_us(batch);
+      d.library_us = gemm.predicted_us(problem, operands);
+      d.small_gemm = !d.library_us || d.small_gemm_us < *d.library_us;
+      it = small_gemm_decisions_.emplace(key, d).first;
+    }
+    return it->second.small_gemm ? u.kernel : nullptr;
+  }
   return nullptr;
+}
+
+std::vector<SmallGemmDecision> GpuMlp::small_gemm_decisions(const std::string& prefix) const {
+  std::vector<SmallGemmDecision> out;
+  for (const auto& [key, d] : small_gemm_decisions_) {
+    const SmallGemmUse& u = small_gemms_[key.first];
+    const char* pass = u.pass == tune::SmallGemmPass::forward           ? "forward"
+                       : u.pass == tune::SmallGemmPass::weight_gradient ? "weight gradient"
+                                                                        : "input gradient";
+    out.push_back(d);
+    out.back().gemm = prefix + "." + std::to_string(u.layer) + " " + pass;
+  }
+  return out;
 }
 
 int GpuMlp::max_width() const {
@@ -128,7 +160,8 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
       p.bias_type = half_type_;
       o.bias = l.bias16;
     }
-    if (const kernels::TunedSmallGemm* k = small_gemm(static_cast<int>(i), tune::SmallGemmPass::forward)) {
+    if (const kernels::TunedSmallGemm* k =
+            small_gemm(static_cast<int>(i), tune::SmallGemmPass::forward, batch, gemm, p, o)) {
       // An fp32 layer (16-bit layers have no small-GEMM kernel): fp32 output, fp32 bias.
       k->launch({batch, o.a, p.lda, o.b, p.ldb, static_cast<float*>(y), p.ldd, l.bias, nullptr}, stream);
     } else {
@@ -198,7 +231,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     ow.a = dz_operand;
     ow.b = in_operand;
     ow.d = l.grad_weight;
-    if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::weight_gradient)) {
+    if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow)) {
       // C = dZ^T X: the narrow operand is dZ when the layer's output is the small side.
       const bool dz_narrow = k->shape().flag;
       k->launch({batch, dz_narrow ? ow.a : ow.b, dz_narrow ? pw.lda : pw.ldb, dz_narrow ? ow.b : ow.a,
@@ -232,7 +265,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       ox.a = dz_operand;
       ox.b = l.half ? static_cast<const void*>(l.weight16) : l.weight;
       ox.d = next;
-      if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::input_gradient))
+      if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::input_gradient, batch, gemm, px, ox))
         k->launch({batch, ox.a, px.lda, ox.b, px.ldb, next, px.ldd, nullptr, nullptr}, stream);
       else
         gemm.run(px, ox, stream);

@@ -19,6 +19,8 @@
 // The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first
 // layer, the 1-wide logit layer) run in fp32.
 #include <cstdint>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -57,6 +59,10 @@ class GpuMlp {
   // GEMMs of narrow layers that run a tuned small-GEMM kernel instead of cuBLASLt
   // (model/gpu/tuned_small_gemms.h); call before reserve(). The kernels must outlive the MLP.
   void use_small_gemms(std::vector<SmallGemmUse> uses);
+
+  // With the model's selection: every decision taken so far between a small-GEMM kernel
+  // and cuBLASLt, named `prefix`.<layer> <pass>.
+  std::vector<SmallGemmDecision> small_gemm_decisions(const std::string& prefix) const;
 
   // Activations and gradient buffers for `batch` samples (reallocated only when larger).
   void reserve(int64_t batch, Allocator& device);
@@ -104,9 +110,14 @@ class GpuMlp {
   Tensor grad16_;                    // the current layer's output gradient in 16 bits
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
-  // The tuned small-GEMM kernel of layer i's pass, or null (cuBLASLt).
-  const kernels::TunedSmallGemm* small_gemm(int layer, tune::SmallGemmPass pass) const;
+  // The small-GEMM kernel that runs layer i's pass at this batch, or null (cuBLASLt, which
+  // would run `problem` on `operands`).
+  const kernels::TunedSmallGemm* small_gemm(int layer, tune::SmallGemmPass pass, int64_t batch,
+                                            cublaslt::Gemm& gemm, const cublaslt::Problem& problem,
+                                            const cublaslt::Operands& operands);
   std::vector<SmallGemmUse> small_gemms_;
+  // (use index, batch) -> the decision (uses with a prediction only).
+  std::map<std::pair<std::size_t, int64_t>, SmallGemmDecision> small_gemm_decisions_;
   Tensor small_gemm_workspace_;  // the weight-gradient kernels' partial sums (the largest need)
 };
 

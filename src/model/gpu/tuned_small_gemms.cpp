@@ -35,7 +35,7 @@ TunedSmallGemms load_tuned_small_gemms(const std::string& winners_file, const gp
       out.kernels.push_back(std::make_unique<kernels::TunedSmallGemm>(
           g.shape, tune::to_small_gemm_variant(w->params), device.compute_major, device.compute_minor,
           w->kernel_header));
-      uses.push_back({g.layer, g.pass, out.kernels.back().get()});
+      uses.push_back({g.layer, g.pass, out.kernels.back().get(), {}});
       used += (used.empty() ? "" : ", ") + g.role;
     }
   };

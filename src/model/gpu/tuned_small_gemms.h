@@ -5,7 +5,10 @@
 // this GPU, driver and small-GEMM source runs the winner; every other GEMM stays on
 // cuBLASLt. A winner exists only where the tuner measured it faster than cuBLASLt's
 // heuristic on the same workload.
+#include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,11 +18,25 @@
 
 namespace hetrec::gpu_model {
 
-// One GEMM of one MLP layer that runs a tuned small-GEMM kernel.
+// One GEMM of one MLP layer that runs a small-GEMM kernel.
 struct SmallGemmUse {
   int layer = 0;
   tune::SmallGemmPass pass = tune::SmallGemmPass::forward;
   const kernels::TunedSmallGemm* kernel = nullptr;
+  // With the model's selection (model/gpu/model_small_gemms.h): the kernel's predicted time
+  // (us) at a batch, which the MLP compares per batch with the model's prediction for the
+  // cuBLASLt configuration of the same GEMM, running the faster. Empty: the kernel always
+  // runs (a tuned winner, measured faster than cuBLASLt's heuristic).
+  std::function<double(int64_t batch)> predicted_us;
+};
+
+// With the model's selection: what ran one narrow GEMM at one batch, and why.
+struct SmallGemmDecision {
+  std::string gemm;  // "top_mlp.4 forward"
+  int64_t batch = 0;
+  bool small_gemm = false;       // the small-GEMM kernel ran (else cuBLASLt)
+  double small_gemm_us = 0.0;    // its prediction
+  std::optional<double> library_us;  // the prediction for cuBLASLt's configuration (none: its heuristic chose)
 };
 
 struct TunedSmallGemms {
