@@ -23,6 +23,16 @@ constexpr std::size_t kMaxVectorAlignment = 16;
 // over 26 to 208 steps at 1.98 GHz; about twice a near L2 hit's latency).
 constexpr double kStagingStepClocks = 400;
 
+// The reduce kind's second pass: one thread per output adds the chunks' partial sums in
+// order, a chain of dependent adds whose loads the compiler issues ahead. Clocks per chunk,
+// fitted on the H200 (bench/results/narrow-gemm-selection-20261130-h200.json, the logit
+// layer's weight gradient at batch 131072: 2.0 us more for 256 chunks than for 128).
+constexpr double kFinishClocksPerChunk = 32;
+// Warp shuffles per SM and clock: CUDA C++ Programming Guide, arithmetic instruction
+// throughput (32 results per clock per SM for compute capabilities 5.x to 9.0), the same
+// rate as the load/store units'.
+constexpr double kShuffleLanesPerUnitPerClock = 32;
+
 using kernels::SmallGemmKind;
 
 double ceil_div(double a, double b) { return static_cast<double>(static_cast<int64_t>((a + b - 1) / b)); }
@@ -30,22 +40,6 @@ double ceil_div(double a, double b) { return static_cast<double>(static_cast<int
 double partial_bytes(const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
   // written by the first pass, read by the second
   return 2.0 * static_cast<double>(kernels::small_gemm_workspace_floats(w.shape, v)) * sizeof(float);
-}
-
-// Threads of the variant one unit keeps resident: its block size against the unit's
-// threads, and its shared memory against the unit's (registers are known only after a
-// compile; occupancy.h's NVIDIA rules where they apply).
-double resident_threads_per_unit(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
-  const int block = kernels::small_gemm_block_threads(w.shape, v);
-  if (hw.vendor == Vendor::nvidia) {
-    ResourceReport r;
-    r.dynamic_shared_bytes = kernels::small_gemm_shared_bytes(w.shape, v);
-    return static_cast<double>(occupancy(hw, r, block).blocks_per_unit) * block;
-  }
-  const double shared = static_cast<double>(kernels::small_gemm_shared_bytes(w.shape, v));
-  double blocks = std::floor(static_cast<double>(hw.max_threads_per_unit) / block);
-  if (shared > 0) blocks = std::min(blocks, std::floor(hw.shared_kb_per_unit * 1024 / shared));
-  return blocks * block;
 }
 
 // Threads the problem keeps busy at once, at most.
@@ -59,6 +53,22 @@ double working_threads(const SmallGemmWorkload& w, const kernels::SmallGemmVaria
   return m;
 }
 }  // namespace
+
+// occupancy.h's NVIDIA rules where they apply.
+double small_gemm_resident_threads_per_unit(const Hardware& hw, const SmallGemmWorkload& w,
+                                            const kernels::SmallGemmVariant& v) {
+  const int block = kernels::small_gemm_block_threads(w.shape, v);
+  if (hw.vendor == Vendor::nvidia) {
+    ResourceReport r;
+    r.dynamic_shared_bytes = kernels::small_gemm_shared_bytes(w.shape, v);
+    return static_cast<double>(occupancy(hw, r, block).blocks_per_unit) * block;
+  }
+  const double shared = static_cast<double>(kernels::small_gemm_shared_bytes(w.shape, v));
+  double blocks = std::floor(static_cast<double>(hw.max_threads_per_unit) / block);
+  if (shared > 0) blocks = std::min(blocks, std::floor(hw.shared_kb_per_unit * 1024 / shared));
+  return blocks * block;
+}
+
 
 std::vector<SmallGemmLayerGemm> small_gemm_mlp_gemms(const std::string& name, int in, const std::vector<int>& widths,
                                                      bool relu_last, bool input_gradient, DType operand) {
@@ -223,8 +233,11 @@ double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const
   double ops = 0.0;
   switch (w.shape.kind) {
     case SmallGemmKind::rows:
-      // per row: each lane's vector loads of A, and per vector one shared read of each of B's N rows
-      ops = m * v.lanes * ceil_div(wide, static_cast<double>(v.lanes) * v.vec) * (1.0 + narrow);
+      // per row: each lane's vector loads of A, per vector one shared read of each of B's N
+      // rows, and the lanes' N sums added by log2(lanes) shuffles each
+      ops = m * v.lanes * ceil_div(wide, static_cast<double>(v.lanes) * v.vec) * (1.0 + narrow) +
+            m * v.lanes * std::log2(static_cast<double>(v.lanes)) * narrow * kLoadLanesPerUnitPerClock /
+                kShuffleLanesPerUnitPerClock;
       break;
     case SmallGemmKind::outer:
       // per row and thread: K loads of A, one store
@@ -251,6 +264,11 @@ double small_gemm_shared_read_us(const Hardware& hw, const SmallGemmWorkload& w)
   return bytes / (hw.shared_bytes_per_clock * hw.compute_units * hw.clock_mhz);
 }
 
+double small_gemm_finish_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
+  if (w.shape.kind != SmallGemmKind::reduce) return 0.0;
+  return v.split * kFinishClocksPerChunk / hw.clock_mhz;
+}
+
 double small_gemm_staging_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
   if (w.shape.kind != SmallGemmKind::rows) return 0.0;
   const double elements = static_cast<double>(kernels::small_gemm_shared_bytes(w.shape, v)) / sizeof(float);
@@ -258,11 +276,11 @@ double small_gemm_staging_us(const Hardware& hw, const SmallGemmWorkload& w, con
 }
 
 double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v) {
-  const double resident = resident_threads_per_unit(hw, w, v) * hw.compute_units;
+  const double resident = small_gemm_resident_threads_per_unit(hw, w, v) * hw.compute_units;
   const double threads = std::min(resident, working_threads(w, v));
   const double bytes_per_us = sustained_bytes_per_us(hw, threads, small_gemm_bytes_in_flight_per_thread(w, v));
   const double bytes = small_gemm_bytes(w) + partial_bytes(w, v);
-  return small_gemm_staging_us(hw, w, v) +
+  return small_gemm_staging_us(hw, w, v) + small_gemm_finish_us(hw, w, v) +
          std::max({bytes / bytes_per_us, small_gemm_floor_us(hw, w), small_gemm_issue_us(hw, w, v),
                    small_gemm_shared_read_us(hw, w)});
 }

@@ -75,7 +75,8 @@ std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkloa
 std::string small_gemm_static_problem(const Hardware& hw, const SmallGemmWorkload& w,
                                       const kernels::SmallGemmVariant& v);
 
-// Predicted time (us): the staging of B (rows kind) plus the larger of (a) the traffic (the floor's plus the reduce kind's
+// Predicted time (us): the staging of B (rows kind) and the second pass (reduce kind) plus
+// the larger of (a) the traffic (the floor's plus the reduce kind's
 // partial sums) over the bandwidth the variant's loads in flight sustain (Little's law,
 // the lesser of that and HBM's) and (b) its memory instructions (global and shared) over
 // the SMs' load/store issue rate and (c) the rows kind's shared-memory reads.
@@ -87,6 +88,12 @@ double small_gemm_shared_read_us(const Hardware& hw, const SmallGemmWorkload& w)
 // The rows kind's staging of B in shared memory at the start of each block (serial,
 // before its first row); 0 for the other kinds.
 double small_gemm_staging_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
+// The reduce kind's second pass (its chain of chunk additions per output); 0 otherwise.
+double small_gemm_finish_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
+// Threads of the variant one unit keeps resident (block size, shared memory, the block
+// limit; registers are known only after a compile).
+double small_gemm_resident_threads_per_unit(const Hardware& hw, const SmallGemmWorkload& w,
+                                            const kernels::SmallGemmVariant& v);
 // Part (b) alone: breaks ties.
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params);
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);

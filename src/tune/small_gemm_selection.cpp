@@ -1,6 +1,7 @@
 #include "tune/small_gemm_selection.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "core/error.h"
@@ -111,16 +112,21 @@ std::vector<SmallGemmPick> rank_small_gemm(const Hardware& hw, const GemmProblem
   struct Ranked {
     SmallGemmPick pick;
     double issue_us;
-    double in_flight;  // bytes per thread: more leaves more slack where predictions tie
+    // Where predictions tie (all at the floor), more resident threads and then more bytes in
+    // flight per thread leave more slack for the latency the model only assumes.
+    double resident;
+    double in_flight;
   };
   std::vector<Ranked> ranked;
   for (const SmallGemmWorkload& w : small_gemm_workloads(problem))
     for (const kernels::SmallGemmVariant& v : small_gemm_variants(w.shape.kind))
       if (small_gemm_static_problem(hw, w, v).empty())
         ranked.push_back({price_small_gemm(hw, w, v, params), small_gemm_issue_us(hw, w, v),
+                          small_gemm_resident_threads_per_unit(hw, w, v),
                           small_gemm_bytes_in_flight_per_thread(w, v)});
   std::stable_sort(ranked.begin(), ranked.end(), [](const Ranked& a, const Ranked& b) {
     if (a.pick.predicted_us != b.pick.predicted_us) return a.pick.predicted_us < b.pick.predicted_us;
+    if (a.resident != b.resident) return a.resident > b.resident;
     if (a.issue_us != b.issue_us) return a.issue_us < b.issue_us;
     return a.in_flight > b.in_flight;
   });
@@ -146,7 +152,16 @@ namespace hetrec::tune {
 
 std::string small_gemm_select_report(const Hardware& hw, const GemmProblem& problem, const GemmModelParams& params,
                                      double library_us) {
-  const std::optional<SmallGemmPick> pick = pick_small_gemm(hw, problem, params);
+  // The pick's CPU cost: the median of a few repetitions (the first warms the variant lists).
+  constexpr int kTimings = 9;
+  std::vector<double> cost_us;
+  std::optional<SmallGemmPick> pick;
+  for (int i = 0; i < kTimings; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    pick = pick_small_gemm(hw, problem, params);
+    cost_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(cost_us.begin(), cost_us.end());
   if (!pick) return "";
   const auto us = [](double v) {
     char b[32];
@@ -160,7 +175,8 @@ std::string small_gemm_select_report(const Hardware& hw, const GemmProblem& prob
   const int launches = small_gemm_launches(pick->workload.shape.kind);
   s += "predicted: " + us(pick->predicted_us) + " us (kernel " + us(pick->kernel_us) + ", " + std::to_string(launches) +
        " launch(es) x " + us(params.launch_overhead_us) + "), floor " + us(small_gemm_floor_us(hw, pick->workload)) +
-       " us; " + std::to_string(pick->predicted) + " variants predicted\n";
+       " us; " + std::to_string(pick->predicted) + " variants predicted in " + us(cost_us[kTimings / 2]) +
+       " us of CPU\n";
   if (library_us <= 0.0) {
     s += "selected:  the small-GEMM kernel (no library configuration runs this GEMM)\n";
   } else if (pick->predicted_us < library_us) {

@@ -46,14 +46,14 @@ struct SmallGemmPick {
 };
 
 // Every variant of every applicable kind that passes the static rules, fastest predicted
-// first (ties: fewer issue slots, then the space's order). `predicted` of each holds the
+// first (ties: more resident threads per unit, fewer issue slots, more bytes in flight per
+// thread, then the space's order). `predicted` of each holds the
 // list's length. The engine takes the first whose compiled kernel can launch (its
 // registers allow the block), which only a compile tells.
 std::vector<SmallGemmPick> rank_small_gemm(const Hardware& hw, const GemmProblem& problem,
                                            const GemmModelParams& params);
 
-// The variant predicted fastest over every applicable kind (ties: fewer issue slots, then
-// the space's order), or nullopt when no kind applies or no variant passes.
+// The first of rank_small_gemm, or nullopt when no kind applies or no variant passes.
 std::optional<SmallGemmPick> pick_small_gemm(const Hardware& hw, const GemmProblem& problem,
                                              const GemmModelParams& params);
 

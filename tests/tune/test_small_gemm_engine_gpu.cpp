@@ -168,17 +168,19 @@ TEST(SmallGemmEngineGpu, ModelSelectionChoosesBetweenTheKernelsByPrediction) {
     EXPECT_TRUE(a->small_gemm_decisions().empty());
     const auto decisions = b->small_gemm_decisions();
     // bottom_mlp.0: forward, weight gradient; bottom_mlp.1: forward, weight gradient, input
-    // gradient; top_mlp.1: the same three.
-    EXPECT_EQ(decisions.size(), 8u) << "batch " << size;
+    // gradient; top_mlp.1: the same three. At 1000 rows the weight gradients have no
+    // variant (the reduce kind's partial sums would outweigh the rows it reads): cuBLASLt
+    // runs them without a decision.
+    EXPECT_EQ(decisions.size(), size >= 65536 ? 8u : 5u) << "batch " << size;
     int small = 0;
     for (const auto& d : decisions) {
       EXPECT_EQ(d.batch, size);
       EXPECT_GT(d.small_gemm_us, 0.0) << d.gemm;
       EXPECT_EQ(d.small_gemm, !d.library_us || d.small_gemm_us < *d.library_us) << d.gemm;
       small += d.small_gemm;
-      std::printf("batch %6lld  %-28s %-9s small-GEMM %.2f us, cuBLASLt %s us\n", static_cast<long long>(size),
+      std::printf("batch %6lld  %-28s %-9s small-GEMM %.2f us, cuBLASLt %s\n", static_cast<long long>(size),
                   d.gemm.c_str(), d.small_gemm ? "small" : "cuBLASLt", d.small_gemm_us,
-                  d.library_us ? std::to_string(*d.library_us).c_str() : "(heuristic)");
+                  d.library_us ? (std::to_string(*d.library_us) + " us").c_str() : "(its heuristic's choice)");
     }
     EXPECT_GT(small, 0) << "batch " << size;
     EXPECT_NE(b->describe().find("small-GEMM kernels where the model predicts them faster"), std::string::npos)

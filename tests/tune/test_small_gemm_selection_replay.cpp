@@ -9,7 +9,8 @@
 // The chosen kernel's measured time against the fastest measured for the GEMM (the
 // oracle) gives the geomean the test holds at or above the recorded figure, so the
 // small-GEMM model cannot silently get worse. It also checks that every variant the
-// bench timed passed its verification.
+// bench timed passed its verification. REPLAY_VERBOSE=1 prints, per GEMM, the model's first
+// variants with their measured times and the measured best.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -33,12 +34,21 @@ namespace {
 using json = nlohmann::json;
 
 const std::string kSource = HETREC_SOURCE_DIR;
-const std::string kRecord = kSource + "/bench/results/narrow-gemm-selection-20261130-h200.json";
-// Figures of today's model on the record (docs/perf_model.md, "The small-GEMM kernels as
-// candidates"): geomean of oracle / chosen over the record's GEMMs, and of our best
-// variant / the variant picked.
-constexpr double kRecordedSelectionGeomean = 0.0;
-constexpr double kRecordedPickGeomean = 0.0;
+// The records and the figures of today's model on them (docs/perf_model.md, "The
+// small-GEMM kernels as candidates"): geomean of oracle / chosen over each record's GEMMs,
+// and of our best variant / the variant picked. The first record's narrow GEMMs informed
+// the model's fitted constants (kStagingStepClocks, kFinishClocksPerChunk); the bf16 and
+// demo records did not.
+struct RecordedReplay {
+  const char* file;
+  double selection_geomean;
+  double pick_geomean;
+};
+constexpr RecordedReplay kRecords[] = {
+    {"bench/results/narrow-gemm-selection-20261130-h200.json", 0.915, 0.910},   // DLRM-DCNv2 narrow layers, fp32
+    {"bench/results/narrow-gemm-selection-20261130b-h200.json", 0.793, 0.786},  // the same, bf16 operands
+    {"bench/results/narrow-gemm-selection-20261130c-h200.json", 0.906, 0.915},  // configs/demo.toml, fp32
+};
 
 kernels::SmallGemmShape shape_of(const json& j) {
   kernels::SmallGemmShape s;
@@ -143,19 +153,22 @@ Replay replay(const json& record, const Hardware& hw, const GemmModelParams& par
 }
 
 TEST(SmallGemmSelectionReplay, SelectionIsNoWorseThanRecorded) {
-  std::ifstream f(kRecord);
-  ASSERT_TRUE(f) << "missing " << kRecord;
-  const json record = json::parse(f);
   const Hardware hw = load_hardware_by_name("h200_sxm", kSource + "/hw");
-  const GemmModelParams params = load_gemm_params(kSource + "/" + record.at("metrics").at("model_params").get<std::string>());
-  const Replay r = replay(record, hw, params);
-  std::printf("selection %.3f (ours chosen on %d of %d)  ours pick / ours best %.3f  cuBLASLt heuristic %.3f  "
-              "cuBLASLt model choice %.3f\n",
-              r.selection_geomean, r.chose_ours, r.gemms, r.pick_geomean, r.heuristic_geomean,
-              r.cublaslt_model_geomean);
-  EXPECT_GE(r.gemms, 20);
-  EXPECT_GE(r.selection_geomean, kRecordedSelectionGeomean - 1e-3);
-  EXPECT_GE(r.pick_geomean, kRecordedPickGeomean - 1e-3);
+  for (const RecordedReplay& rec : kRecords) {
+    std::ifstream f(kSource + "/" + rec.file);
+    ASSERT_TRUE(f) << "missing " << rec.file;
+    const json record = json::parse(f);
+    const GemmModelParams params =
+        load_gemm_params(kSource + "/" + record.at("metrics").at("model_params").get<std::string>());
+    const Replay r = replay(record, hw, params);
+    std::printf("%s: selection %.3f (ours chosen on %d of %d)  ours pick / ours best %.3f  cuBLASLt heuristic %.3f  "
+                "cuBLASLt model choice %.3f\n",
+                rec.file, r.selection_geomean, r.chose_ours, r.gemms, r.pick_geomean, r.heuristic_geomean,
+                r.cublaslt_model_geomean);
+    EXPECT_GE(r.gemms, 20) << rec.file;
+    EXPECT_GE(r.selection_geomean, rec.selection_geomean - 1e-3) << rec.file;
+    EXPECT_GE(r.pick_geomean, rec.pick_geomean - 1e-3) << rec.file;
+  }
 }
 
 }  // namespace
