@@ -18,15 +18,16 @@ constexpr std::size_t kMaxVectorAlignment = 16;
 
 // The rows kind stages B (narrow x wide floats) in shared memory at the start of every
 // block, one dependent 4-byte load from L2 and a shared store per thread and step. Clocks
-// per step, fitted on the H200 (bench/results/narrow-gemm-selection-20261130-h200.json,
+// per step, fitted on the H200 (bench/results/small-gemm-20261130-selection-dcnv2-fp32-h200.json,
 // the 13 x 512 B of the bottom layer's input gradient at batch 1024: 0.17-0.25 us per step
-// over 26 to 208 steps at 1.98 GHz; about twice a near L2 hit's latency).
+// over 26 to 208 steps at 1.98 GHz).
 constexpr double kStagingStepClocks = 400;
 
 // The reduce kind's second pass: one thread per output adds the chunks' partial sums in
 // order, a chain of dependent adds whose loads the compiler issues ahead. Clocks per chunk,
-// fitted on the H200 (bench/results/narrow-gemm-selection-20261130-h200.json, the logit
-// layer's weight gradient at batch 131072: 2.0 us more for 256 chunks than for 128).
+// fitted on the H200 (bench/results/small-gemm-20261130-selection-dcnv2-fp32-h200.json, the
+// logit layer's weight gradient at batch 131072: 1.5 us more for 256 chunks than for 128;
+// from 512 chunks on the first pass slows too).
 constexpr double kFinishClocksPerChunk = 32;
 // Warp shuffles per SM and clock: CUDA C++ Programming Guide, arithmetic instruction
 // throughput (32 results per clock per SM for compute capabilities 5.x to 9.0), the same

@@ -45,9 +45,9 @@ struct RecordedReplay {
   double pick_geomean;
 };
 constexpr RecordedReplay kRecords[] = {
-    {"bench/results/narrow-gemm-selection-20261130-h200.json", 0.915, 0.910},   // DLRM-DCNv2 narrow layers, fp32
-    {"bench/results/narrow-gemm-selection-20261130b-h200.json", 0.793, 0.786},  // the same, bf16 operands
-    {"bench/results/narrow-gemm-selection-20261130c-h200.json", 0.906, 0.915},  // configs/demo.toml, fp32
+    {"bench/results/small-gemm-20261130-selection-dcnv2-fp32-h200.json", 0.915, 0.910},   // DLRM-DCNv2 narrow layers, fp32
+    {"bench/results/small-gemm-20261130-selection-dcnv2-bf16-h200.json", 0.793, 0.786},  // the same, bf16 operands
+    {"bench/results/small-gemm-20261130-selection-demo-fp32-h200.json", 0.906, 0.915},  // configs/demo.toml, fp32
 };
 
 kernels::SmallGemmShape shape_of(const json& j) {
