@@ -45,6 +45,20 @@ std::vector<TableConfig> tables() {
   return t;
 }
 
+// 13 dense features into a bottom MLP of `hidden` and 16 wide layers, a top MLP of `hidden`
+// and 1 wide layers, three small tables of dim 16.
+ModelConfig narrow_model(Arch arch, int hidden, uint64_t seed) {
+  ModelConfig m;
+  m.arch = arch;
+  m.num_dense = 13;
+  m.embedding_dim = 16;
+  m.tables = tables();
+  m.bottom_mlp = {hidden, 16};
+  m.top_mlp = {hidden, 1};
+  m.init_seed = seed;
+  return m;
+}
+
 Batch random_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
   Batch batch;
   batch.reset(size, m.num_dense, m.num_tables());
@@ -62,16 +76,10 @@ Batch random_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
 
 TEST(SmallGemmEngineGpu, NarrowLayersRunTheTunedKernelWithTheSameLosses) {
   HETREC_REQUIRE_GPU();
-  ModelConfig m;
-  m.arch = Arch::dcnv2;
-  m.num_dense = 13;
-  m.embedding_dim = 16;
-  m.tables = tables();
-  m.bottom_mlp = {32, 16};  // 13 -> 32 (narrow input), 32 -> 16 (narrow output)
-  m.top_mlp = {32, 1};      // ... -> 32 -> 1 (the logit)
+  // bottom 13 -> 32 (narrow input) -> 16 (narrow output), top ... -> 32 -> 1 (the logit)
+  ModelConfig m = narrow_model(Arch::dcnv2, 32, 7);
   m.cross_layers = 1;
   m.cross_rank = 16;
-  m.init_seed = 7;
   OptimConfig optim;
   optim.dense = OptimizerKind::adagrad;
   const gpu::DeviceProperties dev = gpu::device_properties(gpu::current_device());
@@ -142,14 +150,8 @@ TEST(SmallGemmEngineGpu, NarrowLayersRunTheTunedKernelWithTheSameLosses) {
 // predictions it records.
 TEST(SmallGemmEngineGpu, ModelSelectionChoosesBetweenTheKernelsByPrediction) {
   HETREC_REQUIRE_GPU();
-  ModelConfig m;
-  m.arch = Arch::dlrm;
-  m.num_dense = 13;
-  m.embedding_dim = 16;
-  m.tables = tables();
-  m.bottom_mlp = {64, 16};  // 13 -> 64 (narrow input), 64 -> 16 (narrow output)
-  m.top_mlp = {64, 1};      // ... -> 64 -> 1 (the logit)
-  m.init_seed = 11;
+  // bottom 13 -> 64 (narrow input) -> 16 (narrow output), top ... -> 64 -> 1 (the logit)
+  const ModelConfig m = narrow_model(Arch::dlrm, 64, 11);
   OptimConfig optim;
   optim.dense = OptimizerKind::adagrad;
   const StepRates rates{0.05f, 0.05f};

@@ -10,6 +10,8 @@
 
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
+#include "perf/gemm_oracle.h"
+#include "perf/gemm_oracle_measurements.h"
 #include "perf/gemm_suite.h"
 #include "tune/small_gemm_selection.h"
 
@@ -20,18 +22,17 @@ using kernels::SmallGemmKind;
 
 Hardware h200() { return load_hardware_by_name("h200_sxm", std::string(HETREC_SOURCE_DIR) + "/hw"); }
 
+// The suite shape as the oracle's reader turns it into a problem (its epilogue and output
+// type spelled as the suite spells them).
 GemmProblem suite_problem(const GemmSuiteShape& s) {
-  GemmProblem p;
-  p.m = s.m;
-  p.n = s.n;
-  p.k = s.k;
-  p.trans_a = s.trans_a;
-  p.trans_b = s.trans_b;
-  p.a_type = p.b_type = s.d_type;
-  p.c_type = s.d_type;
-  // The suite spells the fused ReLU epilogue "relu_bias" (as cuBLASLt names it).
-  p.epilogue = s.epilogue == "relu_bias" ? GemmEpilogue::bias_relu : parse_epilogue(s.epilogue, "epilogue");
-  return p;
+  OracleShape o;
+  o.id = s.id;
+  o.m = s.m, o.n = s.n, o.k = s.k;
+  o.trans_a = s.trans_a, o.trans_b = s.trans_b;
+  o.precision = s.precision;
+  o.epilogue = s.epilogue;
+  o.d_type = dtype_name(s.d_type);
+  return oracle_problem(o);
 }
 
 // The suite's GEMMs of an MLP and the engine's narrow-layer list describe the same products:
