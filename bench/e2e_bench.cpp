@@ -267,12 +267,12 @@ int run(int argc, char** argv) {
   for (const auto& d : small_gemms) {
     std::printf("  %-30s batch %lld: %s (predicted small-GEMM %.1f us, cuBLASLt %s)\n", d.gemm.c_str(),
                 static_cast<long long>(d.batch), d.small_gemm ? "small-GEMM kernel" : "cuBLASLt", d.small_gemm_us,
-                d.library_us ? (std::to_string(*d.library_us) + " us").c_str() : "its heuristic's choice, unpriced");
+                d.cublaslt_us ? (std::to_string(*d.cublaslt_us) + " us").c_str() : "its heuristic's choice, unpriced");
     small_gemm_json.push_back({{"gemm", d.gemm},
                                {"batch", d.batch},
                                {"runs", d.small_gemm ? "small_gemm" : "cublaslt"},
                                {"small_gemm_predicted_us", d.small_gemm_us},
-                               {"cublaslt_predicted_us", d.library_us ? nlohmann::json(*d.library_us) : nlohmann::json()}});
+                               {"cublaslt_predicted_us", d.cublaslt_us ? nlohmann::json(*d.cublaslt_us) : nlohmann::json()}});
   }
 
   std::string command;

@@ -120,13 +120,13 @@ void add_gemm_command(CLI::App& app, Action& action) {
       std::fputs(gemm_select_report(hw, p, params).c_str(), stdout);
       // Our small-GEMM kernels compete where a dimension is at most 16.
       if (!tune::small_gemm_workloads(p).empty()) {
-        double library_us = 0.0;
+        double cublaslt_us = 0.0;
         try {
-          library_us = GemmSelector::for_hardware(hw, params).select(p).estimate.time_us;
+          cublaslt_us = GemmSelector::for_hardware(hw, params).select(p).estimate.time_us;
         } catch (const ConfigError&) {
           // no library configuration runs it: the small-GEMM kernel is the only candidate
         }
-        std::fputs(tune::small_gemm_select_report(hw, p, params, library_us).c_str(), stdout);
+        std::fputs(tune::small_gemm_select_report(hw, p, params, cublaslt_us).c_str(), stdout);
       }
     };
   });

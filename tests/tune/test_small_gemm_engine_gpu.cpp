@@ -178,11 +178,11 @@ TEST(SmallGemmEngineGpu, ModelSelectionChoosesBetweenTheKernelsByPrediction) {
     for (const auto& d : decisions) {
       EXPECT_EQ(d.batch, size);
       EXPECT_GT(d.small_gemm_us, 0.0) << d.gemm;
-      EXPECT_EQ(d.small_gemm, !d.library_us || d.small_gemm_us < *d.library_us) << d.gemm;
+      EXPECT_EQ(d.small_gemm, !d.cublaslt_us || d.small_gemm_us < *d.cublaslt_us) << d.gemm;
       small += d.small_gemm;
       std::printf("batch %6lld  %-28s %-9s small-GEMM %.2f us, cuBLASLt %s\n", static_cast<long long>(size),
                   d.gemm.c_str(), d.small_gemm ? "small" : "cuBLASLt", d.small_gemm_us,
-                  d.library_us ? (std::to_string(*d.library_us) + " us").c_str() : "(its heuristic's choice)");
+                  d.cublaslt_us ? (std::to_string(*d.cublaslt_us) + " us").c_str() : "(its heuristic's choice)");
     }
     EXPECT_GT(small, 0) << "batch " << size;
     EXPECT_NE(b->describe().find("small-GEMM kernels where the model predicts them faster"), std::string::npos)

@@ -63,8 +63,8 @@ const kernels::TunedSmallGemm* GpuMlp::small_gemm(int layer, tune::SmallGemmPass
       SmallGemmDecision d;
       d.batch = batch;
       d.small_gemm_us = u.predicted_us(batch);
-      d.library_us = gemm.predicted_us(problem, operands);
-      d.small_gemm = !d.library_us || d.small_gemm_us < *d.library_us;
+      d.cublaslt_us = gemm.predicted_us(problem, operands);
+      d.small_gemm = !d.cublaslt_us || d.small_gemm_us < *d.cublaslt_us;
       it = small_gemm_decisions_.emplace(key, d).first;
     }
     return it->second.small_gemm ? u.kernel : nullptr;

@@ -36,7 +36,7 @@ struct SmallGemmDecision {
   int64_t batch = 0;
   bool small_gemm = false;       // the small-GEMM kernel ran (else cuBLASLt)
   double small_gemm_us = 0.0;    // its prediction
-  std::optional<double> library_us;  // the prediction for cuBLASLt's configuration (none: its heuristic chose)
+  std::optional<double> cublaslt_us;  // the prediction for cuBLASLt's configuration (none: its heuristic chose)
 };
 
 struct TunedSmallGemms {
