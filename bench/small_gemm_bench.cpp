@@ -156,14 +156,9 @@ class CublasRunner {
   std::unique_ptr<cublaslt::MatmulDescriptors> desc_;
 };
 
-// Whether the compiled kernel can launch its blocks (its registers allow the block size).
-bool launchable(const kernels::TunedSmallGemm& k) {
-  return k.resources().max_threads_per_block >= kernels::small_gemm_block_threads(k.shape(), k.variant());
-}
-
 json time_compiled(tune::SmallGemmBench& bench, const kernels::TunedSmallGemm& k, int launches) {
   const kernels::SmallGemmVariant& v = k.variant();
-  if (!launchable(k))
+  if (!k.launchable())
     return {{"params", tune::to_json(tune::small_gemm_parameters(v))},
             {"verified", false},
             {"reason", "resources: " + std::to_string(k.resources().registers) + " registers per thread allow " +
@@ -203,7 +198,7 @@ json selection_record(const Options& o, const Hardware& hw, const cublaslt::Mode
     if (p.workload.shape != w.shape) continue;  // another kind of the same GEMM: not compiled here
     const auto it = std::find(compiled.variants.begin(), compiled.variants.end(), p.variant);
     const std::size_t i = static_cast<std::size_t>(it - compiled.variants.begin());
-    if (it != compiled.variants.end() && compiled.kernels[i] && launchable(*compiled.kernels[i])) {
+    if (it != compiled.variants.end() && compiled.kernels[i] && compiled.kernels[i]->launchable()) {
       pick = p;
       break;
     }

@@ -49,6 +49,9 @@ class TunedSmallGemm {
   const SmallGemmVariant& variant() const { return variant_; }
   gpu::KernelResources resources() const { return kernel_.resources(); }
   std::size_t workspace_floats() const { return small_gemm_workspace_floats(shape_, variant_); }
+  // Whether the compiled kernel can launch its blocks: its registers per thread allow the
+  // variant's block size (only a compile tells).
+  bool launchable() const { return resources().max_threads_per_block >= small_gemm_block_threads(shape_, variant_); }
 
   // Throws InternalError when the strides or pointers are not aligned for the variant's
   // vectors or a needed pointer is missing.

@@ -15,10 +15,6 @@ std::function<double(int64_t)> pricing(const Hardware& hw, const GemmModelParams
     return tune::price_small_gemm(hw, tune::SmallGemmWorkload{shape, batch}, v, params).predicted_us;
   };
 }
-
-bool launchable(const kernels::TunedSmallGemm& k) {
-  return k.resources().max_threads_per_block >= kernels::small_gemm_block_threads(k.shape(), k.variant());
-}
 }  // namespace
 
 TunedSmallGemms choose_small_gemms_by_model(const Hardware& hw, const GemmModelParams& params,
@@ -45,7 +41,7 @@ TunedSmallGemms choose_small_gemms_by_model(const Hardware& hw, const GemmModelP
           if (compiled++ == kMaxSmallGemmCompiles) break;
           auto k = std::make_unique<kernels::TunedSmallGemm>(g.shape, p.variant, device.compute_major,
                                                              device.compute_minor);
-          if (!launchable(*k)) continue;
+          if (!k->launchable()) continue;
           out.kernels.push_back(std::move(k));
           kernel = out.kernels.back().get();
           break;
