@@ -1,7 +1,8 @@
-// Replays the recorded H200 oracle (bench/results/gemm-oracle-20261130-h200.json.xz: 420
-// shapes in fp32, tf32, bf16, fp16 and fp8) through the calibration and the held-out
-// selection statistics, and fails if they get worse than the recorded figures
-// (bench/results/gemm-selection-20261130-h200.json).
+// Replays the recorded H200 oracles (bench/results/gemm-oracle-20261130-h200.json.xz: 420
+// shapes in fp32, tf32, bf16, fp16 and fp8; gemm-oracle-20261130d-h200.json.xz: 477, timed
+// behind a stream gate) through the calibration and the held-out selection statistics, and
+// fails if they get worse than the recorded figures (bench/results/gemm-selection-20261130-h200.json,
+// gemm-selection-20261130-h200-gated.json).
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -19,10 +20,12 @@ const std::string kResults = std::string(HETREC_SOURCE_DIR) + "/bench/results/";
 // The recorded calibration: its results record and (with "-params.toml") fitted parameters.
 const std::string kRecorded = "gemm-selection-20261130-h200";
 
-TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
+// Calibrates on the oracle as `hetrec gemm calibrate` did for the record and checks the
+// held-out figures against the recorded ones.
+void expect_held_out_no_worse_than_recorded(const std::string& oracle_file, const std::string& record) {
   const Hardware hw = test::shipped_hardware("h200_sxm");
-  const GemmOracle oracle = load_gemm_oracle(kResults + "gemm-oracle-20261130-h200.json.xz");
-  const nlohmann::json recorded = nlohmann::json::parse(read_text_file(kResults + kRecorded + ".json"));
+  const GemmOracle oracle = load_gemm_oracle(kResults + oracle_file);
+  const nlohmann::json recorded = nlohmann::json::parse(read_text_file(kResults + record + ".json"));
   const GemmCalibrationRun run = run_gemm_calibration(hw, oracle, test::shipped_params(hw), 0.05);
 
   // At most 5% of the shapes are seen by the fit; the others are held out.
@@ -44,6 +47,15 @@ TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
   // The fit improves on the starting parameters on shapes it never saw.
   EXPECT_GT(run.held_out_after.geomean_ratio, run.held_out_before.geomean_ratio);
   EXPECT_LT(run.held_out_after.mean_abs_log_error, run.held_out_before.mean_abs_log_error);
+}
+
+TEST(GemmCalibrationReplay, HeldOutSelectionIsNoWorseThanRecorded) {
+  expect_held_out_no_worse_than_recorded("gemm-oracle-20261130-h200.json.xz", kRecorded);
+}
+
+// The oracle timed behind a stream gate (launches back to back, no host gaps): 477 shapes.
+TEST(GemmCalibrationReplay, HeldOutSelectionOnTheGatedOracleIsNoWorseThanRecorded) {
+  expect_held_out_no_worse_than_recorded("gemm-oracle-20261130d-h200.json.xz", "gemm-selection-20261130-h200-gated");
 }
 
 // The recorded parameters judged on shapes no fit saw (the fp32 GEMMs at batch 64K): every
@@ -127,6 +139,28 @@ TEST(GemmCalibrationReplay, ReproducibilityOfTheOracleIsRecomputedFromTheRecords
   EXPECT_EQ(r.configurations, rec["configurations_in_both"].get<std::size_t>());
   // Short kernels reproduce worse than longer ones.
   EXPECT_LT(r.short_kernels.geomean, r.longer_kernels.geomean);
+}
+
+// The two gated records of the same suite reproduce each other's choices far better than
+// the two records timed as the host enqueued each launch, above all on short kernels.
+TEST(GemmCalibrationReplay, GatedTimingReproducesTheOraclesChoices) {
+  const GemmOracle first = load_gemm_oracle(kResults + "gemm-oracle-20261130d-h200.json.xz");
+  const GemmOracle repeat = load_gemm_oracle(kResults + "gemm-oracle-20261130e-h200.json.xz");
+  const nlohmann::json rec = nlohmann::json::parse(
+      read_text_file(kResults + "gemm-selection-20261130-h200-gated.json"))["reproducibility"];
+  const OracleReproducibility gated = oracle_reproducibility(first, repeat, "repeat");
+  EXPECT_EQ(gated.all.shapes, rec["all"]["shapes"].get<std::size_t>());
+  EXPECT_NEAR(gated.all.geomean, rec["all"]["geomean_oracle_over_selected"].get<double>(), 1e-12);
+  EXPECT_NEAR(gated.short_kernels.p5, rec["short_kernels"]["p5_oracle_over_selected"].get<double>(), 1e-12);
+  const OracleReproducibility enqueued =
+      oracle_reproducibility(load_gemm_oracle(kResults + "gemm-oracle-20261130b-h200.json.xz"),
+                             load_gemm_oracle(kResults + "gemm-oracle-20261130-h200.json.xz"), "repeat");
+  EXPECT_GT(gated.all.geomean, enqueued.all.geomean);
+  EXPECT_GT(gated.short_kernels.geomean, enqueued.short_kernels.geomean);
+  EXPECT_LT(gated.p90_abs_log_ratio, enqueued.p90_abs_log_ratio);
+  // The targets of the selection lie within what the measurements reproduce.
+  EXPECT_GT(gated.all.geomean, 0.98);
+  EXPECT_GT(gated.all.p5, 0.90);
 }
 
 TEST(GemmCalibrationReplay, KernelFamilyRoundTripsThroughText) {
