@@ -111,12 +111,14 @@ FitParameter scalar(std::string name, double GemmModelParams::*field, double lo,
 }
 
 // What the calibration shapes' kernels use: their pipes (GemmKernelTraits::pipe), families,
-// and whether any issues the previous generation's instruction or an async-copy kernel.
+// and whether any issues the previous generation's instruction, is an async-copy (TMA-fed)
+// kernel or a SIMT one.
 struct CalibrationKernels {
   std::set<MatrixPrecision> pipes;
   std::set<std::string> families;
   bool legacy_instruction = false;
   bool async_kernel = false;
+  bool simt_kernel = false;
 };
 
 CalibrationKernels calibration_kernels(const Hardware& hw, std::span<const MeasuredShape> shapes,
@@ -131,6 +133,7 @@ CalibrationKernels calibration_kernels(const Hardware& hw, std::span<const Measu
       if (c.config.family >= 0) k.families.insert(family_key(c.config.family, c.config.family_variant));
       k.legacy_instruction = k.legacy_instruction || t.legacy_instruction;
       k.async_kernel = k.async_kernel || !t.warp_scope;
+      k.simt_kernel = k.simt_kernel || (t.warp_scope && c.config.inst_m == 1);
     }
   }
   return k;
@@ -171,6 +174,13 @@ std::vector<FitParameter> fit_parameters(const Hardware& hw, std::span<const Mea
   // L2 -> unit bandwidth: at least the HBM's share per unit; 512 is above every published figure.
   out.push_back(scalar("l2_bytes_per_clock_per_unit", &GemmModelParams::l2_bytes_per_clock_per_unit,
                        l2_bytes_per_clock_per_unit_floor(hw), 512.0));
+  // The TMA and SIMT load paths' L2 rates relative to it, where the calibration kernels use them.
+  if (used.async_kernel)
+    out.push_back(scalar("tma_l2_rate_factor", &GemmModelParams::tma_l2_rate_factor, 1.0 / kMaxL2RateFactor,
+                         kMaxL2RateFactor));
+  if (used.simt_kernel)
+    out.push_back(scalar("simt_l2_rate_factor", &GemmModelParams::simt_l2_rate_factor, 1.0 / kMaxL2RateFactor,
+                         kMaxL2RateFactor));
   out.push_back(scalar("l2_usable_fraction", &GemmModelParams::l2_usable_fraction, 0.05, 1.0));
   if (!measured_copy) out.push_back(scalar("hbm_efficiency", &GemmModelParams::hbm_efficiency, 0.3, 1.0));
   // Loaded latency: 100 ns (an L2 hit) to 5 us (deep queueing).

@@ -57,6 +57,8 @@ nlohmann::json params_json(const GemmModelParams& p) {
           {"launch_overhead_us", p.launch_overhead_us},
           {"legacy_instruction_efficiency", p.legacy_instruction_efficiency},
           {"async_kernel_setup_us", p.async_kernel_setup_us},
+          {"tma_l2_rate_factor", p.tma_l2_rate_factor},
+          {"simt_l2_rate_factor", p.simt_l2_rate_factor},
           {"family_efficiency", p.family_efficiency}};
 }
 

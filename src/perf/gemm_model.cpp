@@ -226,7 +226,13 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   // does save, is not bounded separately. (Crediting multicast here made the model choose
   // 4- and 8-CTA clusters whose measured times differ from 1-CTA tiles' by under 5%.)
   const double l2_bytes = c.tile_k * (c.tile_m * t.a_bytes + double(c.tile_n / t.pair) * t.b_bytes);
-  t.iter_l2_us = l2_bytes / (params.l2_bytes_per_clock_per_unit * clock_hz) * kUsPerS;
+  // The rate depends on the load path: TMA-fed (warpgroup, CTA scope), SIMT (through each
+  // thread's registers) or asynchronous copies (the other warp-scope kernels).
+  const bool simt = mi.scope == IssueScope::warp && mi.m == 1;
+  const double l2_rate_factor = mi.scope != IssueScope::warp ? params.tma_l2_rate_factor
+                                : simt                       ? params.simt_l2_rate_factor
+                                                             : 1.0;
+  t.iter_l2_us = l2_bytes / (params.l2_bytes_per_clock_per_unit * l2_rate_factor * clock_hz) * kUsPerS;
   // Loads in flight per CTA: all stages but the one being computed on. A single-stage kernel
   // still prefetches the next K tile into registers while it computes on shared memory.
   const int loads_in_flight = std::max(1, c.stages - 1);

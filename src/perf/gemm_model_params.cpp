@@ -48,6 +48,8 @@ std::string serialize(const GemmModelParams& p) {
   s += "legacy_instruction_efficiency = " + number_text(p.legacy_instruction_efficiency) + "\n";
   s += "shared_memory_efficiency = " + number_text(p.shared_memory_efficiency) + "\n";
   s += "l2_bytes_per_clock_per_unit = " + number_text(p.l2_bytes_per_clock_per_unit) + "\n";
+  s += "tma_l2_rate_factor = " + number_text(p.tma_l2_rate_factor) + "\n";
+  s += "simt_l2_rate_factor = " + number_text(p.simt_l2_rate_factor) + "\n";
   s += "l2_usable_fraction = " + number_text(p.l2_usable_fraction) + "\n";
   s += "llc_usable_fraction = " + number_text(p.llc_usable_fraction) + "\n";
   s += "hbm_efficiency = " + number_text(p.hbm_efficiency) + "\n";
@@ -97,6 +99,15 @@ double PrecisionEfficiency::of(MatrixPrecision p) const {
   return 0.0;
 }
 
+double l2_rate_factor(TomlTableReader& r, std::string_view key, double absent) {
+  const std::optional<double> v = r.optional_number(key);
+  if (!v) return absent;
+  if (!(*v >= 1.0 / kMaxL2RateFactor && *v <= kMaxL2RateFactor))
+    r.fail(key, "expected a factor in [" + number_text(1.0 / kMaxL2RateFactor) + ", " + number_text(kMaxL2RateFactor) +
+                    "], found " + number_text(*v));
+  return *v;
+}
+
 std::string family_key(int family, int variant) {
   return std::to_string(family) + (variant != 0 ? "." + std::to_string(variant) : std::string());
 }
@@ -121,6 +132,9 @@ GemmModelParams load_gemm_params(const std::string& path) {
   p.legacy_instruction_efficiency = fraction(r, "legacy_instruction_efficiency");
   p.shared_memory_efficiency = fraction(r, "shared_memory_efficiency");
   p.l2_bytes_per_clock_per_unit = positive(r, "l2_bytes_per_clock_per_unit");
+  // Files written before the per-load-path L2 factors hold none: the rate is then the same.
+  p.tma_l2_rate_factor = l2_rate_factor(r, "tma_l2_rate_factor", kDefaultTmaL2RateFactor);
+  p.simt_l2_rate_factor = l2_rate_factor(r, "simt_l2_rate_factor", kDefaultSimtL2RateFactor);
   p.l2_usable_fraction = fraction(r, "l2_usable_fraction");
   p.llc_usable_fraction = fraction(r, "llc_usable_fraction");
   p.hbm_efficiency = fraction(r, "hbm_efficiency");

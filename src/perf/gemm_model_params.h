@@ -29,6 +29,16 @@ inline constexpr double kDefaultSharedMemoryEfficiency = 0.90;
 // L2 -> SM/CU read bandwidth per unit and clock. The AMD CDNA 3 whitepaper gives 2 KB per
 // clock per XCD L2 for 38 CUs (54 B); NVIDIA publishes no figure, 64 is a round guess.
 inline constexpr double kDefaultL2BytesPerClockPerUnit = 64.0;
+// The L2 rate a kernel's loads reach depends on how it loads, relative to the register-free
+// asynchronous copies (cp.async, AMD's direct-to-LDS loads) that l2_bytes_per_clock_per_unit
+// describes: kernels fed by the tensor memory accelerator (Hopper's warpgroup and
+// Blackwell's CTA-wide kernels: one thread moves a whole tile) and SIMT kernels (every
+// thread loads its share into registers, then stores it to shared memory) each get a factor.
+// 1 = the same rate (generic); fitted per architecture.
+inline constexpr double kDefaultTmaL2RateFactor = 1.0;
+inline constexpr double kDefaultSimtL2RateFactor = 1.0;
+// Largest factor a params file may hold either way.
+inline constexpr double kMaxL2RateFactor = 8.0;
 // Share of the L2 (and of a memory-side LLC) that operand panels keep between waves, the
 // rest being lost to set conflicts and the output stream. Generic guess.
 inline constexpr double kDefaultL2UsableFraction = 0.5;
@@ -64,6 +74,8 @@ struct GemmModelParams {
   double legacy_instruction_efficiency = kDefaultLegacyInstructionEfficiency;
   double shared_memory_efficiency = kDefaultSharedMemoryEfficiency;
   double l2_bytes_per_clock_per_unit = kDefaultL2BytesPerClockPerUnit;
+  double tma_l2_rate_factor = kDefaultTmaL2RateFactor;
+  double simt_l2_rate_factor = kDefaultSimtL2RateFactor;
   double l2_usable_fraction = kDefaultL2UsableFraction;
   double llc_usable_fraction = kDefaultLlcUsableFraction;
   double hbm_efficiency = kDefaultHbmEfficiency;

@@ -542,6 +542,38 @@ TEST(GemmModel, AsyncKernelStartUpAddsToWarpgroupKernelsOnly) {
   EXPECT_EQ(predict_gemm(hw, p, mma_sync_64x64(4, -1), params).time_us, mma);
 }
 
+// The L2 term runs at the load path's rate: TMA-fed kernels and SIMT kernels each at their
+// factor of the base rate, the cp.async (mma.sync) kernels at the base rate.
+TEST(GemmModel, L2RateFollowsTheLoadPath) {
+  const Hardware hw = shipped_hardware("h200_sxm");
+  GemmModelParams params = shipped_params(hw);
+  params.tma_l2_rate_factor = params.simt_l2_rate_factor = 1.0;
+  GemmConfig simt;
+  simt.tile_m = 128, simt.tile_n = 128, simt.tile_k = 8;
+  simt.inst_m = simt.inst_n = simt.inst_k = 1;
+  simt.warps_m = 4, simt.warps_n = 2, simt.stages = 3;
+  const auto l2 = [&](MatrixPrecision p, const GemmConfig& c) {
+    const GemmKernelTraits t = gemm_kernel_traits(hw, params, p, c);
+    EXPECT_TRUE(t.feasible) << t.infeasible_reason;
+    return t.iter_l2_us;
+  };
+  const double wg = l2(MatrixPrecision::bf16, hopper_128x256());
+  const double mma = l2(MatrixPrecision::bf16, mma_sync_64x64(4, -1));
+  const double fma = l2(MatrixPrecision::fp32, simt);
+  EXPECT_GT(wg, 0.0);
+  params.tma_l2_rate_factor = 2.0;
+  params.simt_l2_rate_factor = 0.25;
+  EXPECT_NEAR(l2(MatrixPrecision::bf16, hopper_128x256()), wg / 2.0, 1e-12);
+  EXPECT_NEAR(l2(MatrixPrecision::fp32, simt), fma * 4.0, 1e-12);
+  EXPECT_EQ(l2(MatrixPrecision::bf16, mma_sync_64x64(4, -1)), mma);
+  // On CDNA (MFMA, warp scope, no TMA) neither factor applies.
+  const Hardware mi = shipped_hardware("mi300x");
+  GemmModelParams mi_params = shipped_params(mi);
+  const double mfma = gemm_kernel_traits(mi, mi_params, MatrixPrecision::bf16, cdna3_256x256()).iter_l2_us;
+  mi_params.tma_l2_rate_factor = mi_params.simt_l2_rate_factor = 3.0;
+  EXPECT_EQ(gemm_kernel_traits(mi, mi_params, MatrixPrecision::bf16, cdna3_256x256()).iter_l2_us, mfma);
+}
+
 TEST(GemmModel, LibrarySimtKernelsComputeInFp32OnAnyOperands) {
   const Hardware hw = shipped_hardware("h200_sxm");
   const GemmModelParams params = shipped_params(hw);

@@ -74,6 +74,8 @@ TEST(GemmModelParams, SaveLoadRoundTripsExactly) {
     p.launch_overhead_us = 10 * rng.uniform();
     p.legacy_instruction_efficiency = rng.uniform_open();
     p.async_kernel_setup_us = 5 * rng.uniform();
+    p.tma_l2_rate_factor = 0.5 + 3 * rng.uniform();
+    p.simt_l2_rate_factor = 0.2 + rng.uniform();
     p.family_efficiency[std::to_string(rng.below(100))] = 0.1 + rng.uniform();
     const std::string path = dir.file("p" + std::to_string(trial) + ".toml");
     save_gemm_params(p, path);
@@ -94,6 +96,8 @@ TEST(GemmModelParams, SaveLoadRoundTripsExactly) {
     EXPECT_EQ(q.launch_overhead_us, p.launch_overhead_us);
     EXPECT_EQ(q.legacy_instruction_efficiency, p.legacy_instruction_efficiency);
     EXPECT_EQ(q.async_kernel_setup_us, p.async_kernel_setup_us);
+    EXPECT_EQ(q.tma_l2_rate_factor, p.tma_l2_rate_factor);
+    EXPECT_EQ(q.simt_l2_rate_factor, p.simt_l2_rate_factor);
     EXPECT_EQ(q.family_efficiency, p.family_efficiency);
     EXPECT_EQ(gemm_params_fingerprint(q), gemm_params_fingerprint(p));
   }
@@ -112,6 +116,9 @@ TEST(GemmModelParams, FingerprintChangesWithAnyField) {
   EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
   changed = base;
   changed.async_kernel_setup_us += 1;
+  EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
+  changed = base;
+  changed.simt_l2_rate_factor = 0.5;
   EXPECT_NE(gemm_params_fingerprint(base), gemm_params_fingerprint(changed));
   changed = base;
   changed.family_efficiency["66"] = 0.9;
@@ -142,8 +149,29 @@ TEST(GemmModelParams, ErrorsNameTheKey) {
   EXPECT_NE(e.find("'async_kernel_setup_us': expected a non-negative number"), std::string::npos) << e;
   e = load_error(with("legacy_instruction_efficiency = 0.6", "legacy_instruction_efficiency = 1.2"));
   EXPECT_NE(e.find("'legacy_instruction_efficiency': expected a fraction in (0, 1]"), std::string::npos) << e;
+  e = load_error(with("simt_l2_rate_factor = 0.5", "simt_l2_rate_factor = 0.0"));
+  EXPECT_NE(e.find("'simt_l2_rate_factor': expected a factor in [0.125, 8.0], found"), std::string::npos) << e;
+  e = load_error(with("tma_l2_rate_factor = 1.5", "tma_l2_rate_factor = 9"));
+  EXPECT_NE(e.find("'tma_l2_rate_factor': expected a factor in [0.125, 8.0], found"), std::string::npos) << e;
   e = load_error(with("legacy_instruction_efficiency = 0.6\n", ""));
   EXPECT_NE(e.find("'legacy_instruction_efficiency': missing"), std::string::npos) << e;
+}
+
+// Files written before the load-path L2 factors (the recorded calibrations) load with both
+// at 1: the same L2 rate for every kernel, as when they were fitted.
+TEST(GemmModelParams, FilesWithoutTheL2RateFactorsLoadWithBothAtOne) {
+  TempDir dir;
+  std::string text = read_text(kParamsDir + "/sm_90.toml");
+  for (const std::string key : {"tma_l2_rate_factor = 1.5\n", "simt_l2_rate_factor = 0.5\n"}) {
+    const std::size_t at = text.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    text.erase(at, key.size());
+  }
+  const std::string path = dir.file("old.toml");
+  std::ofstream(path) << text;
+  const GemmModelParams p = load_gemm_params(path);
+  EXPECT_EQ(p.tma_l2_rate_factor, 1.0);
+  EXPECT_EQ(p.simt_l2_rate_factor, 1.0);
 }
 
 TEST(GemmModelParams, MissingFileGivesDefaultsAndWrongArchIsAnError) {
