@@ -124,19 +124,26 @@ TEST(GemmCalibrationReplay, BestOfTheHeuristicsListIsRecomputedFromTheRecord) {
   }
 }
 
-// The two H200 records of the same suite: how far the first's choices hold on the second,
-// recomputed from the measurements alone.
-TEST(GemmCalibrationReplay, ReproducibilityOfTheOracleIsRecomputedFromTheRecords) {
-  const GemmOracle first = load_gemm_oracle(kResults + "gemm-oracle-20261130b-h200.json.xz");
-  const GemmOracle repeat = load_gemm_oracle(kResults + "gemm-oracle-20261130-h200.json.xz");
-  const nlohmann::json rec = nlohmann::json::parse(
-      read_text_file(kResults + "gemm-selection-20261130b-h200.json"))["reproducibility"];
-  const OracleReproducibility r = oracle_reproducibility(first, repeat, "repeat");
+// How far the first record's choices hold on the repeat, recomputed from the measurements
+// alone and checked against the calibration record's `reproducibility`.
+OracleReproducibility expect_recorded_reproducibility(const std::string& first_file, const std::string& repeat_file,
+                                                      const std::string& record) {
+  const OracleReproducibility r = oracle_reproducibility(load_gemm_oracle(kResults + first_file),
+                                                         load_gemm_oracle(kResults + repeat_file), "repeat");
+  const nlohmann::json rec = nlohmann::json::parse(read_text_file(kResults + record))["reproducibility"];
   EXPECT_EQ(r.all.shapes, rec["all"]["shapes"].get<std::size_t>());
   EXPECT_NEAR(r.all.geomean, rec["all"]["geomean_oracle_over_selected"].get<double>(), 1e-12);
   EXPECT_NEAR(r.short_kernels.geomean, rec["short_kernels"]["geomean_oracle_over_selected"].get<double>(), 1e-12);
+  EXPECT_NEAR(r.short_kernels.p5, rec["short_kernels"]["p5_oracle_over_selected"].get<double>(), 1e-12);
   EXPECT_NEAR(r.longer_kernels.p5, rec["longer_kernels"]["p5_oracle_over_selected"].get<double>(), 1e-12);
   EXPECT_EQ(r.configurations, rec["configurations_in_both"].get<std::size_t>());
+  return r;
+}
+
+// The two H200 records of the same suite timed as the host enqueued each launch.
+TEST(GemmCalibrationReplay, ReproducibilityOfTheOracleIsRecomputedFromTheRecords) {
+  const OracleReproducibility r = expect_recorded_reproducibility(
+      "gemm-oracle-20261130b-h200.json.xz", "gemm-oracle-20261130-h200.json.xz", "gemm-selection-20261130b-h200.json");
   // Short kernels reproduce worse than longer ones.
   EXPECT_LT(r.short_kernels.geomean, r.longer_kernels.geomean);
 }
@@ -144,14 +151,9 @@ TEST(GemmCalibrationReplay, ReproducibilityOfTheOracleIsRecomputedFromTheRecords
 // The two gated records of the same suite reproduce each other's choices far better than
 // the two records timed as the host enqueued each launch, above all on short kernels.
 TEST(GemmCalibrationReplay, GatedTimingReproducesTheOraclesChoices) {
-  const GemmOracle first = load_gemm_oracle(kResults + "gemm-oracle-20261130d-h200.json.xz");
-  const GemmOracle repeat = load_gemm_oracle(kResults + "gemm-oracle-20261130e-h200.json.xz");
-  const nlohmann::json rec = nlohmann::json::parse(
-      read_text_file(kResults + "gemm-selection-20261130-h200-gated.json"))["reproducibility"];
-  const OracleReproducibility gated = oracle_reproducibility(first, repeat, "repeat");
-  EXPECT_EQ(gated.all.shapes, rec["all"]["shapes"].get<std::size_t>());
-  EXPECT_NEAR(gated.all.geomean, rec["all"]["geomean_oracle_over_selected"].get<double>(), 1e-12);
-  EXPECT_NEAR(gated.short_kernels.p5, rec["short_kernels"]["p5_oracle_over_selected"].get<double>(), 1e-12);
+  const OracleReproducibility gated =
+      expect_recorded_reproducibility("gemm-oracle-20261130d-h200.json.xz", "gemm-oracle-20261130e-h200.json.xz",
+                                      "gemm-selection-20261130-h200-gated.json");
   const OracleReproducibility enqueued =
       oracle_reproducibility(load_gemm_oracle(kResults + "gemm-oracle-20261130b-h200.json.xz"),
                              load_gemm_oracle(kResults + "gemm-oracle-20261130-h200.json.xz"), "repeat");
