@@ -133,7 +133,7 @@ CalibrationKernels calibration_kernels(const Hardware& hw, std::span<const Measu
       if (c.config.family >= 0) k.families.insert(family_key(c.config.family, c.config.family_variant));
       k.legacy_instruction = k.legacy_instruction || t.legacy_instruction;
       k.async_kernel = k.async_kernel || !t.warp_scope;
-      k.simt_kernel = k.simt_kernel || (t.warp_scope && c.config.inst_m == 1);
+      k.simt_kernel = k.simt_kernel || t.simt;
     }
   }
   return k;

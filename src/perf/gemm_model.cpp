@@ -216,7 +216,8 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   const double clock_hz = hw.clock_mhz * clock_share * kHzPerMhz;
   t.iter_math_us = 2.0 * c.tile_m * c.tile_n * c.tile_k / unit_flops_per_s * kUsPerS;
   // A SIMT thread's fragment loads and loop share its scheduler's issue with the FMAs.
-  if (mi.scope == IssueScope::warp && mi.m == 1) t.iter_math_us /= simt_issue_share(c, hw.warp_size);
+  t.simt = mi.scope == IssueScope::warp && mi.m == 1;
+  if (t.simt) t.iter_math_us /= simt_issue_share(c, hw.warp_size);
   t.iter_feed_us =
       feed_bytes / (hw.shared_bytes_per_clock * clock_hz * params.shared_memory_efficiency) * kUsPerS;
   // What the unit receives from the L2 per iteration: its whole A and B tiles (a CTA pair's
@@ -228,9 +229,8 @@ GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& p
   const double l2_bytes = c.tile_k * (c.tile_m * t.a_bytes + double(c.tile_n / t.pair) * t.b_bytes);
   // The rate depends on the load path: TMA-fed (warpgroup, CTA scope), SIMT (through each
   // thread's registers) or asynchronous copies (the other warp-scope kernels).
-  const bool simt = mi.scope == IssueScope::warp && mi.m == 1;
   const double l2_rate_factor = mi.scope != IssueScope::warp ? params.tma_l2_rate_factor
-                                : simt                       ? params.simt_l2_rate_factor
+                                : t.simt                     ? params.simt_l2_rate_factor
                                                              : 1.0;
   t.iter_l2_us = l2_bytes / (params.l2_bytes_per_clock_per_unit * l2_rate_factor * clock_hz) * kUsPerS;
   // Loads in flight per CTA: all stages but the one being computed on. A single-stage kernel

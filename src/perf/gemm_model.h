@@ -104,6 +104,7 @@ struct GemmKernelTraits {
   bool legacy_instruction = false;
   int math_warps = 0;            // warps issuing matrix instructions (or FMAs) per CTA
   bool warp_scope = false;       // each warp issues on its own (warp-scope instruction)
+  bool simt = false;             // fp32 FMAs on the vector pipes (1 x 1 x 1 warp-scope instruction)
 };
 
 GemmKernelTraits gemm_kernel_traits(const Hardware& hw, const GemmModelParams& params,
