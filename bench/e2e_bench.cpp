@@ -98,7 +98,7 @@ Floor step_floor(const ModelConfig& m, int64_t batch, const std::string& gemm_pr
 int run(int argc, char** argv) {
   CLI::App app{"hetrec GPU end-to-end training-step benchmark"};
   std::string config = "configs/dlrm_dcnv2_capped.toml", precision = "tf32", rows, json_out, commit = "unknown", tag,
-              tuned_kernels, recipe, sharding, ids = "power3", probe_cache;
+              tuned_kernels, recipe, sharding, exchange_dtype, ids = "power3", probe_cache;
   std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
@@ -117,6 +117,9 @@ int run(int argc, char** argv) {
   app.add_option("--tag", tag, "suffix of the default results file name");
   app.add_option("--tuned-kernels", tuned_kernels, "winners file of `hetrec tune` (default: built-in kernel variants)");
   app.add_option("--recipe", recipe, "recipe file applied to the config (its [recipe.sharding] places the tables)");
+  app.add_option("--exchange-dtype", exchange_dtype,
+                 "under mpirun: the embedding exchanges' element type, fp32 or bf16 (overrides the recipe's "
+                 "[recipe.sharding] exchange_dtype)");
   app.add_option("--sharding", sharding,
                  "under mpirun: every table's sharding type (table_wise | row_wise | column_wise | replicated), "
                  "overriding the recipe's default");
@@ -136,6 +139,11 @@ int run(int argc, char** argv) {
   }
   RunConfig cfg = load_run_config(config, overrides, recipe);
   if (!sharding.empty()) cfg.sharding.default_type = dist::parse_sharding_type(sharding, "--sharding");
+  if (!exchange_dtype.empty()) {
+    cfg.sharding.exchange_dtype = parse_dtype(exchange_dtype, "--exchange-dtype");
+    if (cfg.sharding.exchange_dtype != DType::f32 && cfg.sharding.exchange_dtype != DType::bf16)
+      throw ConfigError("--exchange-dtype: expected fp32 or bf16, got \"" + exchange_dtype + "\"");
+  }
   ModelConfig m = cfg.model;
   if (!rows.empty()) m.row_dtype = parse_dtype(rows, "--rows");
   const OptimConfig& o = cfg.optim;
@@ -153,6 +161,7 @@ int run(int argc, char** argv) {
   std::unique_ptr<GpuModel> single;
   std::unique_ptr<DistributedGpuModel> distributed;
   std::string placement;
+  DType exchanged = DType::f32;
   const auto t0 = std::chrono::steady_clock::now();
   if (dist::launched_by_mpi()) {
     host = dist::make_process_group(kCollectiveTimeoutS);
@@ -161,6 +170,7 @@ int run(int argc, char** argv) {
     for (std::size_t t = 0; t < plan.tables.size(); ++t)
       placement += (t ? ", " : "") + m.tables[t].name + ":" + dist::sharding_type_name(plan.tables[t].type) +
                    (plan.tables[t].type == dist::ShardingType::table_wise ? "@" + std::to_string(plan.tables[t].owner) : "");
+    exchanged = plan.exchange_dtype;
     distributed = make_distributed_gpu_model(m, o, opts, plan, *host, *devices);
   } else {
     single = make_gpu_model(m, o, opts);
@@ -312,6 +322,7 @@ int run(int argc, char** argv) {
                     {"init_s", init_s},
                     {"world_size", ranks},
                     {"sharding", placement},
+                    {"exchange_dtype", dtype_name(exchanged)},
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},
                     {"phase_ms", phase_json},

@@ -21,6 +21,10 @@ ShardingType parse_sharding_type(const std::string& name, const std::string& key
                     "', expected one of table_wise, row_wise, column_wise, replicated");
 }
 
+float exchanged_value(float value, DType exchange_dtype) {
+  return exchange_dtype == DType::bf16 ? bf16_to_f32(f32_to_bf16(value)) : value;
+}
+
 ShardingPlan plan_sharding(const ShardingSpec& spec, const std::vector<TableConfig>& tables, int dim,
                            int world_size) {
   if (world_size < 1) throw InternalError("plan_sharding: world size " + std::to_string(world_size));
@@ -34,8 +38,12 @@ ShardingPlan plan_sharding(const ShardingSpec& spec, const std::vector<TableConf
                         "' (tables: " + names + ")");
     }
   }
+  if (spec.exchange_dtype != DType::f32 && spec.exchange_dtype != DType::bf16)
+    throw ConfigError("config key '" + spec.source + ".exchange_dtype' = \"" + std::string(dtype_name(spec.exchange_dtype)) +
+                      "\": expected \"fp32\" or \"bf16\"");
   ShardingPlan plan;
   plan.world_size = world_size;
+  plan.exchange_dtype = spec.exchange_dtype;
   const auto n = static_cast<std::size_t>(world_size);
   for (std::size_t t = 0; t < tables.size(); ++t) {
     const TableConfig& table = tables[t];

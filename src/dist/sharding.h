@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "data/feature_spec.h"
 
 namespace hetrec::dist {
@@ -29,6 +30,10 @@ struct TableShardingChoice {
 struct ShardingSpec {
   ShardingType default_type = ShardingType::table_wise;
   std::map<std::string, TableShardingChoice> tables;
+  // The element type of the pooled embeddings' all-to-alls and of their gradients'
+  // (exchange_dtype = "fp32" | "bf16"): bf16 halves the bytes on the links and rounds
+  // every routed pooled vector and its gradient to nearest even on the way.
+  DType exchange_dtype = DType::f32;
   std::string source = "recipe.sharding";  // key prefix for messages
 };
 
@@ -50,7 +55,12 @@ struct TableShard {
 struct ShardingPlan {
   int world_size = 1;
   std::vector<TableShard> tables;  // one per model table, in model order
+  DType exchange_dtype = DType::f32;  // f32 or bf16 (ShardingSpec::exchange_dtype)
 };
+
+// Rounds a value as an exchange of `exchange_dtype` carries it (bf16: to nearest even;
+// f32: unchanged).
+float exchanged_value(float value, DType exchange_dtype);
 
 // Resolves `spec` for `world_size` ranks. Throws ConfigError naming the key
 // (<source>.tables.<name>, <source>.tables.<name>.rank, ...) for a table name the model

@@ -4,10 +4,14 @@
 
 #include "core/error.h"
 #include "gpu/check.h"
+#include "gpu/half.h"
 #include "gpu/warp.h"
 #include "kernels/launch.h"
 
 namespace hetrec::kernels {
+
+// plan/memory_model.cpp counts the piece lists with these sizes.
+static_assert(sizeof(PooledPiece) == 40 && sizeof(PooledGradPiece) == 32, "piece sizes the memory model counts");
 
 namespace {
 
@@ -44,7 +48,9 @@ __global__ void __launch_bounds__(kThreads)
       const PooledPiece& piece = pieces[p];
       const int e = c - piece.col_begin;
       if (e < 0 || e >= piece.width) continue;
-      const float s = piece.src[b * piece.src_stride + e];
+      const int64_t at = b * piece.src_stride + e;
+      const float s = piece.src_bf16 ? gpu::bf16_bits_to_f32(static_cast<const uint16_t*>(piece.src)[at])
+                                     : static_cast<const float*>(piece.src)[at];
       if (!piece.accumulate) {
         v = s;
       } else {
@@ -69,8 +75,13 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t b = static_cast<int64_t>(blockIdx.x) * kScatterSamples + k;
     if (b >= batch) return;
     const float* src = src_base + b * g_stride;
-    float* dst = piece.dst + b * piece.dst_stride;
-    for (int e = lane; e < piece.width; e += gpu::kWarpSize) dst[e] = src[e];
+    if (piece.dst_bf16) {
+      uint16_t* dst = static_cast<uint16_t*>(piece.dst) + b * piece.dst_stride;
+      for (int e = lane; e < piece.width; e += gpu::kWarpSize) dst[e] = gpu::f32_to_bf16_bits(src[e]);
+    } else {
+      float* dst = static_cast<float*>(piece.dst) + b * piece.dst_stride;
+      for (int e = lane; e < piece.width; e += gpu::kWarpSize) dst[e] = src[e];
+    }
   }
 }
 

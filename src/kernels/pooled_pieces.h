@@ -13,19 +13,23 @@
 
 namespace hetrec::kernels {
 
+// A piece's elements are fp32, or bf16 (an exchange in bf16, dist::ShardingPlan::
+// exchange_dtype), widened exactly when read.
 struct PooledPiece {
-  const float* src = nullptr;  // device; sample b's piece starts at src + b * src_stride
-  int64_t src_stride = 0;      // elements
-  int slot = 0;                // destination table slot t (columns slot*dim .. of a row)
-  int col_begin = 0;           // first column within the slot
-  int width = 0;               // columns
-  int accumulate = 0;          // 0: write, 1: add to what earlier pieces of the slot wrote
+  const void* src = nullptr;  // device; sample b's piece starts at element b * src_stride
+  int64_t src_stride = 0;     // elements
+  int slot = 0;               // destination table slot t (columns slot*dim .. of a row)
+  int col_begin = 0;          // first column within the slot
+  int width = 0;              // columns
+  int accumulate = 0;         // 0: write, 1: add to what earlier pieces of the slot wrote
+  int src_bf16 = 0;           // 0: src holds floats, 1: bf16 bit patterns
 };
 
 // For every sample b < batch and piece p (pieces sorted by slot; slot_begin[t] ..
 // slot_begin[t+1] are slot t's pieces, both arrays device memory, num_slots + 1 entries
 // in slot_begin):
 //   x[b*x_stride + p.slot*dim + p.col_begin + e] (= or +=) p.src[b*p.src_stride + e], e < width,
+// (the source widened to fp32 first when it is bf16)
 // applied in list order within a slot (deterministic; a row_wise table's partial sums
 // from several ranks add in rank order). An accumulating piece that is the first to
 // reach a column adds to what x held. Columns no piece covers are left as they are.
@@ -35,16 +39,17 @@ void gather_pooled_pieces(const PooledPiece* pieces, const int* slot_begin, int 
                           int64_t x_stride, int dim, gpu::stream_t stream);
 
 struct PooledGradPiece {
-  float* dst = nullptr;
+  void* dst = nullptr;  // device; floats, or bf16 bit patterns when dst_bf16
   int64_t dst_stride = 0;
   int slot = 0;
   int col_begin = 0;
   int width = 0;
+  int dst_bf16 = 0;  // 1: dst receives the values rounded to bf16 (nearest even)
 };
 
 // The transpose: dst[b*dst_stride + e] = g[b*g_stride + slot*dim + col_begin + e] for
 // every piece (pieces: device memory, num_pieces entries, in any order; their
-// destinations must not overlap).
+// destinations must not overlap), rounded to bf16 for a dst_bf16 piece.
 void scatter_pooled_grads(const PooledGradPiece* pieces, int num_pieces, int64_t batch, const float* g,
                           int64_t g_stride, int dim, gpu::stream_t stream);
 

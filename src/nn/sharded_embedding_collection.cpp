@@ -170,7 +170,10 @@ void ShardedEmbeddingCollection::forward(const Batch& local, float* pooled) {
       for (int64_t b = 0; b < source_size_[static_cast<std::size_t>(s)]; ++b) {
         if (counts[static_cast<std::size_t>(b)] == 0) continue;
         const float* row = h.pooled.data() + (h.source_first[static_cast<std::size_t>(s)] + b) * h.cols;
-        answer[static_cast<std::size_t>(s)].insert(answer[static_cast<std::size_t>(s)].end(), row, row + h.cols);
+        // The exchange's element type: bf16 rounds every value sent (the GPU engine's
+        // bf16 all-to-all).
+        for (int c = 0; c < h.cols; ++c)
+          answer[static_cast<std::size_t>(s)].push_back(dist::exchanged_value(row[c], plan_.exchange_dtype));
       }
     }
   const auto back = dist::exchange(group_, answer, "all_to_all_v(pooled embeddings)");
@@ -226,9 +229,12 @@ void ShardedEmbeddingCollection::backward_update(const float* grad_pooled, float
   const int n = group_.size(), me = group_.rank(), num = num_tables(), dim = spec_.dim;
   const int64_t b_size = local_size_;
   // The gradient of bag b as the single-rank backward adds it: g, or g / length for a
-  // mean-pooled bag (the same product).
+  // mean-pooled bag (the same product); for a routed table, g as the exchange carries it
+  // (bf16: rounded, as the GPU engine sends it before its update divides). Replicated
+  // tables' gradients are gathered in fp32.
   auto bag_grad = [&](int t, int64_t b, int c) {
-    const float g = grad_pooled[(b * num + t) * dim + c];
+    float g = grad_pooled[(b * num + t) * dim + c];
+    if (plan_.tables[static_cast<std::size_t>(t)].routed()) g = dist::exchanged_value(g, plan_.exchange_dtype);
     if (spec_.tables[static_cast<std::size_t>(t)].pooling != Pooling::mean) return g;
     return g * (1.0f / static_cast<float>(bag_length_[static_cast<std::size_t>(t * b_size + b)]));
   };

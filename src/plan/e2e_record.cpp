@@ -55,6 +55,7 @@ E2eRecord read_e2e_record(const std::string& path) {
     r.world_size = static_cast<int>(n);
   }
   if (r.world_size > 1) r.sharding = text(m, "sharding", where);
+  if (m.contains("exchange_dtype")) r.exchange_dtype = text(m, "exchange_dtype", where);
   if (m.contains("phase_ms")) {
     const json& phases = m.at("phase_ms");
     if (!phases.is_object()) throw ConfigError(where + ".phase_ms: expected an object of phase -> milliseconds");
@@ -110,6 +111,7 @@ StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& mode
       }
       spec.tables[item.substr(0, colon)] = choice;
     }
+    spec.exchange_dtype = parse_dtype(record.exchange_dtype, record.path + ": metrics.exchange_dtype");
     apply_sharding(recipe, model, spec, record.world_size);
   }
   StepMeasurement m;

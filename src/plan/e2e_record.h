@@ -34,6 +34,8 @@ struct E2eRecord {
   // e2e_bench writes it, "t0:table_wise@0, t1:row_wise, ..." (empty with one GPU).
   int world_size = 1;
   std::string sharding;
+  // The embedding exchanges' element type ("fp32" or "bf16"; older records: fp32).
+  std::string exchange_dtype = "fp32";
 };
 
 // Throws IoError when the file cannot be read, ConfigError naming the file and key when

@@ -31,10 +31,11 @@ constexpr double kHalfBytes = 2.0;       // bf16 / fp16 operand copies
 // fp16 dense compute: the device loss-scale state (scale, its inverse, clean-step count,
 // overflow flag: 16 bytes; model/gpu/gpu_dlrm.cpp).
 constexpr std::size_t kLossScaleBytes = 16;
-// Several GPUs: kernels::PooledPiece (a pointer, an int64 stride, four ints) and
-// PooledGradPiece (a pointer, an int64, three ints, padded) are 32 bytes each
-// (kernels/pooled_pieces.h).
-constexpr double kPieceBytes = 32.0;
+// Several GPUs: kernels::PooledPiece (a pointer, an int64 stride, five ints, padded) is 40
+// bytes and PooledGradPiece (a pointer, an int64, four ints) 32 (kernels/pooled_pieces.h;
+// pooled_pieces.cu asserts both).
+constexpr double kGatherPieceBytes = 40.0;
+constexpr double kScatterPieceBytes = 32.0;
 
 // Collects consumers; every device tensor is also rounded to its allocator size class.
 class Ledger {
@@ -256,9 +257,10 @@ const char* group_title(ShardGroupKind kind) {
   return "?";
 }
 
-// Device floats of the engine's exchange buffers: at least one each (sharded_embeddings.cpp,
-// floats()).
-double exchange_floats(double n) { return std::max(n, 1.0) * kFloatBytes; }
+// Device bytes of an exchange buffer of n elements of `bytes` each: at least one element
+// (sharded_embeddings.cpp, elements()).
+double exchange_buffer(double n, double bytes) { return std::max(n, 1.0) * bytes; }
+double exchange_floats(double n) { return exchange_buffer(n, kFloatBytes); }
 
 // One rank of the data-parallel GPU engine (model/gpu/gpu_dlrm.cpp with
 // sharded_embeddings.cpp): its shards' rows and optimizer state group by group, the
@@ -337,10 +339,13 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
     double all = 0.0;  // every rank's shards side by side
     for (int64_t c : columns) all += static_cast<double>(c);
     const double mine = static_cast<double>(columns[r]);
-    m.device(name + " (pooled and arrived gradients, every sample)", exchange_floats(b * mine));
-    m.device(name + " (pooled and arrived gradients, every sample)", exchange_floats(b * mine));
-    m.device(name + " (received and gradients to send, its samples)", exchange_floats(local * all));
-    m.device(name + " (received and gradients to send, its samples)", exchange_floats(local * all));
+    const double e = static_cast<double>(dtype_size(recipe.exchange_dtype));
+    m.device(name + " (pooled and arrived gradients, every sample)", exchange_buffer(b * mine, e));
+    m.device(name + " (pooled and arrived gradients, every sample)", exchange_buffer(b * mine, e));
+    m.device(name + " (received and gradients to send, its samples)", exchange_buffer(local * all, e));
+    m.device(name + " (received and gradients to send, its samples)", exchange_buffer(local * all, e));
+    if (recipe.exchange_dtype != DType::f32)
+      m.device(name + " (arrived gradients widened to fp32)", exchange_floats(b * mine));
   };
   buffers("exchange buffers, table/row-wise", exchange.whole_columns);
   buffers("exchange buffers, column-wise", exchange.column_columns);
@@ -350,8 +355,8 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
   m.device(replica + " (pooled and gradients to send, its samples)", exchange_floats(local * replicated));
   m.device(replica + " (gathered gradients, every sample)", exchange_floats(b * replicated));
   // One gather piece and one scatter piece per pooled piece, and each slot's first piece.
-  m.device("pooled piece lists", static_cast<double>(exchange.pieces) * kPieceBytes);
-  m.device("pooled piece lists", static_cast<double>(exchange.pieces) * kPieceBytes);
+  m.device("pooled piece lists", static_cast<double>(exchange.pieces) * kGatherPieceBytes);
+  m.device("pooled piece lists", static_cast<double>(exchange.pieces) * kScatterPieceBytes);
   m.device("pooled piece lists", (g.num_tables + 1) * kIndexBytes);
 
   // ---- each group's fused-backward workspace (embedding_bag_backward.cu) ----

@@ -57,8 +57,10 @@ void apply_sharding(Recipe& recipe, const ModelConfig& model, const dist::Shardi
   if (gpus < 1) throw ConfigError("recipe for '" + recipe.hardware + "': gpus must be >= 1, got " + std::to_string(gpus));
   recipe.gpus = gpus;
   recipe.sharding.clear();
+  recipe.exchange_dtype = DType::f32;
   if (gpus == 1) return;
   const dist::ShardingPlan plan = dist::plan_sharding(spec, model.tables, model.embedding_dim, gpus);
+  recipe.exchange_dtype = plan.exchange_dtype;
   for (const dist::TableShard& t : plan.tables)
     recipe.sharding.push_back({t.type, t.type == dist::ShardingType::table_wise ? t.owner : 0});
 }
@@ -71,6 +73,8 @@ dist::ShardingSpec sharding_spec(const Recipe& recipe, const ModelConfig& model)
   }
   if (recipe.gpus == 1)
     for (const TableConfig& c : model.tables) spec.tables[c.name] = {dist::ShardingType::table_wise, 0};
+  else
+    spec.exchange_dtype = recipe.exchange_dtype;
   return spec;
 }
 

@@ -45,6 +45,8 @@ struct Recipe {
   // single-device engine, and `sharding` is empty.
   int gpus = 1;
   std::vector<TableSharding> sharding;  // gpus > 1: one per table of the model
+  // gpus > 1: the element type of the embedding exchanges (dist::ShardingSpec).
+  DType exchange_dtype = DType::f32;
 
   int host_tables() const;
   // Tables of each sharding type (gpus > 1).

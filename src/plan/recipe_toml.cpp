@@ -63,7 +63,8 @@ std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& predictio
   s += fmt::format("predicted_step_ms = {:.3f}\n", prediction.step_ms);
   s += fmt::format("predicted_samples_per_s = {:.1f}\n", prediction.samples_per_s);
   if (recipe.gpus == 1) return s;
-  s += "\n[recipe.sharding]\ndefault = \"table_wise\"\n";
+  s += fmt::format("\n[recipe.sharding]\ndefault = \"table_wise\"\nexchange_dtype = \"{}\"\n",
+                   dtype_name(recipe.exchange_dtype));
   for (std::size_t t = 0; t < recipe.sharding.size(); ++t) {
     const TableSharding& sh = recipe.sharding[t];
     s += fmt::format("\n[recipe.sharding.tables.{}]\ntype = \"{}\"\n", key(model.tables[t].name),

@@ -223,6 +223,12 @@ std::vector<std::vector<TableSharding>> candidate_shardings(const Workload& w, c
 
 namespace {
 
+// The embedding exchanges' element type a recipe of this dense precision uses: bf16
+// when the GEMMs run on 16-bit operands (the pooled vectors are rounded to 16 bits where
+// they enter them, so the exchange halves the bytes on the links at the precision the
+// recipe already trains in), fp32 otherwise.
+DType exchange_dtype_for(DensePrecision dense) { return sixteen_bit_dense(dense) ? DType::bf16 : DType::f32; }
+
 // Several GPUs: for each (batch, row dtype) the shardings ranked by the terms they change,
 // then for each dense precision the fastest whose every rank fits.
 void plan_sharded(const Workload& workload, const PlanTarget& target, const PlanConstraints& constraints,
@@ -249,6 +255,7 @@ void plan_sharded(const Workload& workload, const PlanTarget& target, const Plan
         if (dense == DensePrecision::tf32 && hw.dense_tflops.tf32 <= 0.0) continue;
         Recipe r = base;
         r.dense = dense;
+        r.exchange_dtype = exchange_dtype_for(dense);
         std::optional<RecipeEvaluation> refused;
         bool planned = false;
         for (const auto& [ms, sharding] : ranked) {

@@ -182,12 +182,14 @@ ExchangeBytes exchange_bytes(const ModelConfig& model, const Recipe& recipe) {
         break;
     }
   }
+  // The all-to-alls carry the recipe's exchange type; the replicated gather stays fp32.
+  const auto routed_bytes = static_cast<double>(dtype_size(recipe.exchange_dtype));
   for (int r = 0; r < n; ++r)
     for (int s = 0; s < n; ++s) {
       const auto ru = static_cast<std::size_t>(r), su = static_cast<std::size_t>(s);
       const double to_s = static_cast<double>(share_of(recipe.batch, s, n));
-      e.whole[ru][su] = to_s * static_cast<double>(e.whole_columns[ru]) * kFloatBytes;
-      e.column[ru][su] = to_s * static_cast<double>(e.column_columns[ru]) * kFloatBytes;
+      e.whole[ru][su] = to_s * static_cast<double>(e.whole_columns[ru]) * routed_bytes;
+      e.column[ru][su] = to_s * static_cast<double>(e.column_columns[ru]) * routed_bytes;
       e.replicated[ru][su] =
           static_cast<double>(share_of(recipe.batch, r, n)) * static_cast<double>(e.replicated_columns) * kFloatBytes;
     }

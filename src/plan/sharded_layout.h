@@ -73,11 +73,12 @@ ShardLoad whole_table_load(const ModelConfig& model, std::size_t t, bool host, c
 double row_block_id_share(const IdDistribution& ids, int64_t rows, int64_t first, int64_t last);
 double row_block_unique_rows(const IdDistribution& ids, int64_t rows, int64_t first, int64_t last, double draws);
 
-// The fp32 bytes of the embedding exchanges of one step (per direction; the backward
-// sends the same bytes back). bytes[r][s]: what rank r sends rank s in the forward.
+// The bytes of the embedding exchanges of one step (per direction; the backward sends
+// the same bytes back). bytes[r][s]: what rank r sends rank s in the forward; E: the
+// recipe's exchange element size (4 for fp32, 2 for bf16).
 struct ExchangeBytes {
-  std::vector<std::vector<double>> whole;       // B_s x (rank r's whole shards) x D x 4
-  std::vector<std::vector<double>> column;      // B_s x (rank r's column shards) x width_r x 4
+  std::vector<std::vector<double>> whole;       // B_s x (rank r's whole shards) x D x E
+  std::vector<std::vector<double>> column;      // B_s x (rank r's column shards) x width_r x E
   std::vector<std::vector<double>> replicated;  // backward all-gather: B_r x R x D x 4 to every rank
   // Columns per sample of each rank's routed shards: whole width (table_wise owned, row
   // blocks) and column slices; and of the replicated tables (every rank).

@@ -46,8 +46,13 @@ constexpr double kSortPassBytes = 5 * kIndexBytes;
 // segment starts, chunk counts, their scan and the chunk owners (embedding_bag_backward.cu).
 constexpr double kSegmentBookkeepingBytes = 15 * kIndexBytes;
 // Several GPUs: the pooled pieces' gather into X and its transpose (kernels/
-// pooled_pieces.cu) read and write each piece element once, one launch each.
+// pooled_pieces.cu) read and write each piece element once, one launch each: an fp32
+// element of X and one of the piece, which is fp32 or of the exchange's type.
 constexpr double kPieceCopyBytes = 2 * kFloatBytes;
+// A bf16 exchange's arrived gradients widened to fp32 for the update (kernels/convert.cu:
+// read 2 bytes, write 4 per element; one launch per routed group).
+constexpr double kWidenBytes = 2.0 + kFloatBytes;
+constexpr int kWidenLaunches = 2;
 // The small all-reduces of every data-parallel step (GpuDlrm::enqueue_step): the skip
 // flag (int32), the loss (double) and, with fp16 dense compute, the overflow flag (int32).
 constexpr double kSkipFlagBytes = 4.0, kLossBytesOnLink = 8.0, kOverflowFlagBytes = 4.0;
@@ -381,17 +386,32 @@ void sharded_terms(WorkBuilder& w, const ModelConfig& model, const OptimConfig& 
            label + "dense and labels of its samples, its shards' bags of the global batch");
     for (const ShardGroup& grp : rs.groups) embedding_group(w, optim, recipe, grp, label + group_name(grp.kind) + ": ");
   }
-  w.set_rank(kAllRanks);
   const ExchangeBytes e = exchange_bytes(model, recipe);
+  const auto gx = StepPhase::embedding_grad_exchange;
+  const bool narrow = recipe.exchange_dtype != DType::f32;
+  if (narrow)
+    for (int r = 0; r < recipe.gpus; ++r) {
+      w.set_rank(r);
+      const auto ru = static_cast<std::size_t>(r);
+      const double columns = static_cast<double>(e.whole_columns[ru] + e.column_columns[ru]);
+      w.hbm(gx, StepFactor::elementwise, bd * columns * kWidenBytes,
+            rank_label(r) + "arrived pooled gradients widened to fp32");
+      w.launches(gx, kWidenLaunches);
+    }
+  w.set_rank(kAllRanks);
   const double b_local = std::ceil(bd / recipe.gpus);
-  const double pieces = b_local * static_cast<double>(e.piece_columns);
+  // Routed pieces arrive in the exchange's type; replicated ones are fp32.
+  const double exchanged = static_cast<double>(dtype_size(recipe.exchange_dtype));
+  const double replicated = static_cast<double>(e.replicated_columns);
+  const double piece_bytes = b_local * ((static_cast<double>(e.piece_columns) - replicated) *
+                                            (kFloatBytes + exchanged) +
+                                        replicated * kPieceCopyBytes);
   const auto ex = StepPhase::embedding_exchange;
   w.collective(ex, all_to_all_v_cost(e.whole), "all-to-all of table/row-wise pooled vectors");
   w.collective(ex, all_to_all_v_cost(e.column), "all-to-all of column-wise pooled slices");
-  w.hbm(ex, StepFactor::elementwise, pieces * kPieceCopyBytes, "pooled pieces gathered into X");
+  w.hbm(ex, StepFactor::elementwise, piece_bytes, "pooled pieces gathered into X");
   w.launches(ex, 1);
-  const auto gx = StepPhase::embedding_grad_exchange;
-  w.hbm(gx, StepFactor::elementwise, pieces * kPieceCopyBytes, "X's gradient scattered into pieces");
+  w.hbm(gx, StepFactor::elementwise, piece_bytes, "X's gradient scattered into pieces");
   w.launches(gx, 1);
   // The reverse exchanges move the same bytes the other way: the busiest rank's largest
   // direction is the same.

@@ -364,11 +364,13 @@ void parse_train(Section t, TrainConfig& tr) {
 
 const std::vector<std::string> kShardingTypes = {"table_wise", "row_wise", "column_wise", "replicated"};
 
-// [recipe.sharding]: default = "<type>", and [recipe.sharding.tables.<table>] with
-// type = "<type>" and, for table_wise, rank = <owner>.
+// [recipe.sharding]: default = "<type>", exchange_dtype = "fp32" | "bf16", and
+// [recipe.sharding.tables.<table>] with type = "<type>" and, for table_wise, rank = <owner>.
 void parse_sharding(Section s, const ModelConfig& model, dist::ShardingSpec& spec) {
   spec.source = s.prefix();  // "recipe.sharding"
   spec.default_type = dist::parse_sharding_type(s.choice("default", "table_wise", kShardingTypes), s.key_name("default"));
+  spec.exchange_dtype =
+      parse_dtype(s.choice("exchange_dtype", "fp32", {"fp32", "bf16"}), s.key_name("exchange_dtype"));
   spec.tables.clear();
   Section tables = s.sub("tables");
   for (const std::string& name : tables.keys()) {

@@ -160,7 +160,8 @@ TrainSummary Trainer::run() {
     for (std::size_t t = 0; t < plan.tables.size(); ++t)
       placement += (t ? ", " : "") + cfg_.model.tables[t].name + ":" + dist::sharding_type_name(plan.tables[t].type) +
                    (plan.tables[t].type == dist::ShardingType::table_wise ? "@" + std::to_string(plan.tables[t].owner) : "");
-    log.info("sharding over " + std::to_string(group->size()) + " ranks: " + placement);
+    log.info("sharding over " + std::to_string(group->size()) + " ranks: " + placement + "; embedding exchanges in " +
+             std::string(dtype_name(plan.exchange_dtype)));
   } else {
     model = make_model(cfg_, log, &summary.device);
   }

@@ -4,7 +4,9 @@
 // sums (3 pieces adding into one slot, written first or added onto X), column blocks of
 // even widths, partial and empty slots; strides wider than the pieces; batches that are
 // no multiple of a block's samples. Outputs are poisoned with NaN first; columns no
-// piece covers must keep their values.
+// piece covers must keep their values. With bf16 exchanges: every other piece's source
+// holds bf16 (widened exactly by the gather) and every other gradient piece receives
+// bf16 (rounded to nearest even by the scatter).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/rng.h"
 #include "gpu/event.h"
 #include "kernels/pooled_pieces.h"
@@ -101,16 +104,33 @@ struct GatherCase {
   int64_t batch = 0, x_stride = 0, x_offset = 0;
 };
 
-void run_gather_case(const GatherCase& c, uint64_t seed) {
+// The bf16 bit patterns of v (round to nearest even), and v replaced by their values.
+std::vector<uint16_t> round_to_bf16(std::vector<float>& v) {
+  std::vector<uint16_t> bits(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    bits[i] = f32_to_bf16(v[i]);
+    v[i] = bf16_to_f32(bits[i]);
+  }
+  return bits;
+}
+
+void run_gather_case(const GatherCase& c, uint64_t seed, bool bf16_sources = false) {
   Rng rng(seed);
-  const std::vector<HostPiece> host = random_pieces(c.num_slots, c.dim, c.batch, rng);
+  std::vector<HostPiece> host = random_pieces(c.num_slots, c.dim, c.batch, rng);
   std::vector<gpu::DeviceBuffer> sources;
   std::vector<kernels::PooledPiece> pieces;
   std::vector<int> slot_begin(static_cast<std::size_t>(c.num_slots) + 1, 0);
-  for (const HostPiece& h : host) {
-    sources.push_back(testing::to_device(h.src));
+  for (std::size_t k = 0; k < host.size(); ++k) {
+    HostPiece& h = host[k];
     kernels::PooledPiece p = h.piece;
-    p.src = sources.back().as<float>();
+    if (bf16_sources && k % 2 == 1) {
+      // The host reference then reads the values the bf16 patterns hold.
+      sources.push_back(testing::to_device(round_to_bf16(h.src)));
+      p.src_bf16 = 1;
+    } else {
+      sources.push_back(testing::to_device(h.src));
+    }
+    p.src = sources.back().get();
     pieces.push_back(p);
     ++slot_begin[static_cast<std::size_t>(p.slot) + 1];
   }
@@ -181,12 +201,19 @@ TEST(PooledPieces, GatherAppliesPiecesInListOrder) {
   run_gather_case({3, 40, 33, 3 * 40 + 2, 1}, 15);
 }
 
+TEST(PooledPieces, GatherWidensBf16Pieces) {
+  HETREC_REQUIRE_GPU();
+  run_gather_case({7, 16, 1, 7 * 16, 0}, 111, true);
+  run_gather_case({6, 32, 1001, 6 * 32 + 13, 13}, 112, true);
+  run_gather_case({26, 128, 2049, 26 * 128 + 128, 128}, 114, true);
+}
+
 struct ScatterCase {
   int num_slots = 0, dim = 0;
   int64_t batch = 0, g_stride = 0, g_offset = 0;
 };
 
-void run_scatter_case(const ScatterCase& c, uint64_t seed) {
+void run_scatter_case(const ScatterCase& c, uint64_t seed, bool bf16_destinations = false) {
   Rng rng(seed);
   // The same kinds of piece as the gather's; several pieces may read the same columns
   // (each row_wise rank gets the whole slot's gradient).
@@ -197,10 +224,15 @@ void run_scatter_case(const ScatterCase& c, uint64_t seed) {
   gpu::DeviceBuffer dg = testing::to_device(g);
   std::vector<gpu::DeviceBuffer> dsts;
   std::vector<kernels::PooledGradPiece> pieces;
-  for (const HostPiece& h : host) {
-    dsts.push_back(testing::poisoned_floats(static_cast<std::size_t>(c.batch * h.piece.src_stride)));
+  // A bf16 NaN pattern poisons the bf16 destinations.
+  constexpr uint16_t kBf16NaN = 0x7fc1;
+  for (std::size_t k = 0; k < host.size(); ++k) {
+    const HostPiece& h = host[k];
+    const auto n = static_cast<std::size_t>(c.batch * h.piece.src_stride);
     kernels::PooledGradPiece p;
-    p.dst = dsts.back().as<float>();
+    p.dst_bf16 = bf16_destinations && k % 2 == 0 ? 1 : 0;
+    dsts.push_back(p.dst_bf16 ? testing::to_device(std::vector<uint16_t>(n, kBf16NaN)) : testing::poisoned_floats(n));
+    p.dst = dsts.back().get();
     p.dst_stride = h.piece.src_stride;
     p.slot = h.piece.slot;
     p.col_begin = h.piece.col_begin;
@@ -213,7 +245,17 @@ void run_scatter_case(const ScatterCase& c, uint64_t seed) {
   ASSERT_FALSE(pieces.empty());
   for (std::size_t k = 0; k < pieces.size(); ++k) {
     const kernels::PooledGradPiece& p = pieces[k];
-    const std::vector<float> got = testing::to_host<float>(dsts[k], static_cast<std::size_t>(c.batch * p.dst_stride));
+    const auto n = static_cast<std::size_t>(c.batch * p.dst_stride);
+    std::vector<float> got;
+    if (p.dst_bf16) {
+      const std::vector<uint16_t> bits = testing::to_host<uint16_t>(dsts[k], n);
+      for (std::size_t i = 0; i < n; ++i) {
+        // Only the poison is NaN: g holds none.
+        got.push_back(bits[i] == kBf16NaN ? kNaN : bf16_to_f32(bits[i]));
+      }
+    } else {
+      got = testing::to_host<float>(dsts[k], n);
+    }
     for (int64_t b = 0; b < c.batch; ++b)
       for (int64_t e = 0; e < p.dst_stride; ++e) {
         const float v = got[static_cast<std::size_t>(b * p.dst_stride + e)];
@@ -221,7 +263,8 @@ void run_scatter_case(const ScatterCase& c, uint64_t seed) {
           ASSERT_TRUE(std::isnan(v)) << "piece " << k << " sample " << b << ": wrote past its width";
           continue;
         }
-        const double ref = g[static_cast<std::size_t>(b * c.g_stride + c.g_offset + p.slot * c.dim + p.col_begin + e)];
+        const float exact = g[static_cast<std::size_t>(b * c.g_stride + c.g_offset + p.slot * c.dim + p.col_begin + e)];
+        const double ref = p.dst_bf16 ? bf16_to_f32(f32_to_bf16(exact)) : exact;
         ASSERT_EQ(static_cast<double>(v), ref) << "piece " << k << " (slot " << p.slot << ") sample " << b << " column " << e;
       }
   }
@@ -233,6 +276,13 @@ TEST(PooledPieces, ScatterCopiesEachPieceOfTheGradient) {
   run_scatter_case({6, 32, 1001, 6 * 32 + 13, 13}, 22);
   run_scatter_case({13, 128, 517, 13 * 128 + 64 + 5, 64}, 23);
   run_scatter_case({26, 128, 33, 26 * 128 + 128, 128}, 24);
+}
+
+TEST(PooledPieces, ScatterRoundsBf16PiecesToNearestEven) {
+  HETREC_REQUIRE_GPU();
+  run_scatter_case({7, 16, 1, 7 * 16, 0}, 121, true);
+  run_scatter_case({13, 128, 517, 13 * 128 + 64 + 5, 64}, 123, true);
+  run_scatter_case({26, 128, 33, 26 * 128 + 128, 128}, 124, true);
 }
 
 TEST(PooledPieces, BadShapesAreRejected) {
@@ -263,7 +313,7 @@ TEST(PooledPieces, GatherAndScatterAtProductionSize) {
         host.push_back(uniforms(static_cast<std::size_t>(batch * dim), rng));
         sources.push_back(testing::to_device(host.back()));
         kernels::PooledPiece p;
-        p.src = sources.back().as<float>();
+        p.src = sources.back().get();
         p.src_stride = dim;
         p.slot = t;
         p.width = dim;

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 
 #include "../cli/cli_test_support.h"
@@ -100,6 +101,32 @@ TEST(MultiGpuRecipe, ShardingSurvivesTomlAndTheConfigParser) {
   EXPECT_EQ(single.find("gpus"), std::string::npos);
   EXPECT_EQ(single.find("sharding"), std::string::npos);
   EXPECT_EQ(load_run_config(kMlperfConfig, {}, write_text("one.toml", single).string()).recipe_gpus, 0);
+}
+
+TEST(MultiGpuRecipe, ExchangeTypeSurvivesTomlAndBadValuesNameTheKey) {
+  const RunConfig base = load_run_config(kMlperfConfig);
+  Recipe r = mixed_recipe(base.model);
+  StepPrediction p;
+  EXPECT_NE(recipe_to_toml(r, p, base.model).find("exchange_dtype = \"fp32\""), std::string::npos);
+  r.exchange_dtype = DType::bf16;
+  const std::string text = recipe_to_toml(r, p, base.model);
+  EXPECT_NE(text.find("[recipe.sharding]\ndefault = \"table_wise\"\nexchange_dtype = \"bf16\""), std::string::npos);
+  const RunConfig cfg = load_run_config(kMlperfConfig, {}, write_text("bf16.toml", text).string());
+  EXPECT_EQ(cfg.sharding.exchange_dtype, DType::bf16);
+  EXPECT_EQ(dist::plan_sharding(cfg.sharding, cfg.model.tables, cfg.model.embedding_dim, 4).exchange_dtype, DType::bf16);
+  EXPECT_EQ(sharding_plan(r, base.model).exchange_dtype, DType::bf16);
+  Recipe back = recipe_of_model(cfg.model, cfg.train.batch_size, "h200_sxm");
+  apply_sharding(back, cfg.model, cfg.sharding, cfg.recipe_gpus);
+  EXPECT_EQ(back.exchange_dtype, DType::bf16);
+  for (const char* bad : {"\"fp16\"", "\"int8\"", "16"}) {
+    const std::string wrong = "[recipe]\ngpus = 2\n[recipe.sharding]\nexchange_dtype = " + std::string(bad) + "\n";
+    try {
+      load_run_config(kMlperfConfig, {}, write_text("bad_exchange.toml", wrong).string());
+      ADD_FAILURE() << "accepted exchange_dtype = " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("recipe.sharding.exchange_dtype"), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(MultiGpuRecipe, ValidationNamesWhatIsWrong) {
@@ -260,6 +287,37 @@ TEST(MultiGpuStepModel, CommunicationBytesMatchAHandCount) {
   EXPECT_DOUBLE_EQ(all_to_all_v_cost(e.whole).link_bytes, 12 * d4);
   EXPECT_DOUBLE_EQ(e.whole[1][0], 4 * d4);
   EXPECT_EQ(e.whole[0][1], 0.0);
+
+  // A bf16 exchange: the all-to-alls carry half the bytes, the replicated tables' gather
+  // stays fp32, and the arrived gradients are widened on the rank that holds the shards.
+  const auto bf16_work = [&](ShardingType a, ShardingType b) {
+    Recipe r = recipe_of_model(m, 11, "h200_sxm");
+    r.gpus = 2;
+    r.sharding = {{a, 0}, {b, 1}};
+    r.exchange_dtype = DType::bf16;
+    return step_work(m, o, r, t.gemm, IdDistribution{IdLaw::uniform, 0.0});
+  };
+  w = bf16_work(ShardingType::table_wise, ShardingType::table_wise);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "table/row-wise pooled", peer).bytes, 6 * d4 / 2);
+  EXPECT_DOUBLE_EQ(comm_counts(w, bwd, "table/row-wise pooled gradients", peer).bytes, 6 * d4 / 2);
+  w = bf16_work(ShardingType::column_wise, ShardingType::column_wise);
+  EXPECT_DOUBLE_EQ(comm_counts(w, fwd, "column-wise pooled", peer).bytes, 6 * 2 * 4 * 2);
+  w = bf16_work(ShardingType::replicated, ShardingType::replicated);
+  EXPECT_DOUBLE_EQ(comm_counts(w, bwd, "replicated", peer).bytes, 6 * 2 * d4);
+  const StepWork widened = bf16_work(ShardingType::table_wise, ShardingType::table_wise);
+  const StepWork exact = work(ShardingType::table_wise, 0, ShardingType::table_wise, 1, 2, 11);
+  // Each rank widens its table's gradients for all 11 samples (11 x 8 elements): one
+  // term per rank, alike; the fp32 exchange has none.
+  std::vector<const StepTerm*> widen;
+  for (const StepTerm& term : widened.terms)
+    if (term.what.find("widened") != std::string::npos) widen.push_back(&term);
+  ASSERT_EQ(widen.size(), 2u);
+  EXPECT_EQ(widen[0]->rank, 0);
+  EXPECT_EQ(widen[1]->rank, 1);
+  EXPECT_EQ(widen[0]->phase, bwd);
+  EXPECT_GT(widen[0]->base, 0.0);
+  EXPECT_DOUBLE_EQ(widen[0]->base, widen[1]->base);
+  for (const StepTerm& term : exact.terms) EXPECT_EQ(term.what.find("widened"), std::string::npos) << term.what;
 }
 
 TEST(MultiGpuStepModel, RowBlocksFollowTheIdLaw) {
@@ -365,6 +423,33 @@ TEST(MultiGpuSearch, NeverUnsupportedAndNoWorseThanTableWise) {
       EXPECT_LT(best.step.step_ms, base_ms) << describe_recipe(best.recipe, m);
     }
   }
+}
+
+TEST(MultiGpuSearch, SixteenBitRecipesExchangeInBf16) {
+  const ModelConfig m = mlperf_model(2000000);
+  const Workload w{m, mlperf_optim(), IdDistribution{IdLaw::zipf, 1.05}};
+  const PlanTarget t = shipped_target("h200_sxm");
+  PlanConstraints c;
+  c.gpus = 2;
+  c.min_batch = 16384;
+  c.max_batch = 16384;
+  const PlanResult plan = plan_recipes(w, t, c);
+  ASSERT_FALSE(plan.ranked.empty());
+  std::set<DensePrecision> seen;
+  for (const RecipeEvaluation& e : plan.ranked) {
+    seen.insert(e.recipe.dense);
+    EXPECT_EQ(e.recipe.exchange_dtype, sixteen_bit_dense(e.recipe.dense) ? DType::bf16 : DType::f32)
+        << describe_recipe(e.recipe, m);
+    // The same recipe exchanging fp32 predicts a longer exchange.
+    if (e.recipe.exchange_dtype == DType::bf16) {
+      Recipe f32 = e.recipe;
+      f32.exchange_dtype = DType::f32;
+      const RecipeEvaluation wide = evaluate_recipe(w, f32, t, c);
+      EXPECT_LT(e.step.phase(StepPhase::embedding_exchange), wide.step.phase(StepPhase::embedding_exchange));
+      EXPECT_LT(e.step.step_ms, wide.step.step_ms);
+    }
+  }
+  EXPECT_TRUE(seen.count(DensePrecision::bf16)) << "no bf16 recipe was ranked";
 }
 
 TEST(MultiGpuPlan, DistributedE2eRecordsParseWithTheirSharding) {

@@ -7,6 +7,7 @@
 #include "data/batch_checks.h"
 #include "data/batch_slice.h"
 #include "gpu/memory.h"
+#include "kernels/convert.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
 #include "optim/sparse_update.h"
@@ -14,7 +15,6 @@
 namespace hetrec::gpu_model {
 namespace {
 
-constexpr int64_t kFloat = sizeof(float);
 
 int index_of(const std::vector<int>& list, int table) {
   const auto it = std::find(list.begin(), list.end(), table);
@@ -22,14 +22,25 @@ int index_of(const std::vector<int>& list, int table) {
   return static_cast<int>(it - list.begin());
 }
 
-Tensor floats(int64_t n, Allocator& device) { return Tensor::empty({std::max<int64_t>(n, 1)}, DType::f32, device); }
+Tensor elements(int64_t n, DType dtype, Allocator& device) {
+  return Tensor::empty({std::max<int64_t>(n, 1)}, dtype, device);
+}
+Tensor floats(int64_t n, Allocator& device) { return elements(n, DType::f32, device); }
 
 }  // namespace
 
 ShardedGpuEmbeddings::ShardedGpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
                                            const dist::ShardingPlan& plan, int rank, gpu::Communicator& comm,
                                            Allocator& device, gpu::stream_t stream)
-    : model_(model), optim_(optim), plan_(plan), rank_(rank), ranks_(plan.world_size), comm_(comm), device_(device) {
+    : model_(model),
+      optim_(optim),
+      plan_(plan),
+      rank_(rank),
+      ranks_(plan.world_size),
+      exchange_(plan.exchange_dtype),
+      comm_(comm),
+      device_(device) {
+  HETREC_CHECK(exchange_ == DType::f32 || exchange_ == DType::bf16, "an fp32 or bf16 embedding exchange");
   const int num = model.num_tables();
   HETREC_CHECK(static_cast<int>(plan.tables.size()) == num, "one sharding per table");
   HETREC_CHECK(comm.ranks() == ranks_ && comm.rank() == rank_, "the communicator's ranks match the plan");
@@ -167,14 +178,19 @@ bool ShardedGpuEmbeddings::reserve(int64_t global, int64_t local) {
   const int64_t whole_mine = static_cast<int64_t>(whole_.lookups.size()) * whole_.width;
   const int64_t column_mine = static_cast<int64_t>(column_.lookups.size()) * column_.width;
   const int64_t replica_width = static_cast<int64_t>(replicated_.size()) * model_.embedding_dim;
-  whole_pooled_ = floats(global_capacity_ * whole_mine, device_);
-  whole_grad_ = floats(global_capacity_ * whole_mine, device_);
-  whole_received_ = floats(local_capacity_ * whole_all, device_);
-  whole_grad_send_ = floats(local_capacity_ * whole_all, device_);
-  column_pooled_ = floats(global_capacity_ * column_mine, device_);
-  column_grad_ = floats(global_capacity_ * column_mine, device_);
-  column_received_ = floats(local_capacity_ * column_all, device_);
-  column_grad_send_ = floats(local_capacity_ * column_all, device_);
+  whole_pooled_ = elements(global_capacity_ * whole_mine, exchange_, device_);
+  whole_grad_ = elements(global_capacity_ * whole_mine, exchange_, device_);
+  whole_received_ = elements(local_capacity_ * whole_all, exchange_, device_);
+  whole_grad_send_ = elements(local_capacity_ * whole_all, exchange_, device_);
+  column_pooled_ = elements(global_capacity_ * column_mine, exchange_, device_);
+  column_grad_ = elements(global_capacity_ * column_mine, exchange_, device_);
+  column_received_ = elements(local_capacity_ * column_all, exchange_, device_);
+  column_grad_send_ = elements(local_capacity_ * column_all, exchange_, device_);
+  if (exchange_ != DType::f32) {
+    // The update reads fp32 gradients: the arrived ones, widened.
+    whole_grad_f32_ = floats(global_capacity_ * whole_mine, device_);
+    column_grad_f32_ = floats(global_capacity_ * column_mine, device_);
+  }
   replica_pooled_ = floats(local_capacity_ * replica_width, device_);
   replica_grad_send_ = floats(local_capacity_ * replica_width, device_);
   replica_grad_ = floats(global_capacity_ * replica_width, device_);
@@ -194,26 +210,27 @@ void ShardedGpuEmbeddings::build_pieces(int64_t global, gpu::stream_t compute) {
   const int64_t whole_mine = static_cast<int64_t>(whole_.lookups.size()) * whole_.width;
   const int64_t column_mine = static_cast<int64_t>(column_.lookups.size()) * column_.width;
   const int64_t replica_width = static_cast<int64_t>(replicated_.size()) * dim;
+  const auto es = static_cast<int64_t>(dtype_size(exchange_));
+  const int64_t kFloat = sizeof(float);
   for (std::size_t h = 0; h < n; ++h) {
     const RankLayout& l = layout_[h];
     const int64_t whole_h = static_cast<int64_t>(l.whole.size()) * dim;
     const int64_t column_h = static_cast<int64_t>(l.column.size()) * l.column_width;
     whole_at[h + 1] = whole_at[h] + local_ * whole_h;
     column_at[h + 1] = column_at[h] + local_ * column_h;
-    whole_recv_bytes_[h] = local_ * whole_h * kFloat;
-    column_recv_bytes_[h] = local_ * column_h * kFloat;
-    whole_send_bytes_[h] = share_[h] * whole_mine * kFloat;
-    column_send_bytes_[h] = share_[h] * column_mine * kFloat;
+    whole_recv_bytes_[h] = local_ * whole_h * es;
+    column_recv_bytes_[h] = local_ * column_h * es;
+    whole_send_bytes_[h] = share_[h] * whole_mine * es;
+    column_send_bytes_[h] = share_[h] * column_mine * es;
     replica_recv_bytes_[h] = share_[h] * replica_width * kFloat;
   }
 
   pieces_host_.clear();
   grad_pieces_host_.clear();
   slot_begin_host_.assign(1, 0);
-  float* whole_received = whole_received_.data<float>();
-  float* column_received = column_received_.data<float>();
-  float* whole_grad_send = whole_grad_send_.data<float>();
-  float* column_grad_send = column_grad_send_.data<float>();
+  // Element `at` of an exchange buffer.
+  const auto element = [es](Tensor& buffer, int64_t at) { return static_cast<char*>(buffer.raw()) + at * es; };
+  const int bf16 = exchange_ == DType::bf16 ? 1 : 0;
   for (int t = 0; t < model_.num_tables(); ++t) {
     const dist::TableShard& ts = plan_.tables[static_cast<std::size_t>(t)];
     bool first = true;
@@ -224,21 +241,21 @@ void ShardedGpuEmbeddings::build_pieces(int64_t global, gpu::stream_t compute) {
       if (whole) {
         const int64_t at = whole_at[static_cast<std::size_t>(h)] + int64_t{index_of(l.whole, t)} * dim;
         const int64_t stride = static_cast<int64_t>(l.whole.size()) * dim;
-        pieces_host_.push_back({whole_received + at, stride, t, 0, dim, first ? 0 : 1});
-        grad_pieces_host_.push_back({whole_grad_send + at, stride, t, 0, dim});
+        pieces_host_.push_back({element(whole_received_, at), stride, t, 0, dim, first ? 0 : 1, bf16});
+        grad_pieces_host_.push_back({element(whole_grad_send_, at), stride, t, 0, dim, bf16});
         first = false;
       } else if (ts.type == dist::ShardingType::column_wise && ts.holds(h)) {
         const int64_t at = column_at[static_cast<std::size_t>(h)] + int64_t{index_of(l.column, t)} * l.column_width;
         const int64_t stride = static_cast<int64_t>(l.column.size()) * l.column_width;
         const int col = ts.col_begin[static_cast<std::size_t>(h)];
-        pieces_host_.push_back({column_received + at, stride, t, col, l.column_width, 0});
-        grad_pieces_host_.push_back({column_grad_send + at, stride, t, col, l.column_width});
+        pieces_host_.push_back({element(column_received_, at), stride, t, col, l.column_width, 0, bf16});
+        grad_pieces_host_.push_back({element(column_grad_send_, at), stride, t, col, l.column_width, bf16});
       }
     }
     if (ts.type == dist::ShardingType::replicated) {
       const int64_t at = int64_t{index_of(replicated_, t)} * dim;
-      pieces_host_.push_back({replica_pooled_.data<float>() + at, replica_width, t, 0, dim, 0});
-      grad_pieces_host_.push_back({replica_grad_send_.data<float>() + at, replica_width, t, 0, dim});
+      pieces_host_.push_back({replica_pooled_.data<float>() + at, replica_width, t, 0, dim, 0, 0});
+      grad_pieces_host_.push_back({replica_grad_send_.data<float>() + at, replica_width, t, 0, dim, 0});
     }
     slot_begin_host_.push_back(static_cast<int>(pieces_host_.size()));
   }
@@ -260,13 +277,13 @@ void ShardedGpuEmbeddings::lookup(int32_t* bad_ids, gpu::stream_t stream, const 
     kernels::embedding_bag_forward(whole_.tables->tables(), whole_.staging->device().bags,
                                    kernels::PooledView{whole_pooled_.raw(),
                                                        static_cast<int64_t>(whole_.lookups.size()) * whole_.width,
-                                                       DType::f32},
+                                                       exchange_},
                                    bad_ids, stream, tuned);
   if (column_.tables)
     kernels::embedding_bag_forward(column_.tables->tables(), column_.staging->device().bags,
                                    kernels::PooledView{column_pooled_.raw(),
                                                        static_cast<int64_t>(column_.lookups.size()) * column_.width,
-                                                       DType::f32},
+                                                       exchange_},
                                    bad_ids, stream, nullptr);
   if (replica_.tables)
     kernels::embedding_bag_forward(replica_.tables->tables(), replica_local_staging_->device().bags,
@@ -290,8 +307,17 @@ void ShardedGpuEmbeddings::exchange_gradients(const float* grad_slots, int64_t s
   // The reverse of forward's exchanges: what this rank received, it sends back.
   comm_.all_to_all_v(whole_grad_send_.raw(), whole_recv_bytes_, whole_grad_.raw(), whole_send_bytes_, stream);
   comm_.all_to_all_v(column_grad_send_.raw(), column_recv_bytes_, column_grad_.raw(), column_send_bytes_, stream);
+  if (exchange_ != DType::f32) {
+    // Widened for the update (exact); the batch is the one the byte counts were built for.
+    const int64_t global = pieces_for_global_;
+    kernels::bf16_to_f32_vector(whole_grad_.data<uint16_t>(), whole_grad_f32_.data<float>(),
+                                global * static_cast<int64_t>(whole_.lookups.size()) * whole_.width, stream);
+    kernels::bf16_to_f32_vector(column_grad_.data<uint16_t>(), column_grad_f32_.data<float>(),
+                                global * static_cast<int64_t>(column_.lookups.size()) * column_.width, stream);
+  }
   if (!replicated_.empty()) {
-    const int64_t bytes = local_ * static_cast<int64_t>(replicated_.size()) * model_.embedding_dim * kFloat;
+    const int64_t bytes = local_ * static_cast<int64_t>(replicated_.size()) * model_.embedding_dim *
+                          static_cast<int64_t>(sizeof(float));
     comm_.all_gather_v(replica_grad_send_.raw(), bytes, replica_grad_.raw(), replica_recv_bytes_, stream);
   }
 }
@@ -307,8 +333,9 @@ void ShardedGpuEmbeddings::update(const kernels::StepScalars* scalars, gpu::stre
                                            static_cast<int64_t>(g.lookups.size()) * g.width, optimizer,
                                            g.workspace.raw(), g.workspace.nbytes(), stream, fits ? tuned : nullptr);
   };
-  run(whole_, whole_grad_);
-  run(column_, column_grad_);
+  const bool widened = exchange_ != DType::f32;
+  run(whole_, widened ? whole_grad_f32_ : whole_grad_);
+  run(column_, widened ? column_grad_f32_ : column_grad_);
   run(replica_, replica_grad_);
 }
 

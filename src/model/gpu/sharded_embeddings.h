@@ -2,6 +2,10 @@
 // This rank's shards of the embedding tables of a data-parallel job on GPUs, and the
 // exchanges that connect them to the samples (dist/sharding.h names the placements):
 //
+// The all-to-alls carry fp32 or, with plan.exchange_dtype = bf16, bf16 (half the bytes;
+// the lookups write bf16 pooled vectors, the scatter rounds the gradients, and the update
+// reads them widened). Replicated tables' vectors and gradients stay fp32.
+//
 //   forward   every rank reads the same global batch, so each rank cuts the bags of its
 //             own shards from it on the host (no id exchange) and looks them up for all
 //             B samples; one all-to-all per group (whole-width, column) sends each rank
@@ -110,6 +114,7 @@ class ShardedGpuEmbeddings {
   dist::ShardingPlan plan_;
   int rank_ = 0;
   int ranks_ = 1;
+  DType exchange_ = DType::f32;  // the element type of the all-to-alls (plan.exchange_dtype)
   gpu::Communicator& comm_;
   Allocator& device_;
   std::vector<RankLayout> layout_;  // per rank
@@ -121,11 +126,12 @@ class ShardedGpuEmbeddings {
   int64_t global_ = 0, local_ = 0;  // samples of the packed global batch and of this rank's share
   std::vector<int64_t> share_;                       // samples of each rank
   int64_t global_capacity_ = 0, local_capacity_ = 0;
-  // Exchange buffers (floats). whole/column: pooled_ [B x S_r w] (this rank's shards for
-  // every sample, also the forward send buffer), received_ [B_local x sum_h S_h w]
-  // (rank-major), grad_send_ (layout of received_), grad_ [B x S_r w] (arrived gradients).
-  Tensor whole_pooled_, whole_received_, whole_grad_send_, whole_grad_;
-  Tensor column_pooled_, column_received_, column_grad_send_, column_grad_;
+  // Exchange buffers (of exchange_'s type). whole/column: pooled_ [B x S_r w] (this rank's
+  // shards for every sample, also the forward send buffer), received_ [B_local x sum_h
+  // S_h w] (rank-major), grad_send_ (layout of received_), grad_ [B x S_r w] (arrived
+  // gradients); grad_f32_: the arrived gradients widened for the update (bf16 only).
+  Tensor whole_pooled_, whole_received_, whole_grad_send_, whole_grad_, whole_grad_f32_;
+  Tensor column_pooled_, column_received_, column_grad_send_, column_grad_, column_grad_f32_;
   // replicated: pooled_ [B_local x R D], grad_send_ [B_local x R D], grad_ [B x R D].
   Tensor replica_pooled_, replica_grad_send_, replica_grad_;
   // Byte counts of the exchanges (per rank).
