@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -39,9 +40,21 @@ constexpr double kTimeoutS = 120.0;
 constexpr double kAbsTol = 2e-6;
 constexpr double kRelTol = 1e-4;
 constexpr double kRelTol16 = 4e-3;  // one 16-bit ulp (bf16 rows: 2^-8) and a little
-// A bf16 exchange on N ranks against one (tests/dist/test_sharded_training.cpp says why).
+// A bf16 exchange on N ranks against one (tests/dist/test_sharded_training.cpp says why):
+// elementwise, or with row_wise tables as drift |a - b| / |b - b0| per tensor.
 constexpr double kRelTolBf16Exchange = 1.6e-2;
-constexpr double kAbsTolBf16RowWise = 5e-4, kRelTolBf16RowWise = 5e-2;
+constexpr double kMaxRoundingDrift = 0.05;
+
+// A deep copy of a model's state (later gathers may reuse the host mirrors).
+std::vector<NamedTensor> copied(const std::vector<NamedTensor>& state) {
+  std::vector<NamedTensor> out;
+  for (const NamedTensor& t : state) {
+    Tensor c = Tensor::empty(t.tensor.shape(), t.tensor.dtype());
+    std::memcpy(c.raw(), t.tensor.raw(), t.tensor.nbytes());
+    out.push_back({t.name, c});
+  }
+  return out;
+}
 
 dist::ShardingSpec all_of(dist::ShardingType type) {
   dist::ShardingSpec s;
@@ -78,6 +91,17 @@ double value(const Tensor& t, int64_t i) {
   }
 }
 
+// |a - b| / |b - b0| (Euclidean norms over the tensor's elements).
+double drift(const Tensor& a, const Tensor& b, const Tensor& b0) {
+  double apart = 0.0, moved = 0.0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const double x = value(a, i), y = value(b, i), y0 = value(b0, i);
+    apart += (x - y) * (x - y);
+    moved += (y - y0) * (y - y0);
+  }
+  return std::sqrt(apart) / std::max(std::sqrt(moved), 1e-30);
+}
+
 void train_and_compare(const Case& c) {
   SCOPED_TRACE(c.name);
   auto host = dist::make_process_group(kTimeoutS);
@@ -108,6 +132,7 @@ void train_and_compare(const Case& c) {
   bool row_wise = false;
   for (const dist::TableShard& t : plan.tables) row_wise = row_wise || t.type == dist::ShardingType::row_wise;
   const bool split_rounding = bf16_exchange && row_wise && n > 1;
+  const auto start = bf16_exchange ? copied(reference_one_rank->gather_full_state()) : std::vector<NamedTensor>{};
 
   // Sizes: eager, captured, replayed, a size not divisible by the ranks, back again.
   const int64_t sizes[] = {64, 64, 64, 37, 64, 64};
@@ -121,7 +146,9 @@ void train_and_compare(const Case& c) {
     const double loss = distributed->train_step(batch, rates);
     const double ref_loss = ref_model.train_step(batch, rates);
     if (n == 1) EXPECT_EQ(loss, ref_loss) << "step " << step;
-    else EXPECT_NEAR(loss, ref_loss, (bf16_exchange ? 1e-3 : 1e-5) * (1 + std::abs(ref_loss))) << "step " << step;
+    else
+      EXPECT_NEAR(loss, ref_loss, (split_rounding ? 1e-2 : bf16_exchange ? 1e-3 : 1e-5) * (1 + std::abs(ref_loss)))
+          << "step " << step;
   }
   for (int64_t size : {50, 1}) {
     const Batch eval = make_batch(model, size, 99);
@@ -130,13 +157,14 @@ void train_and_compare(const Case& c) {
     ref_model.predict(eval, ref_scores);
     for (std::size_t i = 0; i < scores.size(); ++i) {
       if (n == 1) EXPECT_EQ(scores[i], ref_scores[i]) << i;
-      else EXPECT_NEAR(scores[i], ref_scores[i], split_rounding ? 1e-2 : bf16_exchange ? 1e-3 : 1e-4) << i;
+      else EXPECT_NEAR(scores[i], ref_scores[i], split_rounding ? 5e-2 : bf16_exchange ? 1e-3 : 1e-4) << i;
     }
   }
 
   const auto full = distributed->gather_full_state();
   const auto ref = bf16_exchange ? reference_one_rank->gather_full_state() : reference->state();
   ASSERT_EQ(full.size(), ref.size());
+  double largest_drift = 0.0;
   for (std::size_t k = 0; k < ref.size(); ++k) {
     ASSERT_EQ(full[k].name, ref[k].name);
     ASSERT_EQ(full[k].tensor.shape(), ref[k].tensor.shape()) << ref[k].name;
@@ -149,20 +177,25 @@ void train_and_compare(const Case& c) {
       EXPECT_EQ(full[k].tensor.data<int64_t>()[0], ref[k].tensor.data<int64_t>()[0]);
       continue;
     }
+    if (split_rounding) {
+      const double d = drift(full[k].tensor, ref[k].tensor, start[k].tensor);
+      largest_drift = std::max(largest_drift, d);
+      EXPECT_LE(d, kMaxRoundingDrift) << ref[k].name << " drifted from the one-rank model";
+      continue;
+    }
     const bool half = ref[k].tensor.dtype() != DType::f32;
-    const double rel = split_rounding                         ? kRelTolBf16RowWise
-                       : bf16_exchange                        ? kRelTolBf16Exchange
+    const double rel = bf16_exchange                          ? kRelTolBf16Exchange
                        : half || c.dense_dtype != DType::f32 ? kRelTol16
                                                              : kRelTol;
-    const double abs_tol = split_rounding ? kAbsTolBf16RowWise : kAbsTol;
     int bad = 0;
     for (int64_t i = 0; i < ref[k].tensor.numel(); ++i) {
       const double a = value(full[k].tensor, i), b = value(ref[k].tensor, i);
-      if (!(std::abs(a - b) <= abs_tol + rel * std::abs(b)) && bad++ < 3)
+      if (!(std::abs(a - b) <= kAbsTol + rel * std::abs(b)) && bad++ < 3)
         ADD_FAILURE() << ref[k].name << "[" << i << "] = " << a << ", one device " << b << " (rank " << host->rank()
                       << " of " << n << ")";
     }
   }
+  if (split_rounding && host->rank() == 0) std::printf("%s: largest drift %.4g\n", c.name.c_str(), largest_drift);
 }
 
 bool enough_devices() {
@@ -216,7 +249,7 @@ TEST(DistributedGpuDlrm, Bf16ExchangeMatchesOneRankWithTheSameRounding) {
 }
 
 // The bf16 exchange rounds: on one rank it ends away from the fp32 exchange by more than
-// nothing and less than what rounding the pooled vectors explains.
+// nothing and by no more drift than rounding explains.
 TEST(DistributedGpuDlrm, Bf16ExchangeRoundsThePooledVectors) {
   HETREC_REQUIRE_DEVICES();
   dist::SingleProcessGroup alone;
@@ -232,6 +265,7 @@ TEST(DistributedGpuDlrm, Bf16ExchangeRoundsThePooledVectors) {
   auto rounded = make_distributed_gpu_model(model, optim, options,
                                             dist::plan_sharding(bf16, model.tables, model.embedding_dim, 1), alone,
                                             devices);
+  const auto start = copied(exact->gather_full_state());
   for (uint64_t step = 0; step < 4; ++step) {
     const Batch batch = make_batch(model, 64, step + 1);
     const StepRates rates = scheduled_rates(optim, static_cast<int64_t>(step));
@@ -244,13 +278,12 @@ TEST(DistributedGpuDlrm, Bf16ExchangeRoundsThePooledVectors) {
   double largest = 0.0;
   for (std::size_t k = 0; k < ref.size(); ++k) {
     if (ref[k].tensor.dtype() != DType::f32) continue;
-    for (int64_t i = 0; i < ref[k].tensor.numel(); ++i) {
-      const double a = got[k].tensor.data<float>()[i], b = ref[k].tensor.data<float>()[i];
-      largest = std::max(largest, std::abs(a - b) / (1e-3 + std::abs(b)));
-    }
+    const double d = drift(got[k].tensor, ref[k].tensor, start[k].tensor);
+    EXPECT_LE(d, kMaxRoundingDrift) << ref[k].name << ": further from the fp32 exchange than rounding explains";
+    largest = std::max(largest, d);
   }
+  std::printf("bf16 against fp32 exchange: largest drift %.4g\n", largest);
   EXPECT_GT(largest, 1e-4) << "a bf16 exchange changed nothing";
-  EXPECT_LT(largest, 0.1) << "a bf16 exchange moved the model further than rounding explains";
 }
 
 TEST(DistributedGpuDlrm, UnsupportedPlacementsNameTheKey) {

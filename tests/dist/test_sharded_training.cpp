@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/dtype.h"
@@ -78,14 +79,42 @@ struct Case {
 };
 
 // A bf16 exchange: an fp32 value a few ulps off (reduction order) can round to the
-// neighbouring bf16 value: a few bf16 ulps (2^-8 relative) of tolerance. A row_wise
-// table's partial sums are rounded one by one on N ranks but as one sum on one rank, so
-// its pooled vectors differ by bf16 rounding and the models drift apart by what that
-// explains over four steps (the sizes of the fp32-against-bf16 differences of
-// expect_bf16_exchange_rounds); a missing or misplaced piece is off by the values
-// themselves.
+// neighbouring bf16 value: a few bf16 ulps (2^-8 relative) of tolerance.
 constexpr double kRelTolBf16Exchange = 1.6e-2;
-constexpr double kAbsTolBf16RowWise = 5e-4, kRelTolBf16RowWise = 5e-2;
+// A row_wise table's partial sums are rounded one by one on N ranks but as one sum on one
+// rank, so the two trajectories drift apart by rounding, which Adagrad's normalised steps
+// carry into every parameter. Judged as drift: |a - b| / |b - b0| over a tensor (b0 the
+// start), at most kMaxRoundingDrift (measured: at most 0.005 on 1, 2 and 4 ranks); a
+// missing or misplaced piece drifts by about 1.
+constexpr double kMaxRoundingDrift = 0.02;
+
+// Float value i of an fp32 or fp16 tensor.
+double element(const Tensor& t, int64_t i) {
+  return t.dtype() == DType::f16 ? static_cast<double>(f16_to_f32(t.data<uint16_t>()[i]))
+                                 : static_cast<double>(t.data<float>()[i]);
+}
+
+// A deep copy of a model's state (state() may hand out the live parameters).
+std::vector<NamedTensor> copied(const std::vector<NamedTensor>& state) {
+  std::vector<NamedTensor> out;
+  for (const NamedTensor& t : state) {
+    Tensor c = Tensor::empty(t.tensor.shape(), t.tensor.dtype());
+    std::memcpy(c.raw(), t.tensor.raw(), t.tensor.nbytes());
+    out.push_back({t.name, c});
+  }
+  return out;
+}
+
+// |a - b| / |b - b0| (Euclidean norms over the tensor's elements).
+double drift(const Tensor& a, const Tensor& b, const Tensor& b0) {
+  double apart = 0.0, moved = 0.0;
+  for (int64_t i = 0; i < b.numel(); ++i) {
+    const double x = element(a, i), y = element(b, i), y0 = element(b0, i);
+    apart += (x - y) * (x - y);
+    moved += (y - y0) * (y - y0);
+  }
+  return std::sqrt(apart) / std::max(std::sqrt(moved), 1e-30);
+}
 
 // 16-bit rows are rounded stochastically with the same random bits on both sides, but an
 // fp32 value a few ulps off can round to the neighbouring 16-bit value: one fp16 ulp
@@ -124,9 +153,9 @@ void train_and_compare(const Case& c) {
   bool row_wise = false;
   for (const dist::TableShard& t : plan.tables) row_wise = row_wise || t.type == dist::ShardingType::row_wise;
   const bool split_rounding = bf16_exchange && row_wise && group->size() > 1;
-  const double loss_tol = bf16_exchange ? 1e-3 : 1e-5;
-  const double score_tol = split_rounding ? 1e-2 : bf16_exchange ? 1e-3 : 1e-4;
-  const double abs_tol = split_rounding ? kAbsTolBf16RowWise : kAbsTol;
+  const double loss_tol = split_rounding ? 1e-2 : bf16_exchange ? 1e-3 : 1e-5;
+  const double score_tol = split_rounding ? 5e-2 : bf16_exchange ? 1e-3 : 1e-4;
+  const auto start = bf16_exchange ? copied(reference_one_rank->gather_full_state()) : std::vector<NamedTensor>{};
   // Step 2's batch of 3 leaves rank 0 of 4 without samples (the end of an epoch).
   for (uint64_t step = 0; step < 4; ++step) {
     const Batch batch = random_batch(model, step == 2 ? 3 : 16, step);
@@ -158,13 +187,18 @@ void train_and_compare(const Case& c) {
     const auto value = [half](const Tensor& t, int64_t i) {
       return half ? static_cast<double>(f16_to_f32(t.data<uint16_t>()[i])) : static_cast<double>(t.data<float>()[i]);
     };
-    const double rel = split_rounding ? kRelTolBf16RowWise : bf16_exchange ? kRelTolBf16Exchange : half ? kRelTol16 : kRelTol;
+    if (split_rounding) {
+      const double d = drift(full[k].tensor, ref[k].tensor, start[k].tensor);
+      EXPECT_LE(d, kMaxRoundingDrift) << c.name << ": " << ref[k].name << " drifted from the one-rank model";
+      continue;
+    }
+    const double rel = bf16_exchange ? kRelTolBf16Exchange : half ? kRelTol16 : kRelTol;
     int bad = 0;
     int64_t differing = 0;
     for (int64_t i = 0; i < ref[k].tensor.numel(); ++i) {
       const double a = value(full[k].tensor, i), b = value(ref[k].tensor, i);
       differing += a != b;
-      if (!(std::abs(a - b) <= abs_tol + rel * std::abs(b)) && bad++ < 3)
+      if (!(std::abs(a - b) <= kAbsTol + rel * std::abs(b)) && bad++ < 3)
         ADD_FAILURE() << c.name << ": " << ref[k].name << "[" << i << "] = " << a << ", single process " << b
                       << " (rank " << group->rank() << " of " << group->size() << ")";
     }
@@ -204,8 +238,8 @@ TEST(ShardedTraining, MixedPlanWithDcnV2MatchesOneProcess) {
 }
 
 // The rounding of a bf16 exchange is real: the one-rank model with it ends away from the
-// fp32 single-process model by more than reduction order explains, but within what
-// bf16 rounding of the pooled vectors and their gradients explains.
+// fp32 single-process model by more than reduction order explains, but within the drift
+// that rounding explains.
 void expect_bf16_exchange_rounds(const dist::ShardingSpec& spec, Arch arch) {
   ModelConfig model = small_model(arch);
   OptimConfig optim;
@@ -217,6 +251,7 @@ void expect_bf16_exchange_rounds(const dist::ShardingSpec& spec, Arch arch) {
   dist::SingleProcessGroup alone;
   auto rounded = make_distributed_cpu_model(model, optim, dist::plan_sharding(spec, model.tables, 8, 1), alone);
   auto exact = make_cpu_model(model, optim);
+  const auto start = copied(exact->state());
   for (uint64_t step = 0; step < 4; ++step) {
     const Batch batch = random_batch(model, 16, step);
     const StepRates rates = scheduled_rates(optim, static_cast<int64_t>(step));
@@ -226,16 +261,14 @@ void expect_bf16_exchange_rounds(const dist::ShardingSpec& spec, Arch arch) {
   const auto got = rounded->gather_full_state();
   const auto ref = exact->state();
   ASSERT_EQ(got.size(), ref.size());
-  double largest = 0.0;  // relative difference
+  double largest = 0.0;
   for (std::size_t k = 0; k < ref.size(); ++k) {
     if (ref[k].tensor.dtype() != DType::f32) continue;
-    for (int64_t i = 0; i < ref[k].tensor.numel(); ++i) {
-      const double a = got[k].tensor.data<float>()[i], b = ref[k].tensor.data<float>()[i];
-      largest = std::max(largest, std::abs(a - b) / (1e-3 + std::abs(b)));
-    }
+    const double d = drift(got[k].tensor, ref[k].tensor, start[k].tensor);
+    EXPECT_LE(d, kMaxRoundingDrift) << ref[k].name << ": further from the fp32 exchange than rounding explains";
+    largest = std::max(largest, d);
   }
   EXPECT_GT(largest, 1e-4) << "a bf16 exchange changed nothing";
-  EXPECT_LT(largest, 0.1) << "a bf16 exchange moved the model further than rounding explains";
 }
 
 TEST(ShardedTraining, Bf16ExchangeMatchesOneRankWithTheSameRounding) {

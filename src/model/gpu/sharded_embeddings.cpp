@@ -273,12 +273,14 @@ void ShardedGpuEmbeddings::build_pieces(int64_t global, gpu::stream_t compute) {
 }
 
 void ShardedGpuEmbeddings::lookup(int32_t* bad_ids, gpu::stream_t stream, const kernels::TunedEmbeddingForward* tuned) {
+  // A tuned lookup serves the groups whose pooled output it was compiled for.
+  const auto fits = [tuned](DType out) { return tuned && tuned->shape().out_dtype == out ? tuned : nullptr; };
   if (whole_.tables)
     kernels::embedding_bag_forward(whole_.tables->tables(), whole_.staging->device().bags,
                                    kernels::PooledView{whole_pooled_.raw(),
                                                        static_cast<int64_t>(whole_.lookups.size()) * whole_.width,
                                                        exchange_},
-                                   bad_ids, stream, tuned);
+                                   bad_ids, stream, fits(exchange_));
   if (column_.tables)
     kernels::embedding_bag_forward(column_.tables->tables(), column_.staging->device().bags,
                                    kernels::PooledView{column_pooled_.raw(),
@@ -290,7 +292,7 @@ void ShardedGpuEmbeddings::lookup(int32_t* bad_ids, gpu::stream_t stream, const 
                                    kernels::PooledView{replica_pooled_.raw(),
                                                        static_cast<int64_t>(replicated_.size()) * model_.embedding_dim,
                                                        DType::f32},
-                                   bad_ids, stream, tuned);
+                                   bad_ids, stream, fits(DType::f32));
 }
 
 void ShardedGpuEmbeddings::exchange_pooled(float* slots, int64_t stride, gpu::stream_t stream) {

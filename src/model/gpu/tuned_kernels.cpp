@@ -74,12 +74,27 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
     throw ConfigError("tuned kernels file '" + winners_file + "' does not exist (run `hetrec tune` to write it)");
   const tune::WinnersStore store = tune::WinnersStore::load(winners_file);
   std::string why_not;
-  if (const auto w = find_winner(store, device, tune::kEmbeddingForwardKernel, forward_shape.key(), why_not)) {
+  auto forward = find_winner(store, device, tune::kEmbeddingForwardKernel, forward_shape.key(), why_not);
+  std::string borrowed;
+  if (!forward && forward_shape.out_dtype == DType::bf16) {
+    // bf16 pooled output (a bf16 exchange) without a winner of its own: the fp32-output
+    // winner's variant, which reads the rows the same way, where it is legal for bf16.
+    kernels::EmbeddingForwardShape fp32_out = forward_shape;
+    fp32_out.out_dtype = DType::f32;
+    std::string unused;
+    auto w = find_winner(store, device, tune::kEmbeddingForwardKernel, fp32_out.key(), unused);
+    if (w && w->kernel_header.empty() &&
+        kernels::forward_variant_problem(forward_shape, tune::to_forward_variant(w->params), device.warp_size).empty()) {
+      forward = std::move(w);
+      borrowed = " (the " + fp32_out.key() + " winner, compiled for bf16 output)";
+    }
+  }
+  if (const auto& w = forward) {
     out.embedding_forward = std::make_unique<kernels::TunedEmbeddingForward>(
         forward_shape, tune::to_forward_variant(w->params), device.compute_major, device.compute_minor,
         w->kernel_header);
     out.note = "embedding forward: tuned variant " + tune::describe(w->params) +
-               (w->kernel_header.empty() ? "" : " (model-rewritten source)") + " from " + winners_file;
+               (w->kernel_header.empty() ? "" : " (model-rewritten source)") + borrowed + " from " + winners_file;
   } else {
     out.note = "embedding forward: built-in variant (" + why_not + ")";
   }
