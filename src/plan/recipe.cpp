@@ -172,6 +172,7 @@ std::string describe_recipe(const Recipe& recipe, const ModelConfig& model) {
       if (recipe.sharding[t].type == type) names += (names.empty() ? "" : ", ") + model.tables[t].name;
     s += " (" + names + ")";
   }
+  if (recipe.exchange_dtype != DType::f32) s += "; " + std::string(dtype_name(recipe.exchange_dtype)) + " exchanges";
   return s;
 }
 

@@ -484,6 +484,17 @@ TEST(MultiGpuPlan, DistributedE2eRecordsParseWithTheirSharding) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("metrics.sharding"), std::string::npos) << e.what();
   }
+  // A record of a bf16 exchange is predicted with one (a record without the field exchanged fp32).
+  std::string narrow = record;
+  narrow.insert(narrow.find("\"phase_ms\""), "\"exchange_dtype\": \"bf16\", ");
+  const E2eRecord rn = read_e2e_record(write_text("e2e-bf16.json", narrow).string());
+  EXPECT_EQ(rn.exchange_dtype, "bf16");
+  const StepPrediction pn = predict_step(e2e_measurement(rn, m, o, t.gemm).work, t.step);
+  EXPECT_LT(pn.phase(StepPhase::embedding_exchange), p.phase(StepPhase::embedding_exchange));
+  std::string wrong = record;
+  wrong.insert(wrong.find("\"phase_ms\""), "\"exchange_dtype\": \"fp16\", ");
+  EXPECT_THROW(e2e_measurement(read_e2e_record(write_text("e2e-fp16.json", wrong).string()), m, o, t.gemm),
+               ConfigError);
 }
 
 TEST(MultiGpuPlan, HetrecPlanForTwoGpusWritesARecipeTrainAccepts) {
