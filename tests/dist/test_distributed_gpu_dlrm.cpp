@@ -32,6 +32,7 @@
 #include "gpu/device.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "../model_gpu/dlrm_test_inputs.h"
+#include "trajectory_drift.h"
 
 namespace hetrec {
 namespace {
@@ -50,16 +51,6 @@ constexpr double kRelTol16 = 4e-3;  // one 16-bit ulp (bf16 rows: 2^-8) and a li
 constexpr double kRelTolBf16Exchange = 1.6e-2;
 constexpr double kMaxRoundingDrift = 0.25;
 
-// A deep copy of a model's state (later gathers may reuse the host mirrors).
-std::vector<NamedTensor> copied(const std::vector<NamedTensor>& state) {
-  std::vector<NamedTensor> out;
-  for (const NamedTensor& t : state) {
-    Tensor c = Tensor::empty(t.tensor.shape(), t.tensor.dtype());
-    std::memcpy(c.raw(), t.tensor.raw(), t.tensor.nbytes());
-    out.push_back({t.name, c});
-  }
-  return out;
-}
 
 dist::ShardingSpec all_of(dist::ShardingType type) {
   dist::ShardingSpec s;
@@ -88,24 +79,8 @@ OptimConfig optim_for(OptimizerKind sparse) {
   return optim;
 }
 
-double value(const Tensor& t, int64_t i) {
-  switch (t.dtype()) {
-    case DType::f16: return f16_to_f32(t.data<uint16_t>()[i]);
-    case DType::bf16: return bf16_to_f32(t.data<uint16_t>()[i]);
-    default: return t.data<float>()[i];
-  }
-}
-
-// |a - b| / |b - b0| (Euclidean norms over the tensor's elements).
-double drift(const Tensor& a, const Tensor& b, const Tensor& b0) {
-  double apart = 0.0, moved = 0.0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    const double x = value(a, i), y = value(b, i), y0 = value(b0, i);
-    apart += (x - y) * (x - y);
-    moved += (y - y0) * (y - y0);
-  }
-  return std::sqrt(apart) / std::max(std::sqrt(moved), 1e-30);
-}
+using testing::drift;
+using testing::state_value;
 
 void train_and_compare(const Case& c) {
   SCOPED_TRACE(c.name);
@@ -137,7 +112,7 @@ void train_and_compare(const Case& c) {
   bool row_wise = false;
   for (const dist::TableShard& t : plan.tables) row_wise = row_wise || t.type == dist::ShardingType::row_wise;
   const bool split_rounding = bf16_exchange && row_wise && n > 1;
-  const auto start = bf16_exchange ? copied(reference_one_rank->gather_full_state()) : std::vector<NamedTensor>{};
+  const auto start = bf16_exchange ? testing::copied_state(reference_one_rank->gather_full_state()) : std::vector<NamedTensor>{};
 
   // Sizes: eager, captured, replayed, a size not divisible by the ranks, back again.
   const int64_t sizes[] = {64, 64, 64, 37, 64, 64};
@@ -194,7 +169,7 @@ void train_and_compare(const Case& c) {
                                                              : kRelTol;
     int bad = 0;
     for (int64_t i = 0; i < ref[k].tensor.numel(); ++i) {
-      const double a = value(full[k].tensor, i), b = value(ref[k].tensor, i);
+      const double a = state_value(full[k].tensor, i), b = state_value(ref[k].tensor, i);
       if (!(std::abs(a - b) <= kAbsTol + rel * std::abs(b)) && bad++ < 3)
         ADD_FAILURE() << ref[k].name << "[" << i << "] = " << a << ", one device " << b << " (rank " << host->rank()
                       << " of " << n << ")";
@@ -270,7 +245,7 @@ TEST(DistributedGpuDlrm, Bf16ExchangeRoundsThePooledVectors) {
   auto rounded = make_distributed_gpu_model(model, optim, options,
                                             dist::plan_sharding(bf16, model.tables, model.embedding_dim, 1), alone,
                                             devices);
-  const auto start = copied(exact->gather_full_state());
+  const auto start = testing::copied_state(exact->gather_full_state());
   for (uint64_t step = 0; step < 4; ++step) {
     const Batch batch = make_batch(model, 64, step + 1);
     const StepRates rates = scheduled_rates(optim, static_cast<int64_t>(step));
@@ -278,15 +253,8 @@ TEST(DistributedGpuDlrm, Bf16ExchangeRoundsThePooledVectors) {
     EXPECT_NEAR(a, b, 1e-2 * (1 + std::abs(b))) << "step " << step;
   }
   const auto got = rounded->gather_full_state();
-  const auto ref = exact->gather_full_state();
-  ASSERT_EQ(got.size(), ref.size());
-  double largest = 0.0;
-  for (std::size_t k = 0; k < ref.size(); ++k) {
-    if (ref[k].tensor.dtype() != DType::f32) continue;
-    const double d = drift(got[k].tensor, ref[k].tensor, start[k].tensor);
-    EXPECT_LE(d, kMaxRoundingDrift) << ref[k].name << ": further from the fp32 exchange than rounding explains";
-    largest = std::max(largest, d);
-  }
+  const double largest = testing::expect_fp32_drift_within(got, exact->gather_full_state(), start, kMaxRoundingDrift,
+                                                           "further from the fp32 exchange than rounding explains");
   std::printf("bf16 against fp32 exchange: largest drift %.4g\n", largest);
   EXPECT_GT(largest, 1e-4) << "a bf16 exchange changed nothing";
 }

@@ -23,6 +23,7 @@
 #include "dist/process_group.h"
 #include "dist/sharding.h"
 #include "model/dlrm.h"
+#include "trajectory_drift.h"
 
 namespace hetrec {
 namespace {
@@ -88,33 +89,6 @@ constexpr double kRelTolBf16Exchange = 1.6e-2;
 // missing or misplaced piece drifts by about 1.
 constexpr double kMaxRoundingDrift = 0.02;
 
-// Float value i of an fp32 or fp16 tensor.
-double element(const Tensor& t, int64_t i) {
-  return t.dtype() == DType::f16 ? static_cast<double>(f16_to_f32(t.data<uint16_t>()[i]))
-                                 : static_cast<double>(t.data<float>()[i]);
-}
-
-// A deep copy of a model's state (state() may hand out the live parameters).
-std::vector<NamedTensor> copied(const std::vector<NamedTensor>& state) {
-  std::vector<NamedTensor> out;
-  for (const NamedTensor& t : state) {
-    Tensor c = Tensor::empty(t.tensor.shape(), t.tensor.dtype());
-    std::memcpy(c.raw(), t.tensor.raw(), t.tensor.nbytes());
-    out.push_back({t.name, c});
-  }
-  return out;
-}
-
-// |a - b| / |b - b0| (Euclidean norms over the tensor's elements).
-double drift(const Tensor& a, const Tensor& b, const Tensor& b0) {
-  double apart = 0.0, moved = 0.0;
-  for (int64_t i = 0; i < b.numel(); ++i) {
-    const double x = element(a, i), y = element(b, i), y0 = element(b0, i);
-    apart += (x - y) * (x - y);
-    moved += (y - y0) * (y - y0);
-  }
-  return std::sqrt(apart) / std::max(std::sqrt(moved), 1e-30);
-}
 
 // 16-bit rows are rounded stochastically with the same random bits on both sides, but an
 // fp32 value a few ulps off can round to the neighbouring 16-bit value: one fp16 ulp
@@ -155,7 +129,8 @@ void train_and_compare(const Case& c) {
   const bool split_rounding = bf16_exchange && row_wise && group->size() > 1;
   const double loss_tol = split_rounding ? 1e-2 : bf16_exchange ? 1e-3 : 1e-5;
   const double score_tol = split_rounding ? 5e-2 : bf16_exchange ? 1e-3 : 1e-4;
-  const auto start = bf16_exchange ? copied(reference_one_rank->gather_full_state()) : std::vector<NamedTensor>{};
+  const auto start =
+      bf16_exchange ? testing::copied_state(reference_one_rank->gather_full_state()) : std::vector<NamedTensor>{};
   // Step 2's batch of 3 leaves rank 0 of 4 without samples (the end of an epoch).
   for (uint64_t step = 0; step < 4; ++step) {
     const Batch batch = random_batch(model, step == 2 ? 3 : 16, step);
@@ -184,11 +159,9 @@ void train_and_compare(const Case& c) {
       continue;
     }
     const bool half = ref[k].tensor.dtype() == DType::f16;
-    const auto value = [half](const Tensor& t, int64_t i) {
-      return half ? static_cast<double>(f16_to_f32(t.data<uint16_t>()[i])) : static_cast<double>(t.data<float>()[i]);
-    };
+    const auto value = testing::state_value;
     if (split_rounding) {
-      const double d = drift(full[k].tensor, ref[k].tensor, start[k].tensor);
+      const double d = testing::drift(full[k].tensor, ref[k].tensor, start[k].tensor);
       EXPECT_LE(d, kMaxRoundingDrift) << c.name << ": " << ref[k].name << " drifted from the one-rank model";
       continue;
     }
@@ -251,23 +224,16 @@ void expect_bf16_exchange_rounds(const dist::ShardingSpec& spec, Arch arch) {
   dist::SingleProcessGroup alone;
   auto rounded = make_distributed_cpu_model(model, optim, dist::plan_sharding(spec, model.tables, 8, 1), alone);
   auto exact = make_cpu_model(model, optim);
-  const auto start = copied(exact->state());
+  const auto start = testing::copied_state(exact->state());
   for (uint64_t step = 0; step < 4; ++step) {
     const Batch batch = random_batch(model, 16, step);
     const StepRates rates = scheduled_rates(optim, static_cast<int64_t>(step));
     const double a = rounded->train_step(batch, rates), b = exact->train_step(batch, rates);
     EXPECT_NEAR(a, b, 1e-2 * (1 + std::abs(b))) << "step " << step;
   }
-  const auto got = rounded->gather_full_state();
-  const auto ref = exact->state();
-  ASSERT_EQ(got.size(), ref.size());
-  double largest = 0.0;
-  for (std::size_t k = 0; k < ref.size(); ++k) {
-    if (ref[k].tensor.dtype() != DType::f32) continue;
-    const double d = drift(got[k].tensor, ref[k].tensor, start[k].tensor);
-    EXPECT_LE(d, kMaxRoundingDrift) << ref[k].name << ": further from the fp32 exchange than rounding explains";
-    largest = std::max(largest, d);
-  }
+  const double largest = testing::expect_fp32_drift_within(rounded->gather_full_state(), exact->state(), start,
+                                                           kMaxRoundingDrift,
+                                                           "further from the fp32 exchange than rounding explains");
   EXPECT_GT(largest, 1e-4) << "a bf16 exchange changed nothing";
 }
 
