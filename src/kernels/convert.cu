@@ -63,40 +63,7 @@ void launch(const float* in, int64_t ld_in, uint16_t* out, int64_t ld_out, int64
   }
 }
 
-// bf16 -> fp32: 4 values per thread where the buffers allow it (an 8-byte load, a
-// 16-byte store), else one.
-__global__ void __launch_bounds__(kThreads)
-    bf16_to_f32_vector_kernel(const uint2* __restrict__ in, float4* __restrict__ out, int64_t quads) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= quads) return;
-  const uint2 v = in[i];
-  out[i] = make_float4(gpu::bf16_bits_to_f32(static_cast<uint16_t>(v.x & 0xffffu)),
-                       gpu::bf16_bits_to_f32(static_cast<uint16_t>(v.x >> 16)),
-                       gpu::bf16_bits_to_f32(static_cast<uint16_t>(v.y & 0xffffu)),
-                       gpu::bf16_bits_to_f32(static_cast<uint16_t>(v.y >> 16)));
-}
-
-__global__ void __launch_bounds__(kThreads)
-    bf16_to_f32_kernel(const uint16_t* __restrict__ in, float* __restrict__ out, int64_t n) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i < n) out[i] = gpu::bf16_bits_to_f32(in[i]);
-}
-
 }  // namespace
-
-void bf16_to_f32_vector(const uint16_t* in, float* out, int64_t n, gpu::stream_t stream) {
-  if (n <= 0) return;
-  const bool vector = n % kPerThread == 0 && reinterpret_cast<std::uintptr_t>(in) % 8 == 0 &&
-                      reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  if (vector) {
-    const int64_t quads = n / kPerThread;
-    bf16_to_f32_vector_kernel<<<grid_for(quads, kThreads), kThreads, 0, stream>>>(
-        reinterpret_cast<const uint2*>(in), reinterpret_cast<float4*>(out), quads);
-  } else {
-    bf16_to_f32_kernel<<<grid_for(n, kThreads), kThreads, 0, stream>>>(in, out, n);
-  }
-  HETREC_GPU_CHECK_LAUNCH("bf16_to_f32_kernel");
-}
 
 void f32_to_16bit_matrix(const float* in, int64_t ld_in, uint16_t* out, int64_t ld_out, int64_t rows, int64_t cols,
                          DType to, gpu::stream_t stream) {

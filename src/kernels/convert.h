@@ -16,7 +16,4 @@ namespace hetrec::kernels {
 void f32_to_16bit_matrix(const float* in, int64_t ld_in, uint16_t* out, int64_t ld_out, int64_t rows, int64_t cols,
                          DType to, gpu::stream_t stream);
 
-// out[i] = the bf16 value in[i] (bit patterns), widened exactly to fp32, for i < n.
-void bf16_to_f32_vector(const uint16_t* in, float* out, int64_t n, gpu::stream_t stream);
-
 }  // namespace hetrec::kernels

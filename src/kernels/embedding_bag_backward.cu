@@ -122,12 +122,12 @@ __global__ void __launch_bounds__(kBlockThreads)
 
 // partial[c] = the gradient sum of chunk c's occurrences, one group of lanes per chunk,
 // persistent over the chunks (their count lives on the device).
-template <int VEC, int UNITS>
+template <int VEC, int UNITS, class Grad>
 __global__ void __launch_bounds__(kBlockThreads)
     chunk_partial_kernel(const uint32_t* __restrict__ owner, const uint32_t* __restrict__ chunk_start,
                          const uint32_t* __restrict__ num_chunks, const uint32_t* __restrict__ segment_start,
                          const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
-                         const uint8_t* __restrict__ mean_pooling, const float* __restrict__ grad, int64_t grad_stride,
+                         const uint8_t* __restrict__ mean_pooling, const Grad* __restrict__ grad, int64_t grad_stride,
                          int64_t batch, int dim, int lanes, const StepScalars* __restrict__ scalars,
                          float* __restrict__ partial) {
   if (scalars->skip_update) return;
@@ -174,12 +174,13 @@ unsigned persistent_blocks(const void* kernel, int block_threads, int64_t items,
 
 // Whether rows, gradients, chunk sums and (Adagrad) accumulators allow `vec`-element
 // vectors.
-bool vectors_fit(const EmbeddingTables& tables, const float* grad, int64_t grad_stride, const float* partial,
+bool vectors_fit(const EmbeddingTables& tables, const PooledGradView& grad, const float* partial,
                  const SparseOptimizerParams& opt, int vec) {
   const int dim = tables.dim;
   const std::size_t row_bytes = dtype_size(tables.row_dtype);
-  return vector_path_ok(dim, vec, tables.weights, row_bytes) && vector_path_ok(dim, vec, grad, sizeof(float)) &&
-         grad_stride % vec == 0 && vector_path_ok(dim, vec, partial, sizeof(float)) &&
+  return vector_path_ok(dim, vec, tables.weights, row_bytes) &&
+         vector_path_ok(dim, vec, grad.data, dtype_size(grad.dtype)) && grad.row_stride % vec == 0 &&
+         vector_path_ok(dim, vec, partial, sizeof(float)) &&
          (opt.kind != SparseOptimizerKind::adagrad || vector_path_ok(dim, vec, opt.accumulators, sizeof(float)));
 }
 
@@ -195,43 +196,48 @@ struct ChunkArgs {
   float* partial;
 };
 
-template <int VEC, int UNITS>
-void launch_chunk_partials(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad,
-                           int64_t grad_stride, const SparseOptimizerParams& opt, const ChunkArgs& c, int lanes,
-                           gpu::stream_t stream) {
-  const void* kernel = reinterpret_cast<const void*>(&chunk_partial_kernel<VEC, UNITS>);
-  chunk_partial_kernel<VEC, UNITS><<<persistent_blocks(kernel, kBlockThreads, c.max_chunks, lanes), kBlockThreads, 0,
-                                     stream>>>(c.owner, c.chunk_start, c.num_chunks, c.segment_start, c.sorted_bags,
-                                               bags.offsets, tables.mean_pooling, grad, grad_stride, bags.batch,
-                                               tables.dim, lanes, opt.scalars, c.partial);
+template <int VEC, int UNITS, class Grad>
+void launch_chunk_partials(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                           const SparseOptimizerParams& opt, const ChunkArgs& c, int lanes, gpu::stream_t stream) {
+  const void* kernel = reinterpret_cast<const void*>(&chunk_partial_kernel<VEC, UNITS, Grad>);
+  chunk_partial_kernel<VEC, UNITS, Grad>
+      <<<persistent_blocks(kernel, kBlockThreads, c.max_chunks, lanes), kBlockThreads, 0, stream>>>(
+          c.owner, c.chunk_start, c.num_chunks, c.segment_start, c.sorted_bags, bags.offsets, tables.mean_pooling,
+          static_cast<const Grad*>(grad.data), grad.row_stride, bags.batch, tables.dim, lanes, opt.scalars, c.partial);
   HETREC_GPU_CHECK_LAUNCH("chunk_partial_kernel");
 }
 
-template <int VEC>
-void dispatch_chunk_units(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad,
-                          int64_t grad_stride, const SparseOptimizerParams& opt, const ChunkArgs& c,
-                          gpu::stream_t stream) {
+template <int VEC, class Grad>
+void dispatch_chunk_units(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                          const SparseOptimizerParams& opt, const ChunkArgs& c, gpu::stream_t stream) {
   const LaneLayout l = lane_layout(tables.dim, VEC);
   switch (l.units) {
-    case 1: return launch_chunk_partials<VEC, 1>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
-    case 2: return launch_chunk_partials<VEC, 2>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
-    case 4: return launch_chunk_partials<VEC, 4>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
-    case 8: return launch_chunk_partials<VEC, 8>(tables, bags, grad, grad_stride, opt, c, l.lanes, stream);
+    case 1: return launch_chunk_partials<VEC, 1, Grad>(tables, bags, grad, opt, c, l.lanes, stream);
+    case 2: return launch_chunk_partials<VEC, 2, Grad>(tables, bags, grad, opt, c, l.lanes, stream);
+    case 4: return launch_chunk_partials<VEC, 4, Grad>(tables, bags, grad, opt, c, l.lanes, stream);
+    case 8: return launch_chunk_partials<VEC, 8, Grad>(tables, bags, grad, opt, c, l.lanes, stream);
     default: throw InternalError("embedding_bag_backward_update: unsupported units per lane");
   }
 }
 
-// The chunk sums use the built-in update's vectors: 16 bytes of the row type.
-void chunk_partials(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad, int64_t grad_stride,
-                    const SparseOptimizerParams& opt, const ChunkArgs& c, gpu::stream_t stream) {
+template <class Grad>
+void dispatch_chunk_vec(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                        const SparseOptimizerParams& opt, const ChunkArgs& c, gpu::stream_t stream) {
   const int wide_vec = 16 / static_cast<int>(dtype_size(tables.row_dtype));
-  const bool wide = vectors_fit(tables, grad, grad_stride, c.partial, opt, wide_vec);
-  if (!wide) return dispatch_chunk_units<1>(tables, bags, grad, grad_stride, opt, c, stream);
+  const bool wide = vectors_fit(tables, grad, c.partial, opt, wide_vec);
+  if (!wide) return dispatch_chunk_units<1, Grad>(tables, bags, grad, opt, c, stream);
   switch (wide_vec) {
-    case 4: return dispatch_chunk_units<4>(tables, bags, grad, grad_stride, opt, c, stream);
-    case 8: return dispatch_chunk_units<8>(tables, bags, grad, grad_stride, opt, c, stream);
+    case 4: return dispatch_chunk_units<4, Grad>(tables, bags, grad, opt, c, stream);
+    case 8: return dispatch_chunk_units<8, Grad>(tables, bags, grad, opt, c, stream);
     default: throw InternalError("embedding_bag_backward_update: rows must be fp32, fp16 or bf16");
   }
+}
+
+// The chunk sums use the built-in update's vectors: 16 bytes of the row type.
+void chunk_partials(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                    const SparseOptimizerParams& opt, const ChunkArgs& c, gpu::stream_t stream) {
+  if (grad.dtype == DType::bf16) return dispatch_chunk_vec<Bf16Bits>(tables, bags, grad, opt, c, stream);
+  return dispatch_chunk_vec<float>(tables, bags, grad, opt, c, stream);
 }
 
 // ---- the built-in update ----
@@ -239,18 +245,17 @@ void chunk_partials(const EmbeddingTables& tables, const DeviceBags& bags, const
 struct UpdateArgs {
   const EmbeddingTables* tables;
   const DeviceBags* bags;
-  const float* grad;
-  int64_t grad_stride;
+  PooledGradView grad;
   const SparseOptimizerParams* opt;
   const SparseUpdatePlan* plan;
   gpu::stream_t stream;
 };
 
-template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT>
+template <class Row, class Grad, int VEC, int UNITS, SparseOptimizerKind OPT>
 void launch_update(const UpdateArgs& a, int lanes) {
   const SparseUpdatePlan& p = *a.plan;
   constexpr auto kernel =
-      &sparse_update_kernel<Row, VEC, UNITS, OPT, kGradsInFlight, kUpdateBlockThreads, kUpdateMinBlocksPerSm>;
+      &sparse_update_kernel<Row, VEC, UNITS, OPT, kGradsInFlight, kUpdateBlockThreads, kUpdateMinBlocksPerSm, Grad>;
   const int cached_keys = sparse_update_cached_table_keys(a.tables->row_dtype, a.tables->num_tables);
   const std::size_t keys_bytes = static_cast<std::size_t>(cached_keys) * sizeof(uint64_t);
   kernel<<<persistent_blocks(reinterpret_cast<const void*>(kernel), kUpdateBlockThreads, p.max_rows, lanes,
@@ -258,40 +263,48 @@ void launch_update(const UpdateArgs& a, int lanes) {
            kUpdateBlockThreads, keys_bytes, a.stream>>>(
       static_cast<Row*>(a.tables->weights), a.opt->accumulators, a.tables->table_weights, a.opt->table_accumulators,
       p.sorted_keys, p.sorted_bags, p.segment_start, p.num_unique, p.chunks, p.chunk_start, p.partial,
-      a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling, a.grad, a.grad_stride, a.bags->batch,
+      a.bags->offsets, a.tables->row_offsets, a.tables->mean_pooling, static_cast<const Grad*>(a.grad.data),
+      a.grad.row_stride, a.bags->batch,
       a.tables->dim, lanes, a.tables->total_rows, a.opt->scalars, a.opt->eps, a.opt->seed, a.opt->shard_origins,
       cached_keys);
   HETREC_GPU_CHECK_LAUNCH("sparse_update_kernel");
 }
 
-template <class Row, int VEC, int UNITS>
+template <class Row, class Grad, int VEC, int UNITS>
 void dispatch_optimizer(const UpdateArgs& a, int lanes) {
   switch (a.opt->kind) {
-    case SparseOptimizerKind::sgd: return launch_update<Row, VEC, UNITS, SparseOptimizerKind::sgd>(a, lanes);
-    case SparseOptimizerKind::adagrad: return launch_update<Row, VEC, UNITS, SparseOptimizerKind::adagrad>(a, lanes);
+    case SparseOptimizerKind::sgd: return launch_update<Row, Grad, VEC, UNITS, SparseOptimizerKind::sgd>(a, lanes);
+    case SparseOptimizerKind::adagrad:
+      return launch_update<Row, Grad, VEC, UNITS, SparseOptimizerKind::adagrad>(a, lanes);
     case SparseOptimizerKind::rowwise_adagrad:
-      return launch_update<Row, VEC, UNITS, SparseOptimizerKind::rowwise_adagrad>(a, lanes);
+      return launch_update<Row, Grad, VEC, UNITS, SparseOptimizerKind::rowwise_adagrad>(a, lanes);
   }
 }
 
-template <class Row, int VEC>
+template <class Row, class Grad, int VEC>
 void dispatch_units(const UpdateArgs& a, const LaneLayout& layout) {
   switch (layout.units) {
-    case 1: return dispatch_optimizer<Row, VEC, 1>(a, layout.lanes);
-    case 2: return dispatch_optimizer<Row, VEC, 2>(a, layout.lanes);
-    case 4: return dispatch_optimizer<Row, VEC, 4>(a, layout.lanes);
-    case 8: return dispatch_optimizer<Row, VEC, 8>(a, layout.lanes);
+    case 1: return dispatch_optimizer<Row, Grad, VEC, 1>(a, layout.lanes);
+    case 2: return dispatch_optimizer<Row, Grad, VEC, 2>(a, layout.lanes);
+    case 4: return dispatch_optimizer<Row, Grad, VEC, 4>(a, layout.lanes);
+    case 8: return dispatch_optimizer<Row, Grad, VEC, 8>(a, layout.lanes);
     default: throw InternalError("embedding_bag_backward_update: unsupported units per lane");
   }
 }
 
-template <class Row>
+template <class Row, class Grad>
 void dispatch_vec(const UpdateArgs& a) {
   constexpr int kWideVec = kDefaultSparseUpdateVariant.vec_bytes / sizeof(Row);
   const int dim = a.tables->dim;
-  if (vectors_fit(*a.tables, a.grad, a.grad_stride, a.plan->partial, *a.opt, kWideVec))
-    return dispatch_units<Row, kWideVec>(a, lane_layout(dim, kWideVec));
-  return dispatch_units<Row, 1>(a, lane_layout(dim, 1));
+  if (vectors_fit(*a.tables, a.grad, a.plan->partial, *a.opt, kWideVec))
+    return dispatch_units<Row, Grad, kWideVec>(a, lane_layout(dim, kWideVec));
+  return dispatch_units<Row, Grad, 1>(a, lane_layout(dim, 1));
+}
+
+template <class Row>
+void dispatch_grad(const UpdateArgs& a) {
+  if (a.grad.dtype == DType::bf16) return dispatch_vec<Row, Bf16Bits>(a);
+  return dispatch_vec<Row, float>(a);
 }
 
 struct Workspace {
@@ -353,10 +366,12 @@ std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim) {
 }
 
 SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
-                                            const float* grad_pooled, int64_t grad_row_stride,
-                                            const SparseOptimizerParams& optimizer, void* workspace,
-                                            std::size_t workspace_bytes, gpu::stream_t stream) {
+                                            const PooledGradView& grad, const SparseOptimizerParams& optimizer,
+                                            void* workspace, std::size_t workspace_bytes, gpu::stream_t stream) {
   check_tables(tables, "embedding_bag_backward_update");
+  if (grad.dtype != DType::f32 && grad.dtype != DType::bf16)
+    throw InternalError("embedding_bag_backward_update: pooled gradients must be fp32 or bf16, got " +
+                        std::string(dtype_name(grad.dtype)));
   SparseUpdatePlan plan;
   if (bags.batch == 0 || tables.num_tables == 0 || bags.max_ids == 0) return plan;
   if (tables.total_rows >= static_cast<int64_t>(kInvalidKey))
@@ -408,7 +423,7 @@ SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const
   chunk_owner_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(chunks, chunk_start, w.num_unique,
                                                                                      capacity, w.owner);
   HETREC_GPU_CHECK_LAUNCH("chunk_owner_kernel");
-  chunk_partials(tables, bags, grad_pooled, grad_row_stride, optimizer,
+  chunk_partials(tables, bags, grad, optimizer,
                  {w.owner, chunk_start, w.num_chunks, w.segment_start, sorted_bags, w.max_chunks, w.partial}, stream);
 
   plan.sorted_keys = sorted_keys;
@@ -422,27 +437,49 @@ SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const
   return plan;
 }
 
-void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
-                              int64_t grad_row_stride, const SparseOptimizerParams& optimizer,
-                              const SparseUpdatePlan& plan, gpu::stream_t stream, const TunedSparseUpdate* tuned) {
+void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                              const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan,
+                              gpu::stream_t stream, const TunedSparseUpdate* tuned) {
   if (plan.max_rows == 0) return;  // nothing prepared: an empty batch
-  if (tuned) return tuned->launch(tables, bags, grad_pooled, grad_row_stride, optimizer, plan, stream);
-  const UpdateArgs args{&tables, &bags, grad_pooled, grad_row_stride, &optimizer, &plan, stream};
+  if (tuned) return tuned->launch(tables, bags, grad, optimizer, plan, stream);
+  const UpdateArgs args{&tables, &bags, grad, &optimizer, &plan, stream};
   switch (tables.row_dtype) {
-    case DType::f32: return dispatch_vec<float>(args);
-    case DType::f16: return dispatch_vec<F16Bits>(args);
-    case DType::bf16: return dispatch_vec<Bf16Bits>(args);
+    case DType::f32: return dispatch_grad<float>(args);
+    case DType::f16: return dispatch_grad<F16Bits>(args);
+    case DType::bf16: return dispatch_grad<Bf16Bits>(args);
     default: break;
   }
   throw InternalError("embedding_bag_backward_update: rows must be fp32, fp16 or bf16");
 }
 
+void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                                   const SparseOptimizerParams& optimizer, void* workspace,
+                                   std::size_t workspace_bytes, gpu::stream_t stream, const TunedSparseUpdate* tuned) {
+  const SparseUpdatePlan plan =
+      embedding_backward_prepare(tables, bags, grad, optimizer, workspace, workspace_bytes, stream);
+  embedding_backward_apply(tables, bags, grad, optimizer, plan, stream, tuned);
+}
+
+SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
+                                            const float* grad_pooled, int64_t grad_row_stride,
+                                            const SparseOptimizerParams& optimizer, void* workspace,
+                                            std::size_t workspace_bytes, gpu::stream_t stream) {
+  return embedding_backward_prepare(tables, bags, PooledGradView{grad_pooled, grad_row_stride, DType::f32}, optimizer,
+                                    workspace, workspace_bytes, stream);
+}
+
+void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
+                              int64_t grad_row_stride, const SparseOptimizerParams& optimizer,
+                              const SparseUpdatePlan& plan, gpu::stream_t stream, const TunedSparseUpdate* tuned) {
+  embedding_backward_apply(tables, bags, PooledGradView{grad_pooled, grad_row_stride, DType::f32}, optimizer, plan,
+                           stream, tuned);
+}
+
 void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
                                    int64_t grad_row_stride, const SparseOptimizerParams& optimizer, void* workspace,
                                    std::size_t workspace_bytes, gpu::stream_t stream, const TunedSparseUpdate* tuned) {
-  const SparseUpdatePlan plan = embedding_backward_prepare(tables, bags, grad_pooled, grad_row_stride, optimizer,
-                                                           workspace, workspace_bytes, stream);
-  embedding_backward_apply(tables, bags, grad_pooled, grad_row_stride, optimizer, plan, stream, tuned);
+  embedding_bag_backward_update(tables, bags, PooledGradView{grad_pooled, grad_row_stride, DType::f32}, optimizer,
+                                workspace, workspace_bytes, stream, tuned);
 }
 
 }  // namespace hetrec::kernels

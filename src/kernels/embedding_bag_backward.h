@@ -34,6 +34,13 @@ void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBa
                                    int64_t grad_row_stride, const SparseOptimizerParams& optimizer, void* workspace,
                                    std::size_t workspace_bytes, gpu::stream_t stream,
                                    const TunedSparseUpdate* tuned = nullptr);
+// The same from fp32 or bf16 gradients (a bf16 embedding exchange's): each bf16 value is
+// widened exactly as it is read, so the result equals the fp32 call's on the widened
+// gradients bit for bit. `tuned` must be compiled for the gradients' type.
+void embedding_bag_backward_update(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                                   const SparseOptimizerParams& optimizer, void* workspace,
+                                   std::size_t workspace_bytes, gpu::stream_t stream,
+                                   const TunedSparseUpdate* tuned = nullptr);
 
 // The same in two parts, so that the update alone can be timed and swapped (the tuner):
 // the preparation sorts the occurrences into the workspace, finds each unique row's
@@ -48,5 +55,11 @@ void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& b
                               int64_t grad_row_stride, const SparseOptimizerParams& optimizer,
                               const SparseUpdatePlan& plan, gpu::stream_t stream,
                               const TunedSparseUpdate* tuned = nullptr);
+SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
+                                            const PooledGradView& grad, const SparseOptimizerParams& optimizer,
+                                            void* workspace, std::size_t workspace_bytes, gpu::stream_t stream);
+void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                              const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan,
+                              gpu::stream_t stream, const TunedSparseUpdate* tuned = nullptr);
 
 }  // namespace hetrec::kernels

@@ -44,6 +44,14 @@ struct PooledView {
   DType dtype = DType::f32;  // f32 or bf16
 };
 
+// The gradient of the pooled output that the backward reads: element (b, t, d) at
+// data[b * row_stride + t * dim + d], fp32 or bf16 (a bf16 embedding exchange's).
+struct PooledGradView {
+  const void* data = nullptr;
+  int64_t row_stride = 0;  // elements between samples
+  DType dtype = DType::f32;  // f32 or bf16
+};
+
 struct SparseOptimizerParams {
   SparseOptimizerKind kind = SparseOptimizerKind::sgd;
   float eps = 1e-8f;

@@ -13,6 +13,8 @@
 //   BLOCK_THREADS      threads per block (also the launch bound)
 //   MIN_BLOCKS_PER_SM  resident blocks per multiprocessor the compiler must allow (the
 //                      register cap: 65536 / (BLOCK_THREADS x MIN_BLOCKS_PER_SM))
+//   Grad               element type of the pooled gradient (float; Bf16Bits: a bf16
+//                      embedding exchange's arrived gradients, widened as they load)
 // The lane count per row (a power of two up to the warp width) is an argument.
 #include <cstdint>
 
@@ -48,10 +50,10 @@ __device__ inline void sparse_zero(float (&g)[UNITS][VEC]) {
 // Adds to g this lane's share of the gradients of N occurrences starting at p, loading
 // all N before adding any (N loads in flight), in order; mean-pooled tables scale each
 // by 1 / its bag length, as the forward did.
-template <int N, int VEC, int UNITS>
+template <int N, int VEC, int UNITS, class Grad>
 __device__ inline void sparse_add_batch(float (&g)[UNITS][VEC], uint32_t p, int lane, int lanes,
                                         const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
-                                        int64_t first_bag, bool mean, const float* __restrict__ table_grad,
+                                        int64_t first_bag, bool mean, const Grad* __restrict__ table_grad,
                                         int64_t grad_stride, int dim) {
   float v[N][UNITS][VEC];
   float inv_len[N];
@@ -59,7 +61,7 @@ __device__ inline void sparse_add_batch(float (&g)[UNITS][VEC], uint32_t p, int 
   for (int q = 0; q < N; ++q) {
     const int64_t bag = static_cast<int64_t>(sorted_bags[p + q]);
     inv_len[q] = mean ? 1.0f / static_cast<float>(offsets[bag + 1] - offsets[bag]) : 1.0f;
-    const float* src = table_grad + (bag - first_bag) * grad_stride;
+    const Grad* src = table_grad + (bag - first_bag) * grad_stride;
 #pragma unroll
     for (int k = 0; k < UNITS; ++k) {
       const int e = (lane + k * lanes) * VEC;
@@ -95,14 +97,14 @@ __device__ inline void sparse_add_batch(float (&g)[UNITS][VEC], uint32_t p, int 
 // batches of GRADS_IN_FLIGHT first, then the rest in batches of 2 and 1: most rows of a
 // skewed batch occur once or twice, and a fixed-width batch would spend most of its
 // instructions on empty slots.
-template <int GRADS_IN_FLIGHT, int VEC, int UNITS>
+template <int GRADS_IN_FLIGHT, int VEC, int UNITS, class Grad>
 __device__ inline void sparse_add_occurrences(float (&g)[UNITS][VEC], uint32_t begin, uint32_t end, int lane,
                                               int lanes, const uint32_t* __restrict__ sorted_bags,
                                               const int32_t* __restrict__ offsets, int table, bool mean,
-                                              const float* __restrict__ grad, int64_t grad_stride, int64_t batch,
+                                              const Grad* __restrict__ grad, int64_t grad_stride, int64_t batch,
                                               int dim) {
   const int64_t first_bag = static_cast<int64_t>(table) * batch;
-  const float* table_grad = grad + static_cast<int64_t>(table) * dim;
+  const Grad* table_grad = grad + static_cast<int64_t>(table) * dim;
   uint32_t p = begin;
   for (; p + GRADS_IN_FLIGHT <= end; p += GRADS_IN_FLIGHT)
     sparse_add_batch<GRADS_IN_FLIGHT>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad,
@@ -128,7 +130,7 @@ __device__ inline void sparse_add_occurrences(float (&g)[UNITS][VEC], uint32_t b
 // group reductions below see every lane. Long rows (chunks[u] > 0) add their chunk sums
 // (partial), computed before in chunk order.
 template <class Row, int VEC, int UNITS, SparseOptimizerKind OPT, int GRADS_IN_FLIGHT, int BLOCK_THREADS,
-          int MIN_BLOCKS_PER_SM>
+          int MIN_BLOCKS_PER_SM, class Grad = float>
 __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
     sparse_update_kernel(Row* __restrict__ weights, float* __restrict__ accumulators, void* const* table_weights,
                          float* const* table_accumulators,
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
                          const uint32_t* __restrict__ chunks, const uint32_t* __restrict__ chunk_start,
                          const float* __restrict__ partial, const int32_t* __restrict__ offsets,
                          const int64_t* __restrict__ row_offsets, const uint8_t* __restrict__ mean_pooling,
-                         const float* __restrict__ grad, int64_t grad_stride, int64_t batch, int dim, int lanes,
+                         const Grad* __restrict__ grad, int64_t grad_stride, int64_t batch, int dim, int lanes,
                          int64_t total_rows, const StepScalars* __restrict__ scalars, float eps, uint64_t seed,
                          const ShardOrigin* __restrict__ shard_origins, int cached_table_keys) {
   if (scalars->skip_update) return;  // uniform over the grid

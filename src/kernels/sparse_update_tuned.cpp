@@ -37,7 +37,11 @@ gpu::RtcProgram sparse_update_program(const SparseUpdateShape& s, const SparseUp
   p.name_expression = "hetrec::kernels::sparse_update_kernel<" + std::string(rtc_element_type(s.row_dtype)) + ", " +
                       std::to_string(l.vec) + ", " + std::to_string(l.units) + ", " + optimizer_enumerator(s.optimizer) +
                       ", " + std::to_string(v.grads_in_flight) + ", " + std::to_string(v.block_threads) + ", " +
-                      std::to_string(v.min_blocks_per_sm) + ">";
+                      std::to_string(v.min_blocks_per_sm) +
+                      // The kernel's Grad defaults to float: named only when it is not,
+                      // so that rewritten headers of fp32 winners keep compiling.
+                      (s.grad_dtype == DType::f32 ? std::string() : ", " + std::string(rtc_element_type(s.grad_dtype))) +
+                      ">";
   p.headers = rtc_source_files();
   if (!kernel_header.empty())
     for (gpu::RtcHeader& h : p.headers)
@@ -60,14 +64,23 @@ std::size_t TunedSparseUpdate::dynamic_shared_bytes(int num_tables) const {
 void TunedSparseUpdate::launch(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
                                int64_t grad_row_stride, const SparseOptimizerParams& optimizer,
                                const SparseUpdatePlan& plan, gpu::stream_t stream) const {
+  launch(tables, bags, PooledGradView{grad_pooled, grad_row_stride, DType::f32}, optimizer, plan, stream);
+}
+
+void TunedSparseUpdate::launch(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad_view,
+                               const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan,
+                               gpu::stream_t stream) const {
   check_tables(tables, "tuned sparse update");
-  if (tables.row_dtype != shape_.row_dtype || tables.dim != shape_.dim || optimizer.kind != shape_.optimizer)
+  if (tables.row_dtype != shape_.row_dtype || tables.dim != shape_.dim || optimizer.kind != shape_.optimizer ||
+      grad_view.dtype != shape_.grad_dtype)
     throw InternalError("tuned sparse update compiled for " + shape_.key() + ", called with rows=" +
                         std::string(dtype_name(tables.row_dtype)) + " dim=" + std::to_string(tables.dim) +
-                        " opt=" + sparse_optimizer_name(optimizer.kind));
+                        " opt=" + sparse_optimizer_name(optimizer.kind) +
+                        " grad=" + std::string(dtype_name(grad_view.dtype)));
   const int vec = layout_.vec;
   if (!vector_path_ok(tables.dim, vec, tables.weights, dtype_size(tables.row_dtype)) ||
-      !vector_path_ok(tables.dim, vec, grad_pooled, sizeof(float)) || grad_row_stride % vec != 0 ||
+      !vector_path_ok(tables.dim, vec, grad_view.data, dtype_size(grad_view.dtype)) ||
+      grad_view.row_stride % vec != 0 ||
       !vector_path_ok(tables.dim, vec, plan.partial, sizeof(float)) ||
       (optimizer.kind == SparseOptimizerKind::adagrad &&
        !vector_path_ok(tables.dim, vec, optimizer.accumulators, sizeof(float))))
@@ -88,8 +101,8 @@ void TunedSparseUpdate::launch(const EmbeddingTables& tables, const DeviceBags& 
   const int32_t* offsets = bags.offsets;
   const int64_t* row_offsets = tables.row_offsets;
   const uint8_t* mean_pooling = tables.mean_pooling;
-  const float* grad = grad_pooled;
-  int64_t grad_stride = grad_row_stride;
+  const void* grad = grad_view.data;
+  int64_t grad_stride = grad_view.row_stride;
   int64_t batch = bags.batch;
   int dim = tables.dim;
   int lanes = layout_.lanes;

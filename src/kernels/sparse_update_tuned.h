@@ -41,6 +41,9 @@ class TunedSparseUpdate {
   void launch(const EmbeddingTables& tables, const DeviceBags& bags, const float* grad_pooled,
               int64_t grad_row_stride, const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan,
               gpu::stream_t stream) const;
+  // From gradients of the shape's grad_dtype (fp32 or bf16).
+  void launch(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+              const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan, gpu::stream_t stream) const;
 
  private:
   SparseUpdateShape shape_;

@@ -21,14 +21,17 @@ inline const char* sparse_optimizer_name(SparseOptimizerKind k) {
   return "?";
 }
 
-// What a variant is compiled for: row element type, row width and optimizer.
+// What a variant is compiled for: row element type, row width, optimizer and the pooled
+// gradients' element type.
 struct SparseUpdateShape {
   DType row_dtype = DType::f32;  // f32, f16, bf16
   int dim = 0;
   SparseOptimizerKind optimizer = SparseOptimizerKind::rowwise_adagrad;
-  std::string key() const {  // "rows=bf16 dim=128 opt=rowwise_adagrad"
+  DType grad_dtype = DType::f32;  // f32, or bf16 (a bf16 embedding exchange's gradients)
+  std::string key() const {  // "rows=bf16 dim=128 opt=rowwise_adagrad" (+ " grad=bf16")
     return "rows=" + std::string(dtype_name(row_dtype)) + " dim=" + std::to_string(dim) +
-           " opt=" + sparse_optimizer_name(optimizer);
+           " opt=" + sparse_optimizer_name(optimizer) +
+           (grad_dtype == DType::f32 ? "" : " grad=" + std::string(dtype_name(grad_dtype)));
   }
   bool operator==(const SparseUpdateShape&) const = default;
 };
@@ -76,6 +79,7 @@ inline std::string sparse_update_variant_problem(const SparseUpdateShape& s, con
   if (s.row_dtype != DType::f32 && s.row_dtype != DType::f16 && s.row_dtype != DType::bf16)
     return "rows must be fp32, fp16 or bf16";
   if (s.dim <= 0) return "row width must be positive";
+  if (s.grad_dtype != DType::f32 && s.grad_dtype != DType::bf16) return "gradients must be fp32 or bf16";
   if (v.vec_bytes != 2 && v.vec_bytes != 4 && v.vec_bytes != 8 && v.vec_bytes != 16)
     return "vector width must be 2, 4, 8 or 16 bytes";
   const int row_elem = static_cast<int>(dtype_size(s.row_dtype));

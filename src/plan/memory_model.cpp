@@ -344,8 +344,6 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
     m.device(name + " (pooled and arrived gradients, every sample)", exchange_buffer(b * mine, e));
     m.device(name + " (received and gradients to send, its samples)", exchange_buffer(local * all, e));
     m.device(name + " (received and gradients to send, its samples)", exchange_buffer(local * all, e));
-    if (recipe.exchange_dtype != DType::f32)
-      m.device(name + " (arrived gradients widened to fp32)", exchange_floats(b * mine));
   };
   buffers("exchange buffers, table/row-wise", exchange.whole_columns);
   buffers("exchange buffers, column-wise", exchange.column_columns);

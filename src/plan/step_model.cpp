@@ -49,10 +49,6 @@ constexpr double kSegmentBookkeepingBytes = 15 * kIndexBytes;
 // pooled_pieces.cu) read and write each piece element once, one launch each: an fp32
 // element of X and one of the piece, which is fp32 or of the exchange's type.
 constexpr double kPieceCopyBytes = 2 * kFloatBytes;
-// A bf16 exchange's arrived gradients widened to fp32 for the update (kernels/convert.cu:
-// read 2 bytes, write 4 per element; one launch per routed group).
-constexpr double kWidenBytes = 2.0 + kFloatBytes;
-constexpr int kWidenLaunches = 2;
 // The small all-reduces of every data-parallel step (GpuDlrm::enqueue_step): the skip
 // flag (int32), the loss (double) and, with fp16 dense compute, the overflow flag (int32).
 constexpr double kSkipFlagBytes = 4.0, kLossBytesOnLink = 8.0, kOverflowFlagBytes = 4.0;
@@ -305,7 +301,11 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
                      const std::string& label) {
   const double row_bytes = static_cast<double>(g.width) * static_cast<double>(dtype_size(recipe.row_dtype));
   const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.width)) * kFloatBytes;
-  const double grad_row_bytes = g.width * kFloatBytes;
+  // The pooled vectors the lookup writes and the gradients the update reads: fp32, or a
+  // routed group's under a bf16 exchange (model/gpu/sharded_embeddings.h).
+  const bool exchanged = recipe.gpus > 1 && g.kind != ShardGroupKind::replicated;
+  const DType pooled = exchanged ? recipe.exchange_dtype : DType::f32;
+  const double grad_row_bytes = g.width * static_cast<double>(dtype_size(pooled));
   const double tables = static_cast<double>(g.shards.size());
   double lookups = 0.0, occurrences = 0.0, hbm_gather = 0.0, hbm_rows = 0.0, host_read = 0.0, host_update = 0.0,
          host_span = 0.0, distinct_rows = 0.0;
@@ -330,7 +330,8 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   const auto fwd = StepPhase::embedding_fwd;
   w.hbm(fwd, StepFactor::embedding_forward, hbm_gather, label + "row reads (every id)");
   w.hbm(fwd, StepFactor::embedding_forward, (lookups + lb * tables) * kIndexBytes, label + "ids and offsets");
-  w.hbm(fwd, StepFactor::embedding_forward, lb * tables * grad_row_bytes, label + "pooled output (fp32)");
+  w.hbm(fwd, StepFactor::embedding_forward, lb * tables * grad_row_bytes,
+        label + "pooled output (" + std::string(dtype_name(pooled)) + ")");
   w.host_table_rows(fwd, host_read, host_span, label + "distinct rows of host tables over the link");
   w.launches(fwd, 1);
 
@@ -386,19 +387,9 @@ void sharded_terms(WorkBuilder& w, const ModelConfig& model, const OptimConfig& 
            label + "dense and labels of its samples, its shards' bags of the global batch");
     for (const ShardGroup& grp : rs.groups) embedding_group(w, optim, recipe, grp, label + group_name(grp.kind) + ": ");
   }
+  w.set_rank(kAllRanks);
   const ExchangeBytes e = exchange_bytes(model, recipe);
   const auto gx = StepPhase::embedding_grad_exchange;
-  const bool narrow = recipe.exchange_dtype != DType::f32;
-  if (narrow)
-    for (int r = 0; r < recipe.gpus; ++r) {
-      w.set_rank(r);
-      const auto ru = static_cast<std::size_t>(r);
-      const double columns = static_cast<double>(e.whole_columns[ru] + e.column_columns[ru]);
-      w.hbm(gx, StepFactor::elementwise, bd * columns * kWidenBytes,
-            rank_label(r) + "arrived pooled gradients widened to fp32");
-      w.launches(gx, kWidenLaunches);
-    }
-  w.set_rank(kAllRanks);
   const double b_local = std::ceil(bd / recipe.gpus);
   // Routed pieces arrive in the exchange's type; replicated ones are fp32.
   const double exchanged = static_cast<double>(dtype_size(recipe.exchange_dtype));

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -18,6 +20,8 @@
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/long_rows.h"
+#include "kernels/sparse_update_tuned.h"
+#include "kernels/sparse_update_variant.h"
 #include "kernels/step_scalars.h"
 #include "nn/embedding_collection.h"
 
@@ -293,6 +297,77 @@ TEST_P(EmbeddingKernels, BackwardAdagrad) {
 TEST_P(EmbeddingKernels, BackwardRowwiseAdagrad) {
   HETREC_REQUIRE_GPU();
   run_update_case(std::get<0>(GetParam()), std::get<1>(GetParam()), OptimizerKind::rowwise_adagrad, 203);
+}
+
+// bf16 pooled gradients (a bf16 embedding exchange's) read by the update, built-in and
+// tuned (NVRTC, the default variant compiled for bf16 gradients): each value widens
+// exactly, so rows and accumulators equal the fp32 call's on the widened gradients bit
+// for bit, hot rows' chunk sums included.
+void run_bf16_gradient_case(DType dtype, int dim, OptimizerKind kind, uint64_t seed) {
+  ModelConfig m = testing::embedding_model(dim, dtype, seed);
+  const int num = m.num_tables();
+  const int64_t batch = 257;  // table 0's 8 rows occur about 100 times each: chunked
+  const Batch b = testing::random_batch(m, batch, seed + 1);
+  std::vector<float> widened(static_cast<std::size_t>(batch * num * dim));
+  std::vector<uint16_t> bits(widened.size());
+  Rng rng(seed + 2);
+  for (std::size_t i = 0; i < widened.size(); ++i) {
+    bits[i] = f32_to_bf16(static_cast<float>(rng.normal()));
+    widened[i] = bf16_to_f32(bits[i]);
+  }
+  const int64_t state_per_row = kind == OptimizerKind::adagrad ? dim : (kind == OptimizerKind::rowwise_adagrad ? 1 : 0);
+  DeviceBatchCopy db(b, 50);
+  gpu::DeviceBuffer dwide = testing::to_device(widened), dbits = testing::to_device(bits);
+  gpu::DeviceBuffer scalars = testing::to_device(std::vector<kernels::StepScalars>{
+      kernels::make_step_scalars(0.05f, 0.0, 0.9, 0.999, 17)});
+  const kernels::SparseOptimizerKind opt = kind == OptimizerKind::sgd       ? kernels::SparseOptimizerKind::sgd
+                                           : kind == OptimizerKind::adagrad ? kernels::SparseOptimizerKind::adagrad
+                                                                            : kernels::SparseOptimizerKind::rowwise_adagrad;
+  const std::size_t ws_bytes = kernels::embedding_backward_workspace_bytes(db.bags.max_ids, dim);
+  gpu::DeviceBuffer ws(ws_bytes);
+  const gpu::DeviceProperties device = gpu::device_properties(gpu::current_device());
+  const kernels::SparseUpdateShape shape{dtype, dim, opt, DType::bf16};
+  const bool tunable =
+      kernels::sparse_update_variant_problem(shape, kernels::kDefaultSparseUpdateVariant, device.warp_size).empty();
+  std::unique_ptr<kernels::TunedSparseUpdate> tuned;
+  if (tunable)
+    tuned = std::make_unique<kernels::TunedSparseUpdate>(shape, kernels::kDefaultSparseUpdateVariant,
+                                                         device.compute_major, device.compute_minor);
+  // [0]: fp32 gradients; [1]: bf16, built-in; [2]: bf16, tuned.
+  std::vector<std::vector<unsigned char>> weights;
+  std::vector<std::vector<float>> accumulators;
+  for (int run = 0; run < (tunable ? 3 : 2); ++run) {
+    DeviceTables dev(m);
+    const int64_t total = dev.view.total_rows;
+    gpu::DeviceBuffer acc = testing::to_device(std::vector<float>(std::max<std::size_t>(
+        1, static_cast<std::size_t>(total * state_per_row)), 0.01f));
+    kernels::SparseOptimizerParams p;
+    p.kind = opt;
+    p.eps = 1e-6f;
+    p.accumulators = state_per_row ? acc.as<float>() : nullptr;
+    p.seed = m.init_seed;
+    p.scalars = scalars.as<kernels::StepScalars>();
+    if (run == 0)
+      kernels::embedding_bag_backward_update(dev.view, db.bags, dwide.as<float>(), num * dim, p, ws.get(), ws_bytes,
+                                             nullptr);
+    else
+      kernels::embedding_bag_backward_update(dev.view, db.bags, kernels::PooledGradView{dbits.get(), num * dim, DType::bf16},
+                                             p, ws.get(), ws_bytes, nullptr, run == 2 ? tuned.get() : nullptr);
+    weights.push_back(download_weights(dev, m));
+    accumulators.push_back(testing::to_host<float>(acc, static_cast<std::size_t>(std::max<int64_t>(1, total * state_per_row))));
+  }
+  ASSERT_NE(weights[0], download_weights(DeviceTables(m), m)) << "the update changed nothing";
+  for (std::size_t run = 1; run < weights.size(); ++run) {
+    EXPECT_EQ(weights[run], weights[0]) << (run == 1 ? "built-in" : "tuned") << " update from bf16 gradients";
+    EXPECT_EQ(0, std::memcmp(accumulators[run].data(), accumulators[0].data(), accumulators[0].size() * sizeof(float)))
+        << (run == 1 ? "built-in" : "tuned") << " accumulators from bf16 gradients";
+  }
+}
+
+TEST_P(EmbeddingKernels, Bf16GradientsUpdateAsTheirWidenedFp32Values) {
+  HETREC_REQUIRE_GPU();
+  for (OptimizerKind kind : {OptimizerKind::sgd, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad})
+    run_bf16_gradient_case(std::get<0>(GetParam()), std::get<1>(GetParam()), kind, 211 + static_cast<uint64_t>(kind));
 }
 
 // Rows met about 15 000 times: their chunks are longer than the shortest (ceil(sqrt(len))

@@ -169,13 +169,15 @@ class GpuDlrm final : public GpuModel {
     const kernels::DotForwardShape dot_tuning_shape{dot_shape_.num_features, dot_shape_.dim, dot_shape_.self};
     const kernels::CrossNetShape cross_tuning_shape{cross_ ? cross_->operand_type() : DType::f32,
                                                     model.interaction_width()};
-    // The lookups write X (fp32), or with a bf16 exchange the send buffers (bf16).
+    // The lookups write X (fp32), or with a bf16 exchange the send buffers (bf16); the
+    // update reads the gradients of the same type.
     const DType pooled_dtype = data_parallel ? data_parallel->plan.exchange_dtype : DType::f32;
     tuned_ = gpu_model::load_tuned_kernels(options.tuned_kernels_file, props_,
                                            kernels::EmbeddingForwardShape{model.row_dtype, pooled_dtype, dim},
                                            model.arch == Arch::dlrm ? &dot_tuning_shape : nullptr,
                                            kernels::SparseUpdateShape{model.row_dtype, dim,
-                                                                      gpu_model::sparse_optimizer_kind(optim.sparse)},
+                                                                      gpu_model::sparse_optimizer_kind(optim.sparse),
+                                                                      pooled_dtype},
                                            cross_ && cross_->num_layers() > 0 ? &cross_tuning_shape : nullptr);
     if (cross_) cross_->set_tuned(tuned_.cross_forward.get(), tuned_.cross_backward.get());
     // The narrow layers' GEMMs with a tuned small-GEMM winner; with the model's selection,

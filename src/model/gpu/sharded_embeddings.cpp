@@ -7,7 +7,6 @@
 #include "data/batch_checks.h"
 #include "data/batch_slice.h"
 #include "gpu/memory.h"
-#include "kernels/convert.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
 #include "optim/sparse_update.h"
@@ -186,11 +185,6 @@ bool ShardedGpuEmbeddings::reserve(int64_t global, int64_t local) {
   column_grad_ = elements(global_capacity_ * column_mine, exchange_, device_);
   column_received_ = elements(local_capacity_ * column_all, exchange_, device_);
   column_grad_send_ = elements(local_capacity_ * column_all, exchange_, device_);
-  if (exchange_ != DType::f32) {
-    // The update reads fp32 gradients: the arrived ones, widened.
-    whole_grad_f32_ = floats(global_capacity_ * whole_mine, device_);
-    column_grad_f32_ = floats(global_capacity_ * column_mine, device_);
-  }
   replica_pooled_ = floats(local_capacity_ * replica_width, device_);
   replica_grad_send_ = floats(local_capacity_ * replica_width, device_);
   replica_grad_ = floats(global_capacity_ * replica_width, device_);
@@ -309,14 +303,6 @@ void ShardedGpuEmbeddings::exchange_gradients(const float* grad_slots, int64_t s
   // The reverse of forward's exchanges: what this rank received, it sends back.
   comm_.all_to_all_v(whole_grad_send_.raw(), whole_recv_bytes_, whole_grad_.raw(), whole_send_bytes_, stream);
   comm_.all_to_all_v(column_grad_send_.raw(), column_recv_bytes_, column_grad_.raw(), column_send_bytes_, stream);
-  if (exchange_ != DType::f32) {
-    // Widened for the update (exact); the batch is the one the byte counts were built for.
-    const int64_t global = pieces_for_global_;
-    kernels::bf16_to_f32_vector(whole_grad_.data<uint16_t>(), whole_grad_f32_.data<float>(),
-                                global * static_cast<int64_t>(whole_.lookups.size()) * whole_.width, stream);
-    kernels::bf16_to_f32_vector(column_grad_.data<uint16_t>(), column_grad_f32_.data<float>(),
-                                global * static_cast<int64_t>(column_.lookups.size()) * column_.width, stream);
-  }
   if (!replicated_.empty()) {
     const int64_t bytes = local_ * static_cast<int64_t>(replicated_.size()) * model_.embedding_dim *
                           static_cast<int64_t>(sizeof(float));
@@ -326,19 +312,22 @@ void ShardedGpuEmbeddings::exchange_gradients(const float* grad_slots, int64_t s
 
 void ShardedGpuEmbeddings::update(const kernels::StepScalars* scalars, gpu::stream_t stream,
                                   const kernels::TunedSparseUpdate* tuned) {
-  const auto run = [&](Group& g, const Tensor& grad) {
+  // The arrived gradients are of the exchange's type (the update widens bf16 as it reads),
+  // the replicated ones fp32; a tuned update serves the groups it was compiled for.
+  const auto run = [&](Group& g, const Tensor& grad, DType grad_dtype) {
     if (!g.tables) return;
     const kernels::EmbeddingTables& tables = g.tables->tables();
     const kernels::SparseOptimizerParams optimizer = g.tables->optimizer(scalars);
-    const bool fits = tuned && tuned->shape() == kernels::SparseUpdateShape{tables.row_dtype, tables.dim, optimizer.kind};
-    kernels::embedding_bag_backward_update(tables, g.staging->device().bags, grad.data<float>(),
-                                           static_cast<int64_t>(g.lookups.size()) * g.width, optimizer,
-                                           g.workspace.raw(), g.workspace.nbytes(), stream, fits ? tuned : nullptr);
+    const bool fits =
+        tuned && tuned->shape() == kernels::SparseUpdateShape{tables.row_dtype, tables.dim, optimizer.kind, grad_dtype};
+    kernels::embedding_bag_backward_update(
+        tables, g.staging->device().bags,
+        kernels::PooledGradView{grad.raw(), static_cast<int64_t>(g.lookups.size()) * g.width, grad_dtype}, optimizer,
+        g.workspace.raw(), g.workspace.nbytes(), stream, fits ? tuned : nullptr);
   };
-  const bool widened = exchange_ != DType::f32;
-  run(whole_, widened ? whole_grad_f32_ : whole_grad_);
-  run(column_, widened ? column_grad_f32_ : column_grad_);
-  run(replica_, replica_grad_);
+  run(whole_, whole_grad_, exchange_);
+  run(column_, column_grad_, exchange_);
+  run(replica_, replica_grad_, DType::f32);
 }
 
 void ShardedGpuEmbeddings::validate(const Batch& global) const { check_bag_ids(global, model_.tables); }

@@ -4,7 +4,8 @@
 //
 // The all-to-alls carry fp32 or, with plan.exchange_dtype = bf16, bf16 (half the bytes;
 // the lookups write bf16 pooled vectors, the scatter rounds the gradients, and the update
-// reads them widened). Replicated tables' vectors and gradients stay fp32.
+// reads them as they arrived, widening each as it loads). Replicated tables' vectors and
+// gradients stay fp32.
 //
 //   forward   every rank reads the same global batch, so each rank cuts the bags of its
 //             own shards from it on the host (no id exchange) and looks them up for all
@@ -129,9 +130,9 @@ class ShardedGpuEmbeddings {
   // Exchange buffers (of exchange_'s type). whole/column: pooled_ [B x S_r w] (this rank's
   // shards for every sample, also the forward send buffer), received_ [B_local x sum_h
   // S_h w] (rank-major), grad_send_ (layout of received_), grad_ [B x S_r w] (arrived
-  // gradients); grad_f32_: the arrived gradients widened for the update (bf16 only).
-  Tensor whole_pooled_, whole_received_, whole_grad_send_, whole_grad_, whole_grad_f32_;
-  Tensor column_pooled_, column_received_, column_grad_send_, column_grad_, column_grad_f32_;
+  // gradients, which the update reads).
+  Tensor whole_pooled_, whole_received_, whole_grad_send_, whole_grad_;
+  Tensor column_pooled_, column_received_, column_grad_send_, column_grad_;
   // replicated: pooled_ [B_local x R D], grad_send_ [B_local x R D], grad_ [B x R D].
   Tensor replica_pooled_, replica_grad_send_, replica_grad_;
   // Byte counts of the exchanges (per rank).

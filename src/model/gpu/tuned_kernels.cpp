@@ -109,13 +109,30 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
       out.note = joined(out.note, "dot interaction: built-in variant (" + why_not + ")");
     }
   }
-  if (const auto w = find_winner(store, device, tune::kSparseUpdateKernel, update_shape.key(), why_not)) {
+  auto update = find_winner(store, device, tune::kSparseUpdateKernel, update_shape.key(), why_not);
+  std::string update_borrowed;
+  if (!update && update_shape.grad_dtype == DType::bf16) {
+    // bf16 gradients (a bf16 exchange) without a winner of their own: the fp32-gradient
+    // winner's variant, which walks the rows the same way, compiled for bf16 gradients.
+    kernels::SparseUpdateShape fp32_grads = update_shape;
+    fp32_grads.grad_dtype = DType::f32;
+    std::string unused;
+    auto w = find_winner(store, device, tune::kSparseUpdateKernel, fp32_grads.key(), unused);
+    if (w && w->kernel_header.empty() &&
+        kernels::sparse_update_variant_problem(update_shape, tune::to_sparse_update_variant(w->params),
+                                               device.warp_size)
+            .empty()) {
+      update = std::move(w);
+      update_borrowed = " (the " + fp32_grads.key() + " winner, compiled for bf16 gradients)";
+    }
+  }
+  if (const auto& w = update) {
     out.sparse_update = std::make_unique<kernels::TunedSparseUpdate>(update_shape,
                                                                      tune::to_sparse_update_variant(w->params),
                                                                      device.compute_major, device.compute_minor,
                                                                      w->kernel_header);
     out.note = joined(out.note, "embedding sparse update: tuned variant " + tune::describe(w->params) +
-                                    (w->kernel_header.empty() ? "" : " (model-rewritten source)"));
+                                    (w->kernel_header.empty() ? "" : " (model-rewritten source)") + update_borrowed);
   } else {
     out.note = joined(out.note, "embedding sparse update: built-in variant (" + why_not + ")");
   }
