@@ -1,6 +1,8 @@
 #include "model/gpu/tuned_kernels.h"
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 
 #include "core/error.h"
 #include "kernels/rtc_sources.h"
@@ -36,6 +38,21 @@ std::optional<tune::Winner> find_winner(const tune::WinnersStore& store, const g
 }
 
 std::string joined(const std::string& a, const std::string& b) { return a.empty() ? b : a + "; " + b; }
+
+// For a shape with a bf16 side (a bf16 exchange's pooled output or gradients) that has no
+// winner of its own: the winner of the same shape with that side fp32 (`fp32_key`), whose
+// variant walks the rows the same way, when it is plain source and `legal` for the bf16
+// shape. Sets `note` to say so.
+std::optional<tune::Winner> borrowed_winner(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
+                                            const std::string& kernel, const std::string& fp32_key,
+                                            const std::function<bool(const tune::ParameterSet&)>& legal,
+                                            const std::string& what, std::string& note) {
+  std::string unused;
+  auto w = find_winner(store, device, kernel, fp32_key, unused);
+  if (!w || !w->kernel_header.empty() || !legal(w->params)) return std::nullopt;
+  note = " (the " + fp32_key + " winner, compiled for " + what + ")";
+  return w;
+}
 
 // The cross net's two passes: each its winner, or the built-in variant and why.
 void load_cross_kernels(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
@@ -77,17 +94,14 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
   auto forward = find_winner(store, device, tune::kEmbeddingForwardKernel, forward_shape.key(), why_not);
   std::string borrowed;
   if (!forward && forward_shape.out_dtype == DType::bf16) {
-    // bf16 pooled output (a bf16 exchange) without a winner of its own: the fp32-output
-    // winner's variant, which reads the rows the same way, where it is legal for bf16.
     kernels::EmbeddingForwardShape fp32_out = forward_shape;
     fp32_out.out_dtype = DType::f32;
-    std::string unused;
-    auto w = find_winner(store, device, tune::kEmbeddingForwardKernel, fp32_out.key(), unused);
-    if (w && w->kernel_header.empty() &&
-        kernels::forward_variant_problem(forward_shape, tune::to_forward_variant(w->params), device.warp_size).empty()) {
-      forward = std::move(w);
-      borrowed = " (the " + fp32_out.key() + " winner, compiled for bf16 output)";
-    }
+    forward = borrowed_winner(
+        store, device, tune::kEmbeddingForwardKernel, fp32_out.key(),
+        [&](const tune::ParameterSet& p) {
+          return kernels::forward_variant_problem(forward_shape, tune::to_forward_variant(p), device.warp_size).empty();
+        },
+        "bf16 output", borrowed);
   }
   if (const auto& w = forward) {
     out.embedding_forward = std::make_unique<kernels::TunedEmbeddingForward>(
@@ -112,19 +126,16 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
   auto update = find_winner(store, device, tune::kSparseUpdateKernel, update_shape.key(), why_not);
   std::string update_borrowed;
   if (!update && update_shape.grad_dtype == DType::bf16) {
-    // bf16 gradients (a bf16 exchange) without a winner of their own: the fp32-gradient
-    // winner's variant, which walks the rows the same way, compiled for bf16 gradients.
     kernels::SparseUpdateShape fp32_grads = update_shape;
     fp32_grads.grad_dtype = DType::f32;
-    std::string unused;
-    auto w = find_winner(store, device, tune::kSparseUpdateKernel, fp32_grads.key(), unused);
-    if (w && w->kernel_header.empty() &&
-        kernels::sparse_update_variant_problem(update_shape, tune::to_sparse_update_variant(w->params),
-                                               device.warp_size)
-            .empty()) {
-      update = std::move(w);
-      update_borrowed = " (the " + fp32_grads.key() + " winner, compiled for bf16 gradients)";
-    }
+    update = borrowed_winner(
+        store, device, tune::kSparseUpdateKernel, fp32_grads.key(),
+        [&](const tune::ParameterSet& p) {
+          return kernels::sparse_update_variant_problem(update_shape, tune::to_sparse_update_variant(p),
+                                                        device.warp_size)
+              .empty();
+        },
+        "bf16 gradients", update_borrowed);
   }
   if (const auto& w = update) {
     out.sparse_update = std::make_unique<kernels::TunedSparseUpdate>(update_shape,
