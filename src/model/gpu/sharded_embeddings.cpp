@@ -14,7 +14,6 @@
 namespace hetrec::gpu_model {
 namespace {
 
-
 int index_of(const std::vector<int>& list, int table) {
   const auto it = std::find(list.begin(), list.end(), table);
   HETREC_CHECK(it != list.end(), "shard of table " + std::to_string(table) + " in its rank's layout");
