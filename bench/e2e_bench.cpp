@@ -102,7 +102,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
-  bool no_graph = false, profile = false;
+  bool no_graph = false, profile = false, no_overlap = false;
   app.add_option("--config", config, "hetrec config file (its [model] and [optim] are used)");
   app.add_option("--batch", batch, "samples per step");
   app.add_option("--steps", steps, "timed steps (the median is reported)");
@@ -111,7 +111,10 @@ int run(int argc, char** argv) {
   app.add_option("--rows", rows, "embedding row dtype: fp32 | fp16 | bf16 (default: the config's)");
   app.add_option("--set", overrides, "override a config key, e.g. --set 'model.arch=\"dlrm\"' (repeatable; recorded)");
   app.add_flag("--no-graph", no_graph, "run every step eagerly");
-  app.add_flag("--profile", profile, "per-phase device times (steps run eagerly)");
+  app.add_flag("--profile", profile, "per-phase device times (steps run eagerly, in one stream)");
+  app.add_flag("--no-overlap", no_overlap,
+               "under mpirun: run the embedding lookups, exchanges and update in the compute stream, not beside "
+               "the dense layers (GpuModelOptions::overlap_exchanges)");
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
   app.add_option("--commit", commit, "commit the binary was built from");
   app.add_option("--tag", tag, "suffix of the default results file name");
@@ -152,6 +155,7 @@ int run(int argc, char** argv) {
   else if (precision != "fp32") throw ConfigError("--precision: expected fp32 or tf32, got \"" + precision + "\"");
   opts.cuda_graph = !no_graph;
   opts.profile_phases = profile;
+  opts.overlap_exchanges = !no_overlap;
   opts.tuned_kernels_file = tuned_kernels;
 
   // Data parallel under mpirun: the ranks on the host (MPI) and on the GPUs (NCCL).
@@ -323,6 +327,7 @@ int run(int argc, char** argv) {
                     {"world_size", ranks},
                     {"sharding", placement},
                     {"exchange_dtype", dtype_name(exchanged)},
+                    {"overlap_exchanges", ranks > 1 && !no_overlap && !profile},
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},
                     {"phase_ms", phase_json},

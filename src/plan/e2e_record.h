@@ -36,6 +36,9 @@ struct E2eRecord {
   std::string sharding;
   // The embedding exchanges' element type ("fp32" or "bf16"; older records: fp32).
   std::string exchange_dtype = "fp32";
+  // Whether the embedding work ran on its own stream (GpuModelOptions::overlap_exchanges;
+  // never in profiled runs). Records written before it existed ran in one stream.
+  bool overlap_exchanges = false;
 };
 
 // Throws IoError when the file cannot be read, ConfigError naming the file and key when

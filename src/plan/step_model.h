@@ -99,6 +99,12 @@ struct StepWork {
   int64_t batch = 0;  // the global batch
   int gpus = 1;
   std::vector<StepTerm> terms;
+  // Several GPUs: the engine runs the embedding work on a stream of its own
+  // (GpuModelOptions::overlap_exchanges), beside the bottom MLP's forward and backward and
+  // the dense all-reduce and optimizer; with fp16 loss scaling the embedding backward
+  // waits for the bottom MLP's (the overflow check). See predict_step.
+  bool embedding_stream = false;
+  bool loss_scaled = false;
 };
 
 struct StepPrediction {

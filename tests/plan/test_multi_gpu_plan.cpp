@@ -208,6 +208,51 @@ TEST(MultiGpuStepModel, OneGpuIsTheSingleDeviceModelAndRanksReuseItsTerms) {
   EXPECT_EQ(p2.step_ms, p2.rank_step_ms[0]);
 }
 
+// The embedding stream hides the bottom MLP's forward behind the lookups and exchange,
+// and in the backward runs the gradient exchange beside the bottom MLP, then the update
+// beside the dense all-reduce and optimizer (after the bottom MLP with fp16 loss scaling).
+TEST(MultiGpuStepModel, EmbeddingStreamOverlapsTheDensePhasesItDoesNotNeed) {
+  const ModelConfig m = mlperf_model(2000000);
+  const OptimConfig o = mlperf_optim();
+  const PlanTarget t = shipped_target("h200_sxm");
+  const IdDistribution ids{IdLaw::zipf, 1.05};
+  for (DensePrecision dense : {DensePrecision::bf16, DensePrecision::fp16}) {
+    Recipe two = recipe_of_model(m, 65536, "h200_sxm");
+    two.dense = dense;
+    two.gpus = 2;
+    two.sharding.assign(m.tables.size(), TableSharding{ShardingType::table_wise, 0});
+    for (std::size_t i = 1; i < m.tables.size(); i += 2) two.sharding[i].owner = 1;
+    StepWork work = step_work(m, o, two, t.gemm, ids);
+    EXPECT_TRUE(work.embedding_stream);
+    EXPECT_EQ(work.loss_scaled, dense == DensePrecision::fp16);
+    const StepPrediction overlapped = predict_step(work, t.step);
+    work.embedding_stream = false;
+    const StepPrediction serial = predict_step(work, t.step);
+    EXPECT_EQ(overlapped.phase_ms, serial.phase_ms);  // the phases themselves are unchanged
+    ASSERT_EQ(overlapped.rank_step_ms.size(), 2u);
+    for (std::size_t r = 0; r < 2; ++r) {
+      // Rank r's phases: the serial step's terms of every rank plus rank r's own.
+      std::array<double, kStepPhaseCount> ms{};
+      for (const StepTerm& term : work.terms)
+        if (term.rank == kAllRanks || term.rank == static_cast<int>(r))
+          ms[static_cast<std::size_t>(term.phase)] += term_time_us(term, t.step) * 1e-3;
+      const auto at = [&](StepPhase p) { return ms[static_cast<std::size_t>(p)]; };
+      const double b = at(StepPhase::bottom_mlp_bwd), x = at(StepPhase::embedding_grad_exchange),
+                   u = at(StepPhase::embedding_bwd_update),
+                   d = at(StepPhase::dense_all_reduce) + at(StepPhase::dense_optimizer);
+      const double forward_hidden =
+          std::min(at(StepPhase::bottom_mlp_fwd), at(StepPhase::embedding_fwd) + at(StepPhase::embedding_exchange));
+      const double backward = dense == DensePrecision::fp16 ? b + x + std::max(d, u) : std::max(std::max(b, x) + d, x + u);
+      EXPECT_NEAR(overlapped.rank_step_ms[r], serial.rank_step_ms[r] - forward_hidden - (b + x + u + d - backward),
+                  1e-9 * serial.rank_step_ms[r])
+          << "rank " << r;
+      EXPECT_LT(overlapped.rank_step_ms[r], serial.rank_step_ms[r]) << "rank " << r;
+    }
+  }
+  // One GPU has no embedding stream.
+  EXPECT_FALSE(step_work(m, o, recipe_of_model(m, 65536, "h200_sxm"), t.gemm, ids).embedding_stream);
+}
+
 // Sum of a phase's collective terms as bytes (peer_link terms) and latency steps.
 struct CommCounts {
   double bytes = 0.0, steps = 0.0;
@@ -494,6 +539,22 @@ TEST(MultiGpuPlan, DistributedE2eRecordsParseWithTheirSharding) {
   EXPECT_EQ(rn.exchange_dtype, "bf16");
   const StepPrediction pn = predict_step(e2e_measurement(rn, m, o, t.gemm).work, t.step);
   EXPECT_LT(pn.phase(StepPhase::embedding_exchange), p.phase(StepPhase::embedding_exchange));
+  // A record of an overlapped step is predicted with the embedding stream, one without
+  // the field (or profiled) with one stream.
+  EXPECT_FALSE(meas.work.embedding_stream);
+  std::string overlapped = record;
+  overlapped.insert(overlapped.find("\"phase_ms\""), "\"overlap_exchanges\": true, ");
+  const StepMeasurement mo = e2e_measurement(read_e2e_record(write_text("e2e-overlap.json", overlapped).string()), m, o, t.gemm);
+  EXPECT_TRUE(mo.work.embedding_stream);
+  EXPECT_LT(predict_step(mo.work, t.step).step_ms, p.step_ms);
+  std::string not_bool = record;
+  not_bool.insert(not_bool.find("\"phase_ms\""), "\"overlap_exchanges\": 1, ");
+  try {
+    read_e2e_record(write_text("e2e-overlap-bad.json", not_bool).string());
+    ADD_FAILURE() << "no error";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("metrics.overlap_exchanges"), std::string::npos) << e.what();
+  }
   std::string wrong = record;
   wrong.insert(wrong.find("\"phase_ms\""), "\"exchange_dtype\": \"fp16\", ");
   EXPECT_THROW(e2e_measurement(read_e2e_record(write_text("e2e-fp16.json", wrong).string()), m, o, t.gemm),

@@ -203,6 +203,7 @@ class GpuDlrm final : public GpuModel {
   ~GpuDlrm() override {
     try {
       compute_.synchronize();
+      embedding_stream_.synchronize();
       copy_.synchronize();
     } catch (const Error&) {
       // A device error is already being reported elsewhere; the destructor must not throw.
@@ -688,9 +689,25 @@ class GpuDlrm final : public GpuModel {
     float* x = features_.data<float>();
     // Row b of X: [bottom output, pooled table 0, ..., pooled table T-1]; both producers
     // write into it directly.
-    bottom_->forward(gemm_, db.dense, config_.num_dense, batch, x, fd, s);
+    if (overlapped()) {
+      // The lookups and their exchange on the embedding stream, beside the bottom MLP:
+      // they write X's table slots, the bottom MLP its slot 0.
+      const gpu::stream_t e = embedding_stream_.get();
+      fork_.record(s);
+      embedding_stream_.wait(fork_);
+      sharded_->lookup(&device_scalars()->skip_update, e, tuned_.embedding_forward.get());
+      sharded_->exchange_pooled(x + dim, fd, e);
+      embeddings_ready_.record(e);
+      bottom_->forward(gemm_, db.dense, config_.num_dense, batch, x, fd, s);
+      compute_.wait(embeddings_ready_);
+    } else {
+      bottom_->forward(gemm_, db.dense, config_.num_dense, batch, x, fd, s);
+    }
     mark(kBottomForward);
-    if (sharded_) {
+    if (overlapped()) {
+      mark(kEmbeddingForward);
+      mark(kEmbeddingExchange);
+    } else if (sharded_) {
       sharded_->lookup(&device_scalars()->skip_update, s, tuned_.embedding_forward.get());
       mark(kEmbeddingForward);
       sharded_->exchange_pooled(x + dim, fd, s);
@@ -755,6 +772,10 @@ class GpuDlrm final : public GpuModel {
       grad_x = grad_top_in;  // the concatenation is the top MLP's input
     }
     mark(kInteractionBackward);
+    gpu::Communicator* comm = sharded_ ? &data_parallel_.devices->communicator() : nullptr;
+    // Without loss scaling the skip flag is settled by the loss, so the embedding backward
+    // starts beside the bottom MLP's; with it, only after every gradient is checked.
+    if (overlapped() && !loss_scale) start_embedding_backward(*comm, grad_x + dim, fd, scalars, loss_scale);
     bottom_->backward(gemm_, db.dense, config_.num_dense, grad_x, fd, nullptr, 0, batch, scratch, s);
     if (loss_scale) {
       // Every gradient an update reads, back to its true size; an overflow anywhere
@@ -764,8 +785,14 @@ class GpuDlrm final : public GpuModel {
       kernels::unscale_and_check(grad_x + dim, batch, fd - dim, fd, loss_scale, &scalars->skip_update, s);
     }
     mark(kBottomBackward);
-    gpu::Communicator* comm = sharded_ ? &data_parallel_.devices->communicator() : nullptr;
-    if (comm) {
+    if (overlapped()) {
+      if (loss_scale) start_embedding_backward(*comm, grad_x + dim, fd, scalars, loss_scale);
+      // The dense all-reduce follows the embedding stream's collectives (one order of
+      // collectives on the communicator), then runs beside the embedding update.
+      compute_.wait(flags_agreed_);
+      comm->all_reduce_sum(dense_->flat_grads(), static_cast<std::size_t>(dense_->flat_elements()),
+                           gpu::ReduceType::f32, s);
+    } else if (comm) {
       // The dense gradients of the global-batch mean loss, summed over ranks.
       comm->all_reduce_sum(dense_->flat_grads(), static_cast<std::size_t>(dense_->flat_elements()),
                            gpu::ReduceType::f32, s);
@@ -792,10 +819,32 @@ class GpuDlrm final : public GpuModel {
       gpu::memcpy_async(&output_host_.as<StepOutput>()->overflow, &loss_scale->overflow, sizeof(int32_t),
                         gpu::CopyKind::device_to_host, s);
     }
+    if (overlapped()) compute_.wait(update_done_);
     mark(kDenseOptimizer);
     gpu::memcpy_async(&output_host_.as<StepOutput>()->loss, &device_output()->loss, sizeof(double),
                       gpu::CopyKind::device_to_host, s);
     copy_skip_flag(s);
+  }
+
+  // Lookups, exchanges and the embedding update on their own stream (data parallel,
+  // options.overlap_exchanges, not profiling).
+  bool overlapped() const { return sharded_ && options_.overlap_exchanges && !options_.profile_phases; }
+
+  // On the embedding stream, once the compute stream has the tables' slot gradients: the
+  // gradient exchange, the agreement on the skip (and overflow) flags and the loss, then
+  // the update. flags_agreed_ marks the end of its collectives, update_done_ its end.
+  void start_embedding_backward(gpu::Communicator& comm, const float* grad_slots, int64_t stride,
+                                kernels::StepScalars* scalars, kernels::LossScaleState* loss_scale) {
+    const gpu::stream_t e = embedding_stream_.get();
+    fork_.record(compute_.get());
+    embedding_stream_.wait(fork_);
+    sharded_->exchange_gradients(grad_slots, stride, e);
+    comm.all_reduce_sum(&scalars->skip_update, 1, gpu::ReduceType::i32, e);
+    if (loss_scale) comm.all_reduce_sum(&loss_scale->overflow, 1, gpu::ReduceType::i32, e);
+    comm.all_reduce_sum(&device_output()->loss, 1, gpu::ReduceType::f64, e);
+    flags_agreed_.record(e);
+    sharded_->update(scalars, e, tuned_.sparse_update.get());
+    update_done_.record(e);
   }
 
   void copy_skip_flag(gpu::stream_t s) {
@@ -811,6 +860,8 @@ class GpuDlrm final : public GpuModel {
   gpu::CachingDeviceAllocator alloc_;
   gpu::Stream compute_;
   gpu::Stream copy_;
+  gpu::Stream embedding_stream_;  // overlapped(): lookups, exchanges and the embedding update
+  gpu::Event fork_{false}, embeddings_ready_{false}, flags_agreed_{false}, update_done_{false};
   gpu::Event batch_ready_{false};
   cublaslt::Gemm gemm_;
   gpu_model::BatchStaging staging_;

@@ -41,6 +41,11 @@ struct GpuModelOptions {
   // Records device events between the phases of every step (the step then runs eagerly,
   // never as a graph) so phase_ms() can report where the time goes.
   bool profile_phases = false;
+  // Data parallel: the embedding lookups, exchanges and update run on a second stream
+  // beside the dense layers that do not need them (forward: the bottom MLP; backward: the
+  // bottom MLP, then the dense all-reduce and optimizer beside the embedding update). Off,
+  // and whenever profile_phases is on, the step runs in one stream, phase after phase.
+  bool overlap_exchanges = true;
   // Winners file of `hetrec tune` (tune/winners.h); empty: built-in kernel variants only.
   std::string tuned_kernels_file;
 };
