@@ -7,9 +7,15 @@ namespace hetrec::gpu {
 
 class Event;
 
+// Where the scheduler puts a stream's ready blocks: `high` before those of normal streams
+// (the device's greatest priority), so work on the critical path keeps its units while
+// other streams fill the rest.
+enum class StreamPriority { normal, high };
+
 class Stream {
  public:
-  Stream();  // creates a new non-blocking stream on the current device
+  // Creates a new non-blocking stream on the current device.
+  explicit Stream(StreamPriority priority = StreamPriority::normal);
   ~Stream();
   Stream(Stream&& o) noexcept;
   Stream& operator=(Stream&& o) noexcept;
