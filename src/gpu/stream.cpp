@@ -5,6 +5,7 @@
 
 #include "gpu/check.h"
 #include "gpu/event.h"
+#include "gpu/platform_host.h"
 
 namespace hetrec::gpu {
 
