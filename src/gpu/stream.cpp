@@ -5,19 +5,10 @@
 
 #include "gpu/check.h"
 #include "gpu/event.h"
-#include "gpu/platform_host.h"
 
 namespace hetrec::gpu {
 
-Stream::Stream(StreamPriority priority) {
-  if (priority == StreamPriority::normal) {
-    HETREC_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-    return;
-  }
-  int least = 0, greatest = 0;  // numerically, the greatest priority is the lowest number
-  HETREC_GPU_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  HETREC_GPU_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, greatest));
-}
+Stream::Stream() { HETREC_GPU_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
 
 Stream::~Stream() {
   if (stream_ && cudaStreamDestroy(stream_) != cudaSuccess) std::fprintf(stderr, "hetrec: cudaStreamDestroy failed\n");

@@ -7,15 +7,9 @@ namespace hetrec::gpu {
 
 class Event;
 
-// Where the scheduler puts a stream's ready blocks: `high` before those of normal streams
-// (the device's greatest priority), so work on the critical path keeps its units while
-// other streams fill the rest.
-enum class StreamPriority { normal, high };
-
 class Stream {
  public:
-  // Creates a new non-blocking stream on the current device.
-  explicit Stream(StreamPriority priority = StreamPriority::normal);
+  Stream();  // creates a new non-blocking stream on the current device
   ~Stream();
   Stream(Stream&& o) noexcept;
   Stream& operator=(Stream&& o) noexcept;

@@ -860,9 +860,9 @@ class GpuDlrm final : public GpuModel {
   gpu::CachingDeviceAllocator alloc_;
   gpu::Stream compute_;
   gpu::Stream copy_;
-  // overlapped(): lookups, exchanges and the embedding update. They are the step's critical
-  // path beside the dense layers they overlap, so their blocks are scheduled first.
-  gpu::Stream embedding_stream_{gpu::StreamPriority::high};
+  // overlapped(): lookups, exchanges and the embedding update (at normal priority: the
+  // device's greatest measured no different, bench/results/multigpu-20261201b-h200x2.json).
+  gpu::Stream embedding_stream_;
   gpu::Event fork_{false}, embeddings_ready_{false}, flags_agreed_{false}, update_done_{false};
   gpu::Event batch_ready_{false};
   cublaslt::Gemm gemm_;
