@@ -171,9 +171,19 @@ int run(int argc, char** argv) {
     host = dist::make_process_group(kCollectiveTimeoutS);
     devices = std::make_unique<dist::NcclProcessGroup>(*host, kCollectiveTimeoutS);
     const dist::ShardingPlan plan = dist::plan_sharding(cfg.sharding, m.tables, m.embedding_dim, host->size());
-    for (std::size_t t = 0; t < plan.tables.size(); ++t)
-      placement += (t ? ", " : "") + m.tables[t].name + ":" + dist::sharding_type_name(plan.tables[t].type) +
-                   (plan.tables[t].type == dist::ShardingType::table_wise ? "@" + std::to_string(plan.tables[t].owner) : "");
+    for (std::size_t t = 0; t < plan.tables.size(); ++t) {
+      const dist::TableShard& ts = plan.tables[t];
+      placement += (t ? ", " : "") + m.tables[t].name + ":" + dist::sharding_type_name(ts.type) +
+                   (ts.type == dist::ShardingType::table_wise ? "@" + std::to_string(ts.owner) : "");
+      // Row blocks the recipe chose (row_bounds), as "[0 b1 ... rows]".
+      const auto choice = cfg.sharding.tables.find(m.tables[t].name);
+      if (ts.type == dist::ShardingType::row_wise && choice != cfg.sharding.tables.end() &&
+          !choice->second.row_bounds.empty()) {
+        placement += "[";
+        for (std::size_t r = 0; r < ts.row_begin.size(); ++r) placement += std::to_string(ts.row_begin[r]) + " ";
+        placement += std::to_string(ts.row_end.back()) + "]";
+      }
+    }
     exchanged = plan.exchange_dtype;
     distributed = make_distributed_gpu_model(m, o, opts, plan, *host, *devices);
   } else {

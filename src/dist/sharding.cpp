@@ -71,6 +71,26 @@ ShardingPlan plan_sharding(const ShardingSpec& spec, const std::vector<TableConf
           throw ConfigError("config key '" + key + "' (row_wise): table '" + table.name + "' has " +
                             std::to_string(table.rows) + " rows, fewer than the " + std::to_string(world_size) +
                             " ranks; use table_wise or replicated for it");
+        if (!choice.row_bounds.empty()) {
+          const std::vector<int64_t>& b = choice.row_bounds;
+          if (b.size() != n + 1)
+            throw ConfigError("config key '" + key + ".row_bounds': " + std::to_string(b.size()) + " values for " +
+                              std::to_string(world_size) + " ranks; expected " + std::to_string(n + 1) +
+                              " (0, each next block's first row, then the table's " + std::to_string(table.rows) +
+                              " rows)");
+          if (b.front() != 0 || b.back() != table.rows)
+            throw ConfigError("config key '" + key + ".row_bounds': expected it to start at 0 and end at the table's " +
+                              std::to_string(table.rows) + " rows, got " + std::to_string(b.front()) + " ... " +
+                              std::to_string(b.back()));
+          for (std::size_t r = 0; r < n; ++r) {
+            if (b[r + 1] <= b[r])
+              throw ConfigError("config key '" + key + ".row_bounds': values must increase (every rank holds at "
+                                "least one row), got " + std::to_string(b[r]) + " then " + std::to_string(b[r + 1]));
+            shard.row_begin[r] = b[r];
+            shard.row_end[r] = b[r + 1];
+          }
+          break;
+        }
         for (std::size_t r = 0; r < n; ++r) {
           shard.row_begin[r] = table.rows * static_cast<int64_t>(r) / world_size;
           shard.row_end[r] = table.rows * static_cast<int64_t>(r + 1) / world_size;
@@ -90,6 +110,9 @@ ShardingPlan plan_sharding(const ShardingSpec& spec, const std::vector<TableConf
       }
       case ShardingType::replicated: break;
     }
+    if (choice.type != ShardingType::row_wise && !choice.row_bounds.empty())
+      throw ConfigError("config key '" + key + ".row_bounds': only a row_wise table has row blocks, this one is " +
+                        sharding_type_name(choice.type));
     if (choice.type != ShardingType::table_wise && choice.owner >= 0)
       throw ConfigError("config key '" + key + ".rank': only a table_wise table has an owner rank, this one is " +
                         sharding_type_name(choice.type));

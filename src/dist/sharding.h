@@ -2,7 +2,8 @@
 // How the embedding tables are placed on the ranks of a job. The recipe (or config) names
 // a sharding type per table, with a default; plan_sharding resolves it for a world size:
 //   table_wise   one rank (the owner) holds the whole table
-//   row_wise     rank r holds rows [rows*r/N, rows*(r+1)/N)
+//   row_wise     rank r holds rows [rows*r/N, rows*(r+1)/N), or the blocks the spec's
+//                row_bounds give
 //   column_wise  rank r holds columns [col_bounds[r], col_bounds[r+1]) of every row;
 //                bounds are even (so 16-bit rows keep their rounding draws in pairs)
 //   replicated   every rank holds the whole table (data parallel)
@@ -23,10 +24,15 @@ const char* sharding_type_name(ShardingType type);
 struct TableShardingChoice {
   ShardingType type = ShardingType::table_wise;
   int owner = -1;  // table_wise: the owning rank (-1: table index modulo the world size)
+  // row_wise: the blocks' first rows and the table's row count, N + 1 increasing values
+  // from 0 (rank r holds [row_bounds[r], row_bounds[r+1])); empty: blocks of equal rows.
+  // Uneven blocks balance a table whose hot ids cluster in some rows.
+  std::vector<int64_t> row_bounds{};
 };
 
 // What the user wrote: [recipe.sharding] default = "...", and per table
-// [recipe.sharding.tables.<name>] type = "...", rank = R.
+// [recipe.sharding.tables.<name>] type = "...", rank = R (table_wise), row_bounds =
+// [0, ..., rows] (row_wise).
 struct ShardingSpec {
   ShardingType default_type = ShardingType::table_wise;
   std::map<std::string, TableShardingChoice> tables;

@@ -102,8 +102,21 @@ StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& mode
       const auto colon = item.find(':');
       if (colon == std::string::npos)
         throw ConfigError(spec.source + ": '" + item + "': expected <table>:<sharding type>[@<rank>]");
-      const auto at = item.find('@', colon);
+      // "t3:row_wise[0 10 100]": the row blocks a recipe chose (e2e_bench writes them).
+      const auto open = item.find('[', colon);
       dist::TableShardingChoice choice;
+      if (open != std::string::npos) {
+        const auto close = item.find(']', open);
+        if (close == std::string::npos || close + 1 != item.size())
+          throw ConfigError(spec.source + ": '" + item + "': expected <table>:row_wise[<first rows> <rows>]");
+        std::stringstream bounds(item.substr(open + 1, close - open - 1));
+        int64_t v = 0;
+        while (bounds >> v) choice.row_bounds.push_back(v);
+        if (!bounds.eof() || choice.row_bounds.empty())
+          throw ConfigError(spec.source + ": '" + item + "': the row bounds are not whole numbers");
+        item = item.substr(0, open);
+      }
+      const auto at = item.find('@', colon);
       choice.type = dist::parse_sharding_type(item.substr(colon + 1, at == std::string::npos ? std::string::npos : at - colon - 1),
                                               spec.source);
       if (at != std::string::npos) {

@@ -61,15 +61,21 @@ void apply_sharding(Recipe& recipe, const ModelConfig& model, const dist::Shardi
   if (gpus == 1) return;
   const dist::ShardingPlan plan = dist::plan_sharding(spec, model.tables, model.embedding_dim, gpus);
   recipe.exchange_dtype = plan.exchange_dtype;
-  for (const dist::TableShard& t : plan.tables)
-    recipe.sharding.push_back({t.type, t.type == dist::ShardingType::table_wise ? t.owner : 0});
+  for (std::size_t i = 0; i < plan.tables.size(); ++i) {
+    const dist::TableShard& t = plan.tables[i];
+    TableSharding s{t.type, t.type == dist::ShardingType::table_wise ? t.owner : 0, {}};
+    // Uneven blocks stay as the spec gave them; even ones are the default (no bounds).
+    if (const auto it = spec.tables.find(model.tables[i].name); it != spec.tables.end())
+      s.row_bounds = it->second.row_bounds;
+    recipe.sharding.push_back(std::move(s));
+  }
 }
 
 dist::ShardingSpec sharding_spec(const Recipe& recipe, const ModelConfig& model) {
   dist::ShardingSpec spec;
   for (std::size_t t = 0; t < recipe.sharding.size() && t < model.tables.size(); ++t) {
     const TableSharding& s = recipe.sharding[t];
-    spec.tables[model.tables[t].name] = {s.type, s.type == dist::ShardingType::table_wise ? s.owner : -1};
+    spec.tables[model.tables[t].name] = {s.type, s.type == dist::ShardingType::table_wise ? s.owner : -1, s.row_bounds};
   }
   if (recipe.gpus == 1)
     for (const TableConfig& c : model.tables) spec.tables[c.name] = {dist::ShardingType::table_wise, 0};

@@ -31,6 +31,9 @@ enum class TablePlacement { hbm, host };
 struct TableSharding {
   dist::ShardingType type = dist::ShardingType::table_wise;
   int owner = 0;  // table_wise: the rank that holds the table
+  // row_wise: the blocks' bounds (gpus + 1 values from 0 to the table's rows), or empty
+  // for blocks of equal rows (dist::TableShardingChoice::row_bounds).
+  std::vector<int64_t> row_bounds{};
 
   bool operator==(const TableSharding&) const = default;
 };

@@ -70,6 +70,11 @@ std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& predictio
     s += fmt::format("\n[recipe.sharding.tables.{}]\ntype = \"{}\"\n", key(model.tables[t].name),
                      dist::sharding_type_name(sh.type));
     if (sh.type == dist::ShardingType::table_wise) s += fmt::format("rank = {}\n", sh.owner);
+    if (!sh.row_bounds.empty()) {
+      s += "row_bounds = [";
+      for (std::size_t i = 0; i < sh.row_bounds.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", sh.row_bounds[i]);
+      s += "]\n";
+    }
   }
   return s;
 }

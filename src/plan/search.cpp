@@ -141,6 +141,50 @@ ShardingType split_type(const Workload& w, std::size_t t, int gpus) {
   return ShardingType::table_wise;
 }
 
+// Bisection steps of the balanced row_wise cut: the block time is found to 2^-24 of the
+// whole table's, far below the model's own error.
+constexpr int kBalancedCutIterations = 24;
+
+// Row bounds that give each of the n blocks of table t the same predicted embedding time
+// (row_block_embedding_us): the largest per-block time tau for which cutting blocks of
+// time tau one after another still leaves the last block no longer, found by bisection.
+// A table whose hot ids sit in its first rows gets a short first block. Empty when the
+// table has fewer rows than ranks.
+std::vector<int64_t> balanced_row_bounds(const Workload& w, const Recipe& base, const PlanTarget& target,
+                                         std::size_t t, int n) {
+  const int64_t rows = w.model.tables[t].rows;
+  if (rows < n) return {};
+  const auto block_us = [&](int64_t first, int64_t last) {
+    return row_block_embedding_us(w.model, w.optim, base, target.hw(), w.ids, target.step, t, first, last);
+  };
+  // Greedy cut at block time tau: each block ends at the first row where its time reaches
+  // tau (leaving a row for every later block). Returns the bounds and the last block's time.
+  const auto cut = [&](double tau, std::vector<int64_t>& bounds) {
+    bounds.assign(1, 0);
+    for (int r = 0; r + 1 < n; ++r) {
+      const int64_t first = bounds.back();
+      int64_t lo = first + 1, hi = rows - (n - r - 1);  // the end row lies in [lo, hi]
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (block_us(first, mid) >= tau) hi = mid;
+        else lo = mid + 1;
+      }
+      bounds.push_back(lo);
+    }
+    bounds.push_back(rows);
+    return block_us(bounds[bounds.size() - 2], rows);
+  };
+  double lo = 0.0, hi = block_us(0, rows);
+  std::vector<int64_t> bounds, best;
+  for (int i = 0; i < kBalancedCutIterations; ++i) {
+    const double tau = 0.5 * (lo + hi);
+    if (cut(tau, bounds) > tau) lo = tau;  // the last block is left too long: cut longer blocks
+    else hi = tau, best = bounds;
+  }
+  if (best.empty()) cut(hi, best);
+  return best;
+}
+
 // Small tables: at most this many bytes of rows and optimizer state are replicated on
 // every rank in the replicating variants (a lookup of the local samples instead of an
 // exchange; the update over the global batch on every rank). Planner's choice: a table
@@ -148,6 +192,7 @@ ShardingType split_type(const Workload& w, std::size_t t, int gpus) {
 constexpr double kReplicateBytes[] = {1.0 * 1024 * 1024, 64.0 * 1024 * 1024};
 // The most tables the split variants split (the costliest or largest first).
 constexpr std::size_t kMaxSplitTables = 8;
+
 
 }  // namespace
 
@@ -202,6 +247,19 @@ std::vector<std::vector<TableSharding>> candidate_shardings(const Workload& w, c
     if (!any) continue;
     balance_table_wise(s, cost, fixed_loads(s, cost, n));
     bases.push_back(s);
+  }
+  // The bases with row_wise tables again, each table cut into blocks of equal predicted
+  // time instead of equal rows.
+  const std::size_t even_bases = bases.size();
+  for (std::size_t i = 0; i < even_bases; ++i) {
+    std::vector<TableSharding> s = bases[i];
+    bool any = false;
+    for (std::size_t t = 0; t < tables; ++t)
+      if (s[t].type == ShardingType::row_wise) {
+        s[t].row_bounds = balanced_row_bounds(w, base, target, t, n);
+        any = any || !s[t].row_bounds.empty();
+      }
+    if (any) bases.push_back(std::move(s));
   }
   for (const std::vector<TableSharding>& b : bases) {
     add(b);

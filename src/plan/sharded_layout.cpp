@@ -33,6 +33,19 @@ ShardLoad whole_table_load(const ModelConfig& model, std::size_t t, bool host, c
   return whole_table(model.tables.at(t), static_cast<int>(t), host, ids, samples);
 }
 
+ShardLoad row_block_load(const ModelConfig& model, std::size_t t, bool host, const IdDistribution& ids, double samples,
+                         int64_t first, int64_t last) {
+  const TableConfig& c = model.tables.at(t);
+  const double draws = samples * c.hotness;
+  ShardLoad s;
+  s.table = static_cast<int>(t);
+  s.rows = last - first;
+  s.host = host;
+  s.lookup_ids = s.update_ids = draws * row_block_id_share(ids, c.rows, first, last);
+  s.lookup_unique = s.update_unique = row_block_unique_rows(ids, c.rows, first, last, draws);
+  return s;
+}
+
 double ShardGroup::lookup_ids() const {
   double n = 0.0;
   for (const ShardLoad& s : shards) n += s.lookup_ids;
@@ -104,15 +117,7 @@ std::vector<RankShards> rank_shards(const ModelConfig& model, const Recipe& reci
           break;
         case dist::ShardingType::row_wise: {
           if (!ts.holds(r)) break;
-          const int64_t first = ts.row_begin[ru], last = ts.row_end[ru];
-          const double draws = b * c.hotness;
-          ShardLoad s;
-          s.table = ti;
-          s.rows = last - first;
-          s.host = host;
-          s.lookup_ids = s.update_ids = draws * row_block_id_share(ids, c.rows, first, last);
-          s.lookup_unique = s.update_unique = row_block_unique_rows(ids, c.rows, first, last, draws);
-          whole.shards.push_back(s);
+          whole.shards.push_back(row_block_load(model, t, host, ids, b, ts.row_begin[ru], ts.row_end[ru]));
           break;
         }
         case dist::ShardingType::column_wise:

@@ -68,6 +68,11 @@ std::vector<RankShards> rank_shards(const ModelConfig& model, const Recipe& reci
 // Table `t` whole, looked up and updated for `samples` bags (what one GPU does with it).
 ShardLoad whole_table_load(const ModelConfig& model, std::size_t t, bool host, const IdDistribution& ids, double samples);
 
+// Rows [first, last) of table `t` as a row_wise block: the ids of `samples` bags that fall
+// in it, looked up and updated (the rules below).
+ShardLoad row_block_load(const ModelConfig& model, std::size_t t, bool host, const IdDistribution& ids, double samples,
+                         int64_t first, int64_t last);
+
 // Expected share of a table's ids that fall in rows [first, last), and the distinct rows
 // of that block among `draws` ids of the table (the rules above).
 double row_block_id_share(const IdDistribution& ids, int64_t rows, int64_t first, int64_t last);

@@ -133,6 +133,13 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
 StepWork sharded_step_work(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
                            const Hardware& hw, const IdDistribution& ids);
 
+// Predicted forward and backward time of rows [first, last) of table `t` as a row_wise
+// block alone on one GPU for the recipe's global batch (the search cuts row_wise tables
+// into blocks of equal time by it).
+double row_block_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                              const Hardware& hw, const IdDistribution& ids, const StepModelParams& params,
+                              std::size_t t, int64_t first, int64_t last);
+
 // Predicted forward and backward time of table `t` alone on one GPU for the recipe's
 // global batch (the search balances table_wise shards by it).
 double table_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,

@@ -365,7 +365,8 @@ void parse_train(Section t, TrainConfig& tr) {
 const std::vector<std::string> kShardingTypes = {"table_wise", "row_wise", "column_wise", "replicated"};
 
 // [recipe.sharding]: default = "<type>", exchange_dtype = "fp32" | "bf16", and
-// [recipe.sharding.tables.<table>] with type = "<type>" and, for table_wise, rank = <owner>.
+// [recipe.sharding.tables.<table>] with type = "<type>" and, for table_wise, rank = <owner>,
+// for row_wise, row_bounds = [0, ..., rows] (uneven blocks; checked by dist::plan_sharding).
 void parse_sharding(Section s, const ModelConfig& model, dist::ShardingSpec& spec) {
   spec.source = s.prefix();  // "recipe.sharding"
   spec.default_type = dist::parse_sharding_type(s.choice("default", "table_wise", kShardingTypes), s.key_name("default"));
@@ -387,6 +388,12 @@ void parse_sharding(Section s, const ModelConfig& model, dist::ShardingSpec& spe
     if (choice.owner >= 0 && choice.type != dist::ShardingType::table_wise)
       t.fail("rank", "only a table_wise table has an owner rank, this one is " +
                          std::string(dist::sharding_type_name(choice.type)));
+    if (t.has("row_bounds")) {
+      choice.row_bounds = t.int_list("row_bounds", 0, int64_t{1} << 62);
+      if (choice.type != dist::ShardingType::row_wise)
+        t.fail("row_bounds", "only a row_wise table has row blocks, this one is " +
+                                 std::string(dist::sharding_type_name(choice.type)));
+    }
     t.reject_unknown();
     spec.tables[name] = choice;
   }

@@ -32,6 +32,7 @@
 #include "gpu/device.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "../model_gpu/dlrm_test_inputs.h"
+#include "sharding_test_support.h"
 #include "trajectory_drift.h"
 
 namespace hetrec {
@@ -103,7 +104,7 @@ void train_and_compare(const Case& c) {
     alone_devices = std::make_unique<dist::NcclProcessGroup>(alone, kTimeoutS);
     EXPECT_EQ(alone_devices->device(), devices.device());
     reference_one_rank = make_distributed_gpu_model(
-        model, optim, one_device, dist::plan_sharding(c.sharding, model.tables, model.embedding_dim, 1), alone,
+        model, optim, one_device, dist::plan_sharding(testing::one_rank_spec(c.sharding), model.tables, model.embedding_dim, 1), alone,
         *alone_devices);
   } else {
     reference = make_gpu_model(model, optim, one_device);
@@ -207,6 +208,14 @@ TEST(DistributedGpuDlrm, MixedPlanDcnV2WithBf16GemmsAndFp16RowsMatchesOneDevice)
   spec.tables["C2"] = {dist::ShardingType::column_wise, -1};
   spec.tables["C3"] = {dist::ShardingType::replicated, -1};
   train_and_compare({"mixed fp32", spec, OptimizerKind::adagrad, Arch::dcnv2});
+  // Row blocks of unequal size: the skewed ids' hot rows (the first) in a short first block.
+  const int ranks = dist::make_process_group(kTimeoutS)->size();
+  const int64_t rows = small_model(Arch::dcnv2, DType::f32).tables[4].rows;  // C5, the row_wise table
+  std::vector<int64_t> bounds{0};
+  for (int r = 1; r < ranks; ++r) bounds.push_back(3 + (rows - 3) * (r - 1) / (ranks - 1));
+  bounds.push_back(rows);
+  spec.tables["C5"] = {dist::ShardingType::row_wise, -1, bounds};
+  train_and_compare({"mixed fp32, uneven row blocks", spec, OptimizerKind::adagrad, Arch::dcnv2});
   train_and_compare({"mixed bf16 GEMMs, fp16 rows", spec, OptimizerKind::adagrad, Arch::dcnv2, DType::f16, DType::bf16});
 }
 

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -23,6 +24,7 @@
 #include "dist/process_group.h"
 #include "dist/sharding.h"
 #include "model/dlrm.h"
+#include "sharding_test_support.h"
 #include "trajectory_drift.h"
 
 namespace hetrec {
@@ -119,8 +121,8 @@ void train_and_compare(const Case& c) {
   std::unique_ptr<Model> reference;
   std::unique_ptr<DistributedModel> reference_one_rank;
   if (bf16_exchange)
-    reference_one_rank =
-        make_distributed_cpu_model(model, optim, dist::plan_sharding(c.sharding, model.tables, model.embedding_dim, 1), alone);
+    reference_one_rank = make_distributed_cpu_model(
+        model, optim, dist::plan_sharding(testing::one_rank_spec(c.sharding), model.tables, model.embedding_dim, 1), alone);
   else
     reference = make_cpu_model(model, optim);
   Model& ref_model = bf16_exchange ? static_cast<Model&>(*reference_one_rank) : *reference;
@@ -210,6 +212,34 @@ TEST(ShardedTraining, MixedPlanWithDcnV2MatchesOneProcess) {
   train_and_compare({"mixed", spec, OptimizerKind::rowwise_adagrad, Arch::dcnv2});
 }
 
+// Row blocks of unequal size for a job of n ranks: a one-row first block (where skewed ids
+// are hot), the rest of the rows split evenly.
+std::vector<int64_t> uneven_row_bounds(int64_t rows, int n) {
+  std::vector<int64_t> b{0};
+  for (int r = 1; r < n; ++r) b.push_back(1 + (rows - 1) * (r - 1) / (n - 1));
+  b.push_back(rows);
+  return b;
+}
+
+TEST(ShardedTraining, UnevenRowBlocksMatchOneProcess) {
+  auto group = dist::make_process_group(kTimeoutS);
+  const ModelConfig model = small_model(Arch::dcnv2);
+  dist::ShardingSpec spec = all_of(dist::ShardingType::row_wise);
+  for (const TableConfig& t : model.tables)
+    spec.tables[t.name] = {dist::ShardingType::row_wise, -1, uneven_row_bounds(t.rows, group->size())};
+  const dist::ShardingPlan plan = dist::plan_sharding(spec, model.tables, 8, group->size());
+  for (std::size_t t = 0; t < plan.tables.size(); ++t) {
+    const auto bounds = uneven_row_bounds(model.tables[t].rows, group->size());
+    for (std::size_t r = 0; r + 1 < bounds.size(); ++r) {
+      EXPECT_EQ(plan.tables[t].row_begin[r], bounds[r]);
+      EXPECT_EQ(plan.tables[t].row_end[r], bounds[r + 1]);
+    }
+  }
+  train_and_compare({"uneven row blocks", spec, OptimizerKind::rowwise_adagrad, Arch::dcnv2});
+  spec.exchange_dtype = DType::bf16;
+  train_and_compare({"uneven row blocks, bf16 exchange", spec, OptimizerKind::adagrad, Arch::dlrm});
+}
+
 // The rounding of a bf16 exchange is real: the one-rank model with it ends away from the
 // fp32 single-process model by more than reduction order explains, but within the drift
 // that rounding explains.
@@ -268,6 +298,30 @@ TEST(ShardedTraining, PlanErrorsNameTheKey) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("recipe.sharding.tables.nope"), std::string::npos) << e.what();
   }
+  // Row bounds: one per rank and the end, from 0 to the rows, increasing; row_wise only.
+  const auto expect_row_bounds_error = [&](const std::vector<int64_t>& bounds, dist::ShardingType type,
+                                           const std::string& says) {
+    dist::ShardingSpec spec = all_of(dist::ShardingType::table_wise);
+    spec.tables["t1"] = {type, -1, bounds};
+    try {
+      dist::plan_sharding(spec, model.tables, 8, n);
+      ADD_FAILURE() << "no error for row bounds of " << bounds.size() << " values";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("recipe.sharding.tables.t1.row_bounds"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  std::vector<int64_t> good = uneven_row_bounds(50, n);
+  expect_row_bounds_error(std::vector<int64_t>(good.begin(), good.end() - 1), dist::ShardingType::row_wise, "expected");
+  std::vector<int64_t> short_end = good;
+  short_end.back() = 49;
+  expect_row_bounds_error(short_end, dist::ShardingType::row_wise, "end at the table's 50 rows");
+  std::vector<int64_t> repeated = good;
+  repeated.insert(repeated.begin() + 1, 0);
+  repeated.pop_back();
+  repeated.back() = 50;
+  if (n > 1) expect_row_bounds_error(repeated, dist::ShardingType::row_wise, "must increase");
+  expect_row_bounds_error(good, dist::ShardingType::column_wise, "only a row_wise table");
   dist::ShardingSpec owner = all_of(dist::ShardingType::table_wise);
   owner.tables["t1"] = {dist::ShardingType::table_wise, n};
   try {

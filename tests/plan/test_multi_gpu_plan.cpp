@@ -3,6 +3,7 @@
 // the memory per rank, the sharding search, and `hetrec plan --gpus 2` end to end.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -45,7 +46,9 @@ Recipe mixed_recipe(const ModelConfig& m) {
   r.gpus = 4;
   r.sharding.assign(m.tables.size(), TableSharding{});
   for (std::size_t t = 0; t < m.tables.size(); ++t) r.sharding[t] = {ShardingType::table_wise, static_cast<int>((3 * t) % 4)};
-  r.sharding[20] = {ShardingType::row_wise, 0};
+  // Table 20's hot rows in a short first block; table 0 in blocks of equal rows.
+  const int64_t rows20 = m.tables[20].rows;
+  r.sharding[20] = {ShardingType::row_wise, 0, {0, rows20 / 1000, rows20 / 10, rows20 / 2, rows20}};
   r.sharding[0] = {ShardingType::row_wise, 0};
   r.sharding[5] = {ShardingType::replicated, 0};
   r.sharding[12] = {ShardingType::replicated, 0};
@@ -61,7 +64,8 @@ TEST(MultiGpuRecipe, ShardingSurvivesTomlAndTheConfigParser) {
   p.samples_per_s = 5.2e6;
   const std::string text = recipe_to_toml(r, p, base.model);
   EXPECT_NE(text.find("gpus = 4"), std::string::npos);
-  EXPECT_NE(text.find("[recipe.sharding.tables.t20]\ntype = \"row_wise\""), std::string::npos);
+  EXPECT_NE(text.find("[recipe.sharding.tables.t20]\ntype = \"row_wise\"\nrow_bounds = [0, "), std::string::npos);
+  EXPECT_NE(text.find("[recipe.sharding.tables.t0]\ntype = \"row_wise\"\n\n"), std::string::npos);
   const auto path = write_text("recipe.toml", text);
 
   // What `mpirun -np 4 hetrec train --recipe` reads.
@@ -87,11 +91,32 @@ TEST(MultiGpuRecipe, ShardingSurvivesTomlAndTheConfigParser) {
     EXPECT_EQ(from_config.tables[t].type, from_recipe.tables[t].type);
     EXPECT_EQ(from_config.tables[t].owner, from_recipe.tables[t].owner);
     EXPECT_EQ(from_config.tables[t].row_begin, from_recipe.tables[t].row_begin);
+    EXPECT_EQ(from_config.tables[t].row_end, from_recipe.tables[t].row_end);
     EXPECT_EQ(from_config.tables[t].col_begin, from_recipe.tables[t].col_begin);
   }
   Recipe back = recipe_of_model(cfg.model, cfg.train.batch_size, "h200_sxm");
   apply_sharding(back, cfg.model, cfg.sharding, cfg.recipe_gpus);
   EXPECT_EQ(back.sharding, r.sharding);
+
+  EXPECT_EQ(from_config.tables[20].row_end[0], base.model.tables[20].rows / 1000);
+
+  // Row bounds on a table that is not row_wise, or of the wrong count, name their key.
+  for (const std::string& bad : {std::string("type = \"table_wise\"\nrank = 0\nrow_bounds = [0, 5, 10]"),
+                                 std::string("type = \"row_wise\"\nrow_bounds = [0, 5]"),
+                                 std::string("type = \"row_wise\"\nrow_bounds = [0, \"5\"]")}) {
+    std::string wrong = text;
+    const auto at = wrong.find("[recipe.sharding.tables.t1]\n");
+    ASSERT_NE(at, std::string::npos);
+    const auto end = wrong.find("\n\n", at);
+    wrong.replace(at, end - at, "[recipe.sharding.tables.t1]\n" + bad);
+    try {
+      const RunConfig c = load_run_config(kMlperfConfig, {}, write_text("bad-bounds.toml", wrong).string());
+      dist::plan_sharding(c.sharding, c.model.tables, c.model.embedding_dim, 4);
+      ADD_FAILURE() << "no error for " << bad;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("recipe.sharding.tables.t1.row_bounds"), std::string::npos) << e.what();
+    }
+  }
 
   // One GPU writes what it always wrote: no gpus, no sharding.
   Recipe one = r;
@@ -473,6 +498,56 @@ TEST(MultiGpuSearch, NeverUnsupportedAndNoWorseThanTableWise) {
   }
 }
 
+// Under a power law whose hot ids are the first rows, equal row blocks leave the first
+// rank most of the work; the search also offers every row_wise table cut into blocks of
+// equal predicted time, and prefers them here.
+TEST(MultiGpuSearch, RowWiseTablesAlsoComeInBlocksOfEqualPredictedTime) {
+  const ModelConfig m = mlperf_model(0);
+  const Workload w{m, mlperf_optim(), IdDistribution{IdLaw::power, 3.0}};
+  const PlanTarget t = shipped_target("h200_sxm");
+  for (int gpus : {2, 4}) {
+    SCOPED_TRACE(std::to_string(gpus) + " GPUs");
+    Recipe base = recipe_of_model(m, 131072, "h200_sxm");
+    base.dense = DensePrecision::bf16;
+    base.row_dtype = DType::bf16;
+    base.gpus = gpus;
+    const auto candidates = candidate_shardings(w, base, t);
+    int balanced = 0;
+    for (const std::vector<TableSharding>& s : candidates) {
+      for (std::size_t i = 0; i < s.size(); ++i) {
+        if (s[i].row_bounds.empty()) continue;
+        EXPECT_EQ(s[i].type, ShardingType::row_wise);
+        ASSERT_EQ(s[i].row_bounds.size(), static_cast<std::size_t>(gpus + 1));
+        EXPECT_EQ(s[i].row_bounds.front(), 0);
+        EXPECT_EQ(s[i].row_bounds.back(), m.tables[i].rows);
+        if (i != 20) continue;
+        ++balanced;
+        // The hot first rows make a short first block, and the blocks' times agree.
+        EXPECT_LT(s[i].row_bounds[1], m.tables[i].rows / gpus / 2);
+        std::vector<double> us;
+        for (int r = 0; r < gpus; ++r)
+          us.push_back(row_block_embedding_us(m, w.optim, base, t.hw(), w.ids, t.step, i, s[i].row_bounds[r],
+                                              s[i].row_bounds[r + 1]));
+        const auto [lo, hi] = std::minmax_element(us.begin(), us.end());
+        EXPECT_LT(*hi / *lo, 1.02) << "block times " << *lo << " to " << *hi << " us";
+      }
+    }
+    EXPECT_GT(balanced, 0) << "no candidate cuts table 20 into balanced blocks";
+    // The balanced cut beats the even one for the same placement of the other tables.
+    for (const std::vector<TableSharding>& s : candidates) {
+      if (s[20].row_bounds.empty()) continue;
+      std::vector<TableSharding> even = s;
+      for (TableSharding& e : even) e.row_bounds.clear();
+      if (std::find(candidates.begin(), candidates.end(), even) == candidates.end()) continue;
+      Recipe a = base, b = base;
+      a.sharding = s;
+      b.sharding = even;
+      EXPECT_LT(predict_step(sharded_step_work(m, w.optim, a, t.hw(), w.ids), t.step).step_ms,
+                predict_step(sharded_step_work(m, w.optim, b, t.hw(), w.ids), t.step).step_ms);
+    }
+  }
+}
+
 TEST(MultiGpuSearch, SixteenBitRecipesExchangeInBf16) {
   const ModelConfig m = mlperf_model(2000000);
   const Workload w{m, mlperf_optim(), IdDistribution{IdLaw::zipf, 1.05}};
@@ -555,6 +630,15 @@ TEST(MultiGpuPlan, DistributedE2eRecordsParseWithTheirSharding) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("metrics.overlap_exchanges"), std::string::npos) << e.what();
   }
+  // Row blocks a recipe chose travel in the sharding text, "[0 ... rows]".
+  std::string blocks = record;
+  blocks.replace(blocks.find("t1:row_wise"), 11, "t1:row_wise[0 5 " + std::to_string(m.tables[1].rows) + "]");
+  const StepMeasurement mb = e2e_measurement(read_e2e_record(write_text("e2e-blocks.json", blocks).string()), m, o, t.gemm);
+  EXPECT_NE(predict_step(mb.work, t.step).rank_step_ms, p.rank_step_ms);
+  std::string bad_blocks = record;
+  bad_blocks.replace(bad_blocks.find("t1:row_wise"), 11, "t1:row_wise[0 x]");
+  EXPECT_THROW(e2e_measurement(read_e2e_record(write_text("e2e-bad-blocks.json", bad_blocks).string()), m, o, t.gemm),
+               ConfigError);
   std::string wrong = record;
   wrong.insert(wrong.find("\"phase_ms\""), "\"exchange_dtype\": \"fp16\", ");
   EXPECT_THROW(e2e_measurement(read_e2e_record(write_text("e2e-fp16.json", wrong).string()), m, o, t.gemm),
