@@ -535,9 +535,11 @@ StepWork sharded_step_work(const ModelConfig& model, const OptimConfig& optim, c
   return w.finish(/*with_step_overhead=*/false);
 }
 
-double row_block_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
-                              const Hardware& hw, const IdDistribution& ids, const StepModelParams& params,
-                              std::size_t t, int64_t first, int64_t last) {
+namespace {
+
+// Forward and backward time of one shard alone on one GPU for the recipe's global batch.
+double one_gpu_shard_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe, const Hardware& hw,
+                        const StepModelParams& params, const ShardLoad& shard) {
   Recipe one = recipe;
   one.gpus = 1;
   one.sharding.clear();
@@ -546,30 +548,28 @@ double row_block_embedding_us(const ModelConfig& model, const OptimConfig& optim
   ShardGroup g;
   g.width = model.embedding_dim;
   g.lookup_samples = g.update_samples = static_cast<double>(recipe.batch);
-  g.shards.push_back(row_block_load(model, t, recipe.placement.at(t) == TablePlacement::host, ids,
-                                    static_cast<double>(recipe.batch), first, last));
+  g.shards.push_back(shard);
   embedding_group(w, optim, one, g, "");
   double us = 0.0;
   for (const StepTerm& term : w.finish(/*with_step_overhead=*/false).terms) us += term_time_us(term, params);
   return us;
 }
 
+}  // namespace
+
+double row_block_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
+                              const Hardware& hw, const IdDistribution& ids, const StepModelParams& params,
+                              std::size_t t, int64_t first, int64_t last) {
+  return one_gpu_shard_us(model, optim, recipe, hw, params,
+                          row_block_load(model, t, recipe.placement.at(t) == TablePlacement::host, ids,
+                                         static_cast<double>(recipe.batch), first, last));
+}
+
 double table_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
                           const Hardware& hw, const IdDistribution& ids, const StepModelParams& params, std::size_t t) {
-  Recipe one = recipe;
-  one.gpus = 1;
-  one.sharding.clear();
-  validate_recipe(one, model);
-  WorkBuilder w(hw, nullptr, one);
-  ShardGroup g;
-  g.width = model.embedding_dim;
-  g.lookup_samples = g.update_samples = static_cast<double>(recipe.batch);
-  g.shards.push_back(
-      whole_table_load(model, t, recipe.placement.at(t) == TablePlacement::host, ids, static_cast<double>(recipe.batch)));
-  embedding_group(w, optim, one, g, "");
-  double us = 0.0;
-  for (const StepTerm& term : w.finish(/*with_step_overhead=*/false).terms) us += term_time_us(term, params);
-  return us;
+  return one_gpu_shard_us(model, optim, recipe, hw, params,
+                          whole_table_load(model, t, recipe.placement.at(t) == TablePlacement::host, ids,
+                                           static_cast<double>(recipe.batch)));
 }
 
 double term_time_us(const StepTerm& term, const StepModelParams& params) {
