@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <string>
@@ -193,7 +194,6 @@ constexpr double kReplicateBytes[] = {1.0 * 1024 * 1024, 64.0 * 1024 * 1024};
 // The most tables the split variants split (the costliest or largest first).
 constexpr std::size_t kMaxSplitTables = 8;
 
-
 }  // namespace
 
 std::vector<std::vector<TableSharding>> candidate_shardings(const Workload& w, const Recipe& base,
@@ -250,13 +250,16 @@ std::vector<std::vector<TableSharding>> candidate_shardings(const Workload& w, c
   }
   // The bases with row_wise tables again, each table cut into blocks of equal predicted
   // time instead of equal rows.
+  std::map<std::size_t, std::vector<int64_t>> cuts;  // per table, computed once
   const std::size_t even_bases = bases.size();
   for (std::size_t i = 0; i < even_bases; ++i) {
     std::vector<TableSharding> s = bases[i];
     bool any = false;
     for (std::size_t t = 0; t < tables; ++t)
       if (s[t].type == ShardingType::row_wise) {
-        s[t].row_bounds = balanced_row_bounds(w, base, target, t, n);
+        auto cut = cuts.find(t);
+        if (cut == cuts.end()) cut = cuts.emplace(t, balanced_row_bounds(w, base, target, t, n)).first;
+        s[t].row_bounds = cut->second;
         any = any || !s[t].row_bounds.empty();
       }
     if (any) bases.push_back(std::move(s));
