@@ -150,8 +150,9 @@ TEST(GpuModel, BatchesPackedAheadTrainExactlyAsStagedOnes) {
   std::vector<Batch> batches;
   for (int step = 0; step < 8; ++step)
     batches.push_back(make_batch(m, step == 5 ? 37 : 128, 700 + static_cast<uint64_t>(step)));
-  // A wrong announcement: step 3 announces a batch that step 4 is not given (staged as
-  // usual); a prediction between steps replaces the packed batch.
+  // Announced batches are packed and copied to the device's landing buffers during the
+  // step before theirs. A wrong announcement: step 3 announces a batch that step 4 is not
+  // given (staged as usual); a prediction between steps replaces the packed batch.
   const Batch decoy = make_batch(m, 128, 7777);
   for (int step = 0; step < 8; ++step) {
     const auto i = static_cast<std::size_t>(step);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "core/error.h"
 #include "gpu/memory.h"
@@ -43,6 +44,7 @@ void BatchStaging::wait_for_copies() {
 
 void BatchStaging::reserve_host(int64_t samples, int64_t ids) {
   wait_for_copies();  // the staging memory is about to be rewritten
+  landed_ = false;    // and what landed ahead is no longer the packed batch
   if (samples <= host_samples_ && ids <= host_ids_) return;
   host_samples_ = std::max(samples, host_samples_);
   if (ids > host_ids_) host_ids_ = static_cast<int64_t>(static_cast<double>(ids) * kGrowth) + 1;
@@ -109,13 +111,41 @@ void BatchStaging::pack_shard_bags(const Batch& global, const std::vector<dist::
                          reinterpret_cast<int32_t*>(ids_at()));
 }
 
+void BatchStaging::reserve_landing(int64_t samples, int64_t ids) {
+  if (samples <= landing_samples_ && ids <= landing_ids_) return;
+  landing_samples_ = std::max(samples, landing_samples_);
+  if (ids > landing_ids_) landing_ids_ = std::max(ids, host_ids_);
+  landing_dense_ = Tensor::empty({landing_samples_ * num_dense_ + 1}, DType::f32, device_alloc_);
+  landing_labels_ = Tensor::empty({landing_samples_}, DType::f32, device_alloc_);
+  landing_offsets_ = Tensor::empty({landing_samples_ * num_tables_ + 1}, DType::i32, device_alloc_);
+  landing_ids_buffer_ = Tensor::empty({landing_ids_ + 1}, DType::i32, device_alloc_);
+}
+
+void BatchStaging::copy_ahead(gpu::Stream& copy_stream) {
+  reserve_landing(packed_samples_, packed_ids_);
+  const gpu::stream_t s = copy_stream.get();
+  gpu::memcpy_async(landing_dense_.raw(), dense_at(), packed_dense_bytes_, gpu::CopyKind::host_to_device, s);
+  if (packed_labels_)
+    gpu::memcpy_async(landing_labels_.raw(), labels_at(), packed_label_bytes_, gpu::CopyKind::host_to_device, s);
+  gpu::memcpy_async(landing_offsets_.raw(), offsets_at(), packed_offset_bytes_, gpu::CopyKind::host_to_device, s);
+  gpu::memcpy_async(landing_ids_buffer_.raw(), ids_at(), packed_id_bytes_, gpu::CopyKind::host_to_device, s);
+  copies_done_.record(s);
+  copies_in_flight_ = true;
+  landed_ = true;
+}
+
 bool BatchStaging::copy_packed(gpu::Stream& copy_stream, gpu::Event& ready) {
   const bool grew = reserve_device(packed_samples_, packed_ids_);
   const gpu::stream_t s = copy_stream.get();
-  gpu::memcpy_async(dense_.raw(), dense_at(), packed_dense_bytes_, gpu::CopyKind::host_to_device, s);
-  if (packed_labels_) gpu::memcpy_async(labels_.raw(), labels_at(), packed_label_bytes_, gpu::CopyKind::host_to_device, s);
-  gpu::memcpy_async(offsets_.raw(), offsets_at(), packed_offset_bytes_, gpu::CopyKind::host_to_device, s);
-  gpu::memcpy_async(ids_.raw(), ids_at(), packed_id_bytes_, gpu::CopyKind::host_to_device, s);
+  // From the landing buffers (after copy_ahead's copies, which ran earlier on this stream)
+  // or from the page-locked staging memory.
+  const bool landed = std::exchange(landed_, false);
+  const gpu::CopyKind kind = landed ? gpu::CopyKind::device_to_device : gpu::CopyKind::host_to_device;
+  const auto from = [&](const Tensor& landing, char* staged) -> const void* { return landed ? landing.raw() : staged; };
+  gpu::memcpy_async(dense_.raw(), from(landing_dense_, dense_at()), packed_dense_bytes_, kind, s);
+  if (packed_labels_) gpu::memcpy_async(labels_.raw(), from(landing_labels_, labels_at()), packed_label_bytes_, kind, s);
+  gpu::memcpy_async(offsets_.raw(), from(landing_offsets_, offsets_at()), packed_offset_bytes_, kind, s);
+  gpu::memcpy_async(ids_.raw(), from(landing_ids_buffer_, ids_at()), packed_id_bytes_, kind, s);
   copies_done_.record(s);
   ready.record(s);
   copies_in_flight_ = true;

@@ -41,8 +41,13 @@ class BatchStaging {
   void pack_shard_bags(const Batch& global, const std::vector<dist::ShardLookup>& shards, int64_t begin,
                        int64_t count);
   // Copies the packed batch on `copy_stream` and records `ready` there. Returns true when
-  // device buffers had to grow (their addresses changed).
+  // device buffers had to grow (their addresses changed). A batch already landed
+  // (copy_ahead) moves from the landing buffers with device-to-device copies.
   bool copy_packed(gpu::Stream& copy_stream, gpu::Event& ready);
+  // Copies the packed batch to landing buffers on `copy_stream` now, while the device may
+  // still run a step that reads the step buffers, so that copy_packed later moves it at
+  // device speed instead of over the host link. The next pack discards it.
+  void copy_ahead(gpu::Stream& copy_stream);
   // pack, then copy_packed.
   bool upload(const Batch& batch, bool with_labels, gpu::Stream& copy_stream, gpu::Event& ready);
   const DeviceBatch& device() const { return device_; }
@@ -51,6 +56,7 @@ class BatchStaging {
   // Room for `samples` and `ids` in the staging memory (reallocated when short).
   void reserve_host(int64_t samples, int64_t ids);
   bool reserve_device(int64_t samples, int64_t ids);
+  void reserve_landing(int64_t samples, int64_t ids);
   void wait_for_copies();
   // Where each part of the packed batch lives in the staging memory.
   char* dense_at() const { return staging_.as<char>(); }
@@ -64,7 +70,12 @@ class BatchStaging {
   int64_t host_samples_ = 0, host_ids_ = 0;      // staging memory capacity
   int64_t sample_capacity_ = 0, id_capacity_ = 0;  // device buffer capacity
   gpu::PinnedBuffer staging_;
-  Tensor dense_, labels_, offsets_, ids_;
+  Tensor dense_, labels_, offsets_, ids_;  // the step buffers (a captured graph reads them)
+  // copy_ahead's landing buffers (their addresses may change freely) and whether they hold
+  // the packed batch.
+  int64_t landing_samples_ = 0, landing_ids_ = 0;
+  Tensor landing_dense_, landing_labels_, landing_offsets_, landing_ids_buffer_;
+  bool landed_ = false;
   DeviceBatch device_;
   // The packed batch.
   int64_t packed_samples_ = 0, packed_ids_ = 0;

@@ -589,8 +589,8 @@ class GpuDlrm final : public GpuModel {
     if (moved) invalidate_graph();
   }
 
-  // While the device runs the step just enqueued: packs the batch prepare_next named, so
-  // the next train_step only copies it. A batch that cannot be packed is left for that
+  // While the device runs the step just enqueued: packs the batch prepare_next named and
+  // copies it to the device, so the next train_step only moves it on the device. A batch that cannot be packed is left for that
   // train_step, which reports the error as its own.
   void pack_next(const Batch* next) {
     if (!next) return;
@@ -598,6 +598,10 @@ class GpuDlrm final : public GpuModel {
       if (next->labels.size() != static_cast<std::size_t>(next->size)) return;
       pack(*next, /*training=*/true);
       packed_ = batch_fingerprint(*next);
+      // Its copies to the device start now, beside the step (into landing buffers: the
+      // step reads the step buffers), so the next step starts with device copies only.
+      staging_.copy_ahead(copy_);
+      if (sharded_) sharded_->copy_ahead(copy_);
     } catch (const Error&) {
       packed_.reset();
     }

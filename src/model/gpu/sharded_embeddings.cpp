@@ -164,6 +164,12 @@ bool ShardedGpuEmbeddings::copy_packed(gpu::Stream& copy, gpu::Event& ready, gpu
   return moved;
 }
 
+void ShardedGpuEmbeddings::copy_ahead(gpu::Stream& copy) {
+  for (Group* g : {&whole_, &column_, &replica_})
+    if (g->tables && (g != &replica_ || packed_training_)) g->staging->copy_ahead(copy);
+  if (replica_local_staging_) replica_local_staging_->copy_ahead(copy);
+}
+
 bool ShardedGpuEmbeddings::reserve(int64_t global, int64_t local) {
   if (global <= global_capacity_ && local <= local_capacity_) return false;
   global_capacity_ = std::max(global, global_capacity_);

@@ -60,6 +60,8 @@ class ShardedGpuEmbeddings {
   // then stale). The batch's offsets must be sound.
   void pack(const Batch& global, int64_t local_begin, int64_t local_count, bool training);
   bool copy_packed(gpu::Stream& copy, gpu::Event& ready, gpu::stream_t compute);
+  // The packed bags to the device now, ahead of the step (BatchStaging::copy_ahead).
+  void copy_ahead(gpu::Stream& copy);
 
   // Forward, in two parts (timed apart): this rank's lookups (raising *bad_ids for an id
   // outside its shard), then the exchange that places the pooled vectors of the local
