@@ -338,6 +338,7 @@ int run(int argc, char** argv) {
                     {"sharding", placement},
                     {"exchange_dtype", dtype_name(exchanged)},
                     {"overlap_exchanges", ranks > 1 && !no_overlap && !profile},
+                    {"batch_copied_ahead", true},  // every step announces the next (prepare_next)
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},
                     {"phase_ms", phase_json},

@@ -56,6 +56,10 @@ E2eRecord read_e2e_record(const std::string& path) {
   }
   if (r.world_size > 1) r.sharding = text(m, "sharding", where);
   if (m.contains("exchange_dtype")) r.exchange_dtype = text(m, "exchange_dtype", where);
+  if (m.contains("batch_copied_ahead")) {
+    if (!m.at("batch_copied_ahead").is_boolean()) throw ConfigError(where + ".batch_copied_ahead: expected true or false");
+    r.batch_copied_ahead = m.at("batch_copied_ahead").get<bool>();
+  }
   if (m.contains("overlap_exchanges")) {
     if (!m.at("overlap_exchanges").is_boolean()) throw ConfigError(where + ".overlap_exchanges: expected true or false");
     r.overlap_exchanges = m.at("overlap_exchanges").get<bool>();
@@ -135,6 +139,7 @@ StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& mode
   m.label = record.path.substr(record.path.find_last_of('/') + 1);
   m.work = step_work(model, optim, recipe, gemm, kE2eBenchIds);
   m.work.embedding_stream = m.work.embedding_stream && record.overlap_exchanges;
+  m.work.upload_ahead = record.batch_copied_ahead;
   m.step_ms = record.step_ms;
   for (const auto& [name, ms] : record.phase_ms) {
     const auto phase = parse_step_phase(name);

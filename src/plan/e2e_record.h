@@ -39,6 +39,9 @@ struct E2eRecord {
   // Whether the embedding work ran on its own stream (GpuModelOptions::overlap_exchanges;
   // never in profiled runs). Records written before it existed ran in one stream.
   bool overlap_exchanges = false;
+  // Whether announced batches were copied to the device during the step before theirs
+  // (batch_copied_ahead); records written before it existed uploaded before each step.
+  bool batch_copied_ahead = false;
 };
 
 // Throws IoError when the file cannot be read, ConfigError naming the file and key when

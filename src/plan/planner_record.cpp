@@ -49,6 +49,10 @@ PlannerRecord read_planner_record(const std::string& path) {
       run.host_tables.push_back(t.get<std::string>());
     }
     run.step_ms = number(member(e, "measured", where), "step_ms_median", where + ".measured");
+    if (e.contains("batch_copied_ahead")) {
+      if (!e.at("batch_copied_ahead").is_boolean()) throw ConfigError(where + ".batch_copied_ahead: expected true or false");
+      run.batch_copied_ahead = e.at("batch_copied_ahead").get<bool>();
+    }
     if (!(run.step_ms > 0.0)) throw ConfigError(where + ".measured.step_ms_median: expected a positive time");
     const json& measured = member(e, "measured", where);
     if (measured.contains("device_used_bytes")) {
@@ -83,6 +87,7 @@ StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& mo
   StepMeasurement m;
   m.label = run.label;
   m.work = step_work(model, optim, recipe, gemm, ids);
+  m.work.upload_ahead = run.batch_copied_ahead;
   m.step_ms = run.step_ms;
   return m;
 }

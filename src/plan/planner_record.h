@@ -26,6 +26,9 @@ struct PlannerRun {
   // cudaMemGetInfo's used bytes at the end of the run (measured.device_used_bytes); 0 when
   // the record does not have it.
   double device_used_bytes = 0.0;
+  // Whether the run copied announced batches ahead (batch_copied_ahead; runs recorded
+  // before the engine did uploaded before each step).
+  bool batch_copied_ahead = false;
 };
 
 struct PlannerRecord {

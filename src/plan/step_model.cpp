@@ -517,6 +517,7 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   StepWork work = w.finish();
   work.embedding_stream = several;
   work.loss_scaled = recipe.dense == DensePrecision::fp16;
+  work.upload_ahead = true;
   return work;
 }
 
@@ -625,7 +626,7 @@ StepPrediction predict_step(const StepWork& work, const StepModelParams& params)
       if (ph != StepPhase::upload) device += phases[r][static_cast<std::size_t>(ph)];
     if (work.embedding_stream) device -= overlapped_ms(phases[r], work.loss_scaled);
     const double upload = phases[r][static_cast<std::size_t>(StepPhase::upload)];
-    p.rank_step_ms[r] = params.upload_overlaps ? std::max(device, upload) : device + upload;
+    p.rank_step_ms[r] = params.upload_overlaps || work.upload_ahead ? std::max(device, upload) : device + upload;
     if (p.rank_step_ms[r] > p.rank_step_ms[static_cast<std::size_t>(p.slowest_rank)]) p.slowest_rank = static_cast<int>(r);
   }
   p.phase_ms = phases[static_cast<std::size_t>(p.slowest_rank)];

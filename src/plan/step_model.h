@@ -20,8 +20,8 @@
 //                 occurrence's pooled-gradient row, and each distinct row (expected under
 //                 the id distribution) read and written with its optimizer state;
 //                 tables in host memory move their distinct rows over the host link;
-//   upload        the batch's bytes over the host link (not overlapped: see
-//                 StepModelParams::upload_overlaps);
+//   upload        the batch's bytes over the host link (beside the previous step when
+//                 StepWork::upload_ahead, as the engine runs; else before the step);
 //   overheads     one per kernel launch, one per step.
 //
 // With N GPUs (recipe.gpus > 1, the data-parallel engine of model/gpu/gpu_dlrm.cpp) the
@@ -105,6 +105,10 @@ struct StepWork {
   // waits for the bottom MLP's (the overflow check). See predict_step.
   bool embedding_stream = false;
   bool loss_scaled = false;
+  // The engine copies an announced batch to the device during the step before its own
+  // (Model::prepare_next, which hetrec train and e2e_bench use): the upload then runs
+  // beside the previous step, and a rank's step is max(device, upload).
+  bool upload_ahead = false;
 };
 
 struct StepPrediction {

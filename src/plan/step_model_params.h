@@ -98,9 +98,9 @@ struct StepModelParams {
       kDefaultKernelOverheadUs,    kDefaultStepOverheadUs,                              // overheads
       kDefaultFp16RoundingUs,      kDefaultEmbeddingRowUpdateUs,                        // fp16 rounding, row updates
       kDefaultPeerLinkEfficiency,  kDefaultCollectiveLatencyUs};                        // collectives
-  // Whether the next batch's upload runs while the device computes the current step.
-  // false: GpuDlrm::train_step packs and copies the batch, then runs the step, then waits
-  // for it (bench/README.md: "the host upload ... is not yet overlapped").
+  // Whether every batch's upload runs while the device computes the previous step, even
+  // for work whose StepWork::upload_ahead is false (measurements from before the engine
+  // copied announced batches ahead, which packed and copied the batch, then ran the step).
   bool upload_overlaps = false;
 
   double at(StepFactor f) const { return factors[static_cast<std::size_t>(f)]; }

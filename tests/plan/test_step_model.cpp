@@ -112,7 +112,11 @@ TEST(StepModel, TermsCountTheGpuModelsWork) {
 TEST(StepModel, PredictionAppliesTheFactors) {
   const PlanTarget t = shipped_target("h200_sxm");
   const ModelConfig m = mlperf_model(2000000);
-  const StepWork w = step_work(m, mlperf_optim(), recipe_of_model(m, 16384, "h200_sxm"), t.gemm, IdDistribution{});
+  // The engine copies announced batches ahead; the sums below are of a step that uploads
+  // its batch first.
+  StepWork w = step_work(m, mlperf_optim(), recipe_of_model(m, 16384, "h200_sxm"), t.gemm, IdDistribution{});
+  EXPECT_TRUE(w.upload_ahead);
+  w.upload_ahead = false;
   StepModelParams p = t.step;
   const StepPrediction base = predict_step(w, p);
   double sum = 0.0;
@@ -133,7 +137,11 @@ TEST(StepModel, PredictionAppliesTheFactors) {
               1e-12);
   EXPECT_DOUBLE_EQ(s.phase(StepPhase::top_mlp_fwd), base.phase(StepPhase::top_mlp_fwd));
 
-  // An overlapped upload hides behind the device work.
+  // An overlapped upload hides behind the device work: the engine's (upload_ahead), or
+  // every upload (upload_overlaps).
+  StepWork ahead = w;
+  ahead.upload_ahead = true;
+  EXPECT_NEAR(predict_step(ahead, p).step_ms, base.step_ms - base.phase(StepPhase::upload), 1e-9);
   p.upload_overlaps = true;
   const StepPrediction o = predict_step(w, p);
   EXPECT_NEAR(o.step_ms, base.step_ms - base.phase(StepPhase::upload), 1e-9);
