@@ -268,7 +268,7 @@ double exchange_floats(double n) { return exchange_buffer(n, kFloatBytes); }
 // batch's bags, the exchange buffers and the piece lists.
 MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
                            const Hardware& hw, const GpuModelLayout& g, const RankShards& rs,
-                           const ExchangeBytes& exchange) {
+                           const ExchangeBytes& exchange, bool landing_buffers) {
   const double b = static_cast<double>(recipe.batch);
   const double local = static_cast<double>(rs.local_samples);
   const double row_size = static_cast<double>(dtype_size(recipe.row_dtype));
@@ -309,17 +309,24 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
   dense_state(m, g, optim, recipe);
 
   // ---- per batch: the rank's samples (dense, labels; no bags) and every group's bags ----
+  // Every staging's step buffers have landing buffers of the same size beside them
+  // (BatchStaging::copy_ahead: the next batch, copied during the step).
   const std::string inputs = "batch inputs on the device (dense, labels, offsets, ids)";
-  m.device(inputs, (local * g.num_dense + 1) * kFloatBytes);
-  m.device(inputs, local * kFloatBytes);
-  m.device(inputs, 1 * kIndexBytes);  // offsets of a staging without tables
+  const std::string landing = "landing buffers of the next batch (copied ahead)";
+  const auto twice = [&](const std::string& name, double bytes) {
+    m.device(name, bytes);
+    if (landing_buffers) m.device(landing, bytes);
+  };
+  twice(inputs, (local * g.num_dense + 1) * kFloatBytes);
+  twice(inputs, local * kFloatBytes);
+  twice(inputs, 1 * kIndexBytes);  // offsets of a staging without tables
   double staging_host = (local * g.num_dense + local) * kFloatBytes + 1 * kIndexBytes;
   const auto staging = [&](const std::string& name, double samples, double tables, double ids) {
     const double capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
-    m.device(name, 1 * kFloatBytes);  // no dense features: one float
-    m.device(name, samples * kFloatBytes);
-    m.device(name, (samples * tables + 1) * kIndexBytes);
-    m.device(name, capacity * kIndexBytes);
+    twice(name, 1 * kFloatBytes);  // no dense features: one float
+    twice(name, samples * kFloatBytes);
+    twice(name, (samples * tables + 1) * kIndexBytes);
+    twice(name, capacity * kIndexBytes);
     staging_host += samples * kFloatBytes + (samples * tables + 1 + capacity) * kIndexBytes;
     return capacity;
   };
@@ -373,7 +380,7 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
 
 // The single-device engine (model/gpu/gpu_dlrm.cpp without shards).
 MemoryEstimate single_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
-                             const Hardware& hw) {
+                             const Hardware& hw, bool landing_buffers) {
   const GpuModelLayout g = gpu_model_layout(model);
   const double b = static_cast<double>(recipe.batch);
   const double row_bytes = static_cast<double>(g.dim) * static_cast<double>(dtype_size(recipe.row_dtype));
@@ -409,11 +416,16 @@ MemoryEstimate single_memory(const ModelConfig& model, const OptimConfig& optim,
   // ---- per batch (model/gpu/batch_staging.cpp and GpuDlrm::reserve) ----
   const double ids = std::ceil(b * g.ids_per_sample);
   const double id_capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
+  // The step buffers and, beside them, the landing buffers of the next batch
+  // (BatchStaging::copy_ahead).
   const std::string inputs = "batch inputs on the device (dense, labels, offsets, ids)";
-  m.device(inputs, (b * g.num_dense + 1) * kFloatBytes);
-  m.device(inputs, b * kFloatBytes);
-  m.device(inputs, (b * g.num_tables + 1) * kIndexBytes);
-  m.device(inputs, id_capacity * kIndexBytes);
+  for (const std::string& name : {inputs, std::string("landing buffers of the next batch (copied ahead)")}) {
+    if (name != inputs && !landing_buffers) continue;
+    m.device(name, (b * g.num_dense + 1) * kFloatBytes);
+    m.device(name, b * kFloatBytes);
+    m.device(name, (b * g.num_tables + 1) * kIndexBytes);
+    m.device(name, id_capacity * kIndexBytes);
+  }
   activations(m, g, recipe, recipe.batch);
   m.device("embedding backward workspace (sort, segments, chunk sums)",
            static_cast<double>(plan_kernels::embedding_backward_workspace_bytes(static_cast<int64_t>(id_capacity), g.dim)));
@@ -432,20 +444,21 @@ MemoryEstimate single_memory(const ModelConfig& model, const OptimConfig& optim,
 }  // namespace
 
 std::vector<MemoryEstimate> estimate_rank_memory(const ModelConfig& model, const OptimConfig& optim,
-                                                 const Recipe& recipe, const Hardware& hw, const IdDistribution& ids) {
+                                                 const Recipe& recipe, const Hardware& hw, const IdDistribution& ids,
+                                                 bool landing_buffers) {
   validate_recipe(recipe, model);
-  if (recipe.gpus == 1) return {single_memory(model, optim, recipe, hw)};
+  if (recipe.gpus == 1) return {single_memory(model, optim, recipe, hw, landing_buffers)};
   const GpuModelLayout g = gpu_model_layout(model);
   const ExchangeBytes exchange = exchange_bytes(model, recipe);
   std::vector<MemoryEstimate> out;
   for (const RankShards& rs : rank_shards(model, recipe, ids))
-    out.push_back(rank_memory(optim, recipe, hw, g, rs, exchange));
+    out.push_back(rank_memory(optim, recipe, hw, g, rs, exchange, landing_buffers));
   return out;
 }
 
 MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
-                               const Hardware& hw, const IdDistribution& ids) {
-  std::vector<MemoryEstimate> ranks = estimate_rank_memory(model, optim, recipe, hw, ids);
+                               const Hardware& hw, const IdDistribution& ids, bool landing_buffers) {
+  std::vector<MemoryEstimate> ranks = estimate_rank_memory(model, optim, recipe, hw, ids, landing_buffers);
   std::size_t largest = 0;
   for (std::size_t r = 1; r < ranks.size(); ++r)
     if (ranks[r].device_bytes() > ranks[largest].device_bytes()) largest = r;

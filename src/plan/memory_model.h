@@ -53,15 +53,19 @@ inline constexpr std::size_t kRefusalConsumers = 4;
 // activations of its share of the batch, and the embedding exchange buffers. `ids` only
 // matters for row_wise blocks (their expected ids size the stagings). Host memory is per
 // rank: the host holds the sum. Not counted: NCCL's own buffers (outside the caching
-// allocator). Throws ConfigError when the recipe does not match the model
-// (validate_recipe).
+// allocator). `landing_buffers`: the batch stagings' landing buffers (the next batch,
+// copied during the step: BatchStaging::copy_ahead), which the engine has; false for
+// measurements of an engine from before it did. Throws ConfigError when the recipe does
+// not match the model (validate_recipe).
 std::vector<MemoryEstimate> estimate_rank_memory(const ModelConfig& model, const OptimConfig& optim,
                                                  const Recipe& recipe, const Hardware& hw,
-                                                 const IdDistribution& ids = IdDistribution{});
+                                                 const IdDistribution& ids = IdDistribution{},
+                                                 bool landing_buffers = true);
 // The estimate of the rank that needs the most device memory (the one that decides
 // whether the recipe fits); with one GPU, the GPU's.
 MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
-                               const Hardware& hw, const IdDistribution& ids = IdDistribution{});
+                               const Hardware& hw, const IdDistribution& ids = IdDistribution{},
+                               bool landing_buffers = true);
 
 // "97.37 GiB", "512.0 MiB", "12.0 KiB".
 std::string format_bytes(double bytes);

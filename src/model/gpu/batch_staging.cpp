@@ -118,7 +118,7 @@ void BatchStaging::reserve_landing(int64_t samples, int64_t ids) {
   landing_dense_ = Tensor::empty({landing_samples_ * num_dense_ + 1}, DType::f32, device_alloc_);
   landing_labels_ = Tensor::empty({landing_samples_}, DType::f32, device_alloc_);
   landing_offsets_ = Tensor::empty({landing_samples_ * num_tables_ + 1}, DType::i32, device_alloc_);
-  landing_ids_buffer_ = Tensor::empty({landing_ids_ + 1}, DType::i32, device_alloc_);
+  landing_ids_buffer_ = Tensor::empty({landing_ids_}, DType::i32, device_alloc_);
 }
 
 void BatchStaging::copy_ahead(gpu::Stream& copy_stream) {
