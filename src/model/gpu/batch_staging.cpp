@@ -51,14 +51,15 @@ void BatchStaging::reserve_host(int64_t samples, int64_t ids) {
   staging_ = gpu::PinnedBuffer(staging_bytes(host_samples_, host_ids_, num_dense_, num_tables_));
 }
 
-bool BatchStaging::reserve_device(int64_t samples, int64_t ids) {
-  if (samples <= sample_capacity_ && ids <= id_capacity_) return false;
-  sample_capacity_ = std::max(samples, sample_capacity_);
-  if (ids > id_capacity_) id_capacity_ = std::max(ids, host_ids_);
-  dense_ = Tensor::empty({sample_capacity_ * num_dense_ + 1}, DType::f32, device_alloc_);
-  labels_ = Tensor::empty({sample_capacity_}, DType::f32, device_alloc_);
-  offsets_ = Tensor::empty({sample_capacity_ * num_tables_ + 1}, DType::i32, device_alloc_);
-  ids_ = Tensor::empty({id_capacity_}, DType::i32, device_alloc_);
+bool DeviceBatchBuffers::reserve(int64_t need_samples, int64_t need_ids, int64_t id_floor, int num_dense,
+                                 int num_tables, Allocator& device) {
+  if (need_samples <= samples && need_ids <= ids) return false;
+  samples = std::max(need_samples, samples);
+  if (need_ids > ids) ids = std::max(need_ids, id_floor);
+  dense = Tensor::empty({samples * num_dense + 1}, DType::f32, device);
+  labels = Tensor::empty({samples}, DType::f32, device);
+  offsets = Tensor::empty({samples * num_tables + 1}, DType::i32, device);
+  id_list = Tensor::empty({ids}, DType::i32, device);
   return true;
 }
 
@@ -111,52 +112,43 @@ void BatchStaging::pack_shard_bags(const Batch& global, const std::vector<dist::
                          reinterpret_cast<int32_t*>(ids_at()));
 }
 
-void BatchStaging::reserve_landing(int64_t samples, int64_t ids) {
-  if (samples <= landing_samples_ && ids <= landing_ids_) return;
-  landing_samples_ = std::max(samples, landing_samples_);
-  if (ids > landing_ids_) landing_ids_ = std::max(ids, host_ids_);
-  landing_dense_ = Tensor::empty({landing_samples_ * num_dense_ + 1}, DType::f32, device_alloc_);
-  landing_labels_ = Tensor::empty({landing_samples_}, DType::f32, device_alloc_);
-  landing_offsets_ = Tensor::empty({landing_samples_ * num_tables_ + 1}, DType::i32, device_alloc_);
-  landing_ids_buffer_ = Tensor::empty({landing_ids_}, DType::i32, device_alloc_);
+void BatchStaging::copy_to(DeviceBatchBuffers& to, const DeviceBatchBuffers* from_landing, gpu::stream_t s) const {
+  const gpu::CopyKind kind = from_landing ? gpu::CopyKind::device_to_device : gpu::CopyKind::host_to_device;
+  const auto from = [&](const Tensor DeviceBatchBuffers::*buffer, char* staged) -> const void* {
+    return from_landing ? (from_landing->*buffer).raw() : staged;
+  };
+  gpu::memcpy_async(to.dense.raw(), from(&DeviceBatchBuffers::dense, dense_at()), packed_dense_bytes_, kind, s);
+  if (packed_labels_)
+    gpu::memcpy_async(to.labels.raw(), from(&DeviceBatchBuffers::labels, labels_at()), packed_label_bytes_, kind, s);
+  gpu::memcpy_async(to.offsets.raw(), from(&DeviceBatchBuffers::offsets, offsets_at()), packed_offset_bytes_, kind, s);
+  gpu::memcpy_async(to.id_list.raw(), from(&DeviceBatchBuffers::id_list, ids_at()), packed_id_bytes_, kind, s);
 }
 
 void BatchStaging::copy_ahead(gpu::Stream& copy_stream) {
-  reserve_landing(packed_samples_, packed_ids_);
-  const gpu::stream_t s = copy_stream.get();
-  gpu::memcpy_async(landing_dense_.raw(), dense_at(), packed_dense_bytes_, gpu::CopyKind::host_to_device, s);
-  if (packed_labels_)
-    gpu::memcpy_async(landing_labels_.raw(), labels_at(), packed_label_bytes_, gpu::CopyKind::host_to_device, s);
-  gpu::memcpy_async(landing_offsets_.raw(), offsets_at(), packed_offset_bytes_, gpu::CopyKind::host_to_device, s);
-  gpu::memcpy_async(landing_ids_buffer_.raw(), ids_at(), packed_id_bytes_, gpu::CopyKind::host_to_device, s);
-  copies_done_.record(s);
+  landing_.reserve(packed_samples_, packed_ids_, host_ids_, num_dense_, num_tables_, device_alloc_);
+  copy_to(landing_, nullptr, copy_stream.get());
+  copies_done_.record(copy_stream.get());
   copies_in_flight_ = true;
   landed_ = true;
 }
 
 bool BatchStaging::copy_packed(gpu::Stream& copy_stream, gpu::Event& ready) {
-  const bool grew = reserve_device(packed_samples_, packed_ids_);
+  const bool grew = step_.reserve(packed_samples_, packed_ids_, host_ids_, num_dense_, num_tables_, device_alloc_);
   const gpu::stream_t s = copy_stream.get();
   // From the landing buffers (after copy_ahead's copies, which ran earlier on this stream)
   // or from the page-locked staging memory.
-  const bool landed = std::exchange(landed_, false);
-  const gpu::CopyKind kind = landed ? gpu::CopyKind::device_to_device : gpu::CopyKind::host_to_device;
-  const auto from = [&](const Tensor& landing, char* staged) -> const void* { return landed ? landing.raw() : staged; };
-  gpu::memcpy_async(dense_.raw(), from(landing_dense_, dense_at()), packed_dense_bytes_, kind, s);
-  if (packed_labels_) gpu::memcpy_async(labels_.raw(), from(landing_labels_, labels_at()), packed_label_bytes_, kind, s);
-  gpu::memcpy_async(offsets_.raw(), from(landing_offsets_, offsets_at()), packed_offset_bytes_, kind, s);
-  gpu::memcpy_async(ids_.raw(), from(landing_ids_buffer_, ids_at()), packed_id_bytes_, kind, s);
+  copy_to(step_, std::exchange(landed_, false) ? &landing_ : nullptr, s);
   copies_done_.record(s);
   ready.record(s);
   copies_in_flight_ = true;
 
   device_.size = packed_samples_;
-  device_.dense = dense_.data<float>();
-  device_.labels = packed_labels_ ? labels_.data<float>() : nullptr;
-  device_.bags.offsets = offsets_.data<int32_t>();
-  device_.bags.ids = ids_.data<int32_t>();
+  device_.dense = step_.dense.data<float>();
+  device_.labels = packed_labels_ ? step_.labels.data<float>() : nullptr;
+  device_.bags.offsets = step_.offsets.data<int32_t>();
+  device_.bags.ids = step_.id_list.data<int32_t>();
   device_.bags.batch = packed_samples_;
-  device_.bags.max_ids = id_capacity_;
+  device_.bags.max_ids = step_.ids;
   return grew;
 }
 

@@ -25,6 +25,16 @@ struct DeviceBatch {
   kernels::DeviceBags bags;
 };
 
+// One set of device buffers of a batch (dense, labels, offsets, ids) and their capacity.
+struct DeviceBatchBuffers {
+  int64_t samples = 0, ids = 0;  // capacity
+  Tensor dense, labels, offsets, id_list;
+  // Room for `need_samples` and `need_ids` (at least `id_floor` ids when it grows).
+  // Returns true when the buffers were reallocated (their addresses changed).
+  bool reserve(int64_t need_samples, int64_t need_ids, int64_t id_floor, int num_dense, int num_tables,
+               Allocator& device);
+};
+
 class BatchStaging {
  public:
   BatchStaging(int num_dense, int num_tables, Allocator& device);
@@ -55,9 +65,10 @@ class BatchStaging {
  private:
   // Room for `samples` and `ids` in the staging memory (reallocated when short).
   void reserve_host(int64_t samples, int64_t ids);
-  bool reserve_device(int64_t samples, int64_t ids);
-  void reserve_landing(int64_t samples, int64_t ids);
   void wait_for_copies();
+  // Copies the packed batch into `to` on `s`: from `from_landing` (device to device) or,
+  // when null, from the page-locked staging memory.
+  void copy_to(DeviceBatchBuffers& to, const DeviceBatchBuffers* from_landing, gpu::stream_t s) const;
   // Where each part of the packed batch lives in the staging memory.
   char* dense_at() const { return staging_.as<char>(); }
   char* labels_at() const { return dense_at() + packed_dense_bytes_; }
@@ -68,14 +79,10 @@ class BatchStaging {
   int num_tables_;
   Allocator& device_alloc_;
   int64_t host_samples_ = 0, host_ids_ = 0;      // staging memory capacity
-  int64_t sample_capacity_ = 0, id_capacity_ = 0;  // device buffer capacity
   gpu::PinnedBuffer staging_;
-  Tensor dense_, labels_, offsets_, ids_;  // the step buffers (a captured graph reads them)
-  // copy_ahead's landing buffers (their addresses may change freely) and whether they hold
-  // the packed batch.
-  int64_t landing_samples_ = 0, landing_ids_ = 0;
-  Tensor landing_dense_, landing_labels_, landing_offsets_, landing_ids_buffer_;
-  bool landed_ = false;
+  DeviceBatchBuffers step_;     // the step buffers (a captured graph reads them)
+  DeviceBatchBuffers landing_;  // copy_ahead's (their addresses may change freely)
+  bool landed_ = false;         // whether the landing buffers hold the packed batch
   DeviceBatch device_;
   // The packed batch.
   int64_t packed_samples_ = 0, packed_ids_ = 0;
