@@ -15,5 +15,7 @@ void add_hw_command(CLI::App& app, Action& action);
 void add_gemm_command(CLI::App& app, Action& action);
 void add_plan_command(CLI::App& app, Action& action);
 void add_tune_command(CLI::App& app, Action& action);
+void add_export_command(CLI::App& app, Action& action);
+void add_predict_command(CLI::App& app, Action& action);
 
 }  // namespace hetrec::cli

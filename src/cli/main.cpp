@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
   hetrec::cli::add_gemm_command(app, action);
   hetrec::cli::add_plan_command(app, action);
   hetrec::cli::add_tune_command(app, action);
+  hetrec::cli::add_export_command(app, action);
+  hetrec::cli::add_predict_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

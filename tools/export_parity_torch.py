@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Export round trip in PyTorch: hetrec's predictions against the PyTorch module built
+from `hetrec export` (python/hetrec_torch.py), on the batch `hetrec predict` wrote.
+
+    hetrec train   --config configs/demo.toml --set train.steps=200 ...
+    hetrec export  --config configs/demo.toml --checkpoint CKPT --output model.safetensors
+    hetrec predict --config configs/demo.toml --checkpoint CKPT --output batch.safetensors
+    tools/export_parity_torch.py --model model.safetensors --batch batch.safetensors \
+        [--device cuda] [--dtype float32] [--out bench/results/export-parity-<date>.json]
+
+Prints a JSON results object (benchmark "export-parity", date, gpu, commit, command,
+metrics {max_rel_diff, samples, ...}); exits 1 when max_rel_diff exceeds --tolerance.
+TF32 is switched off, so fp32 GEMMs run in fp32.
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import hetrec_torch  # noqa: E402
+
+DEFAULT_TOLERANCE = 1e-6  # relative, on the predictions
+
+
+def commit():
+    if os.environ.get("HETREC_COMMIT"):
+        return os.environ["HETREC_COMMIT"]
+    try:
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+        return subprocess.run(["git", "-C", root, "rev-parse", "HEAD"], capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", required=True, help="<name>.safetensors from `hetrec export`")
+    parser.add_argument("--batch", required=True, help="safetensors from `hetrec predict`")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
+    parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE)
+    parser.add_argument("--out", help="also write the results object to this file")
+    args = parser.parse_args()
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dtype = getattr(torch, args.dtype)
+    model = hetrec_torch.load(args.model, device=args.device, dtype=dtype).eval()
+    batch = hetrec_torch.load_batch(args.batch, device=args.device)
+    with torch.no_grad():
+        logits = model(batch["dense"].to(dtype), batch["offsets"], batch["ids"]).double()
+    predictions = torch.sigmoid(logits)
+    ref_p = batch["predictions"].double()
+    ref_z = batch["logits"].double()
+    rel = (predictions - ref_p).abs() / ref_p.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    desc = model.desc
+    metrics = {
+        "max_rel_diff": rel.max().item(),
+        "mean_rel_diff": rel.mean().item(),
+        "samples": int(logits.numel()),
+        "max_abs_diff": (predictions - ref_p).abs().max().item(),
+        "max_abs_logit_diff": (logits - ref_z).abs().max().item(),
+        "tolerance": args.tolerance,
+        "pass": rel.max().item() <= args.tolerance,
+    }
+    gpu = torch.cuda.get_device_name(torch.device(args.device)) if args.device.startswith("cuda") else "none"
+    result = {
+        "benchmark": "export-parity",
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "gpu": gpu,
+        "commit": commit(),
+        "command": " ".join(shlex.quote(a) for a in sys.argv),
+        "torch": torch.__version__,
+        "device": args.device,
+        "dtype": args.dtype,
+        "model": {"arch": desc["arch"], "tables": len(desc["tables"]), "embedding_dim": desc["embedding_dim"],
+                  "row_dtype": desc["row_dtype"], "checkpoint_step": desc["checkpoint"]["step"]},
+        "metrics": metrics,
+    }
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text + "\n")
+    return 0 if metrics["pass"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
