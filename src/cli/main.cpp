@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "dist/process_group.h"
@@ -34,6 +35,7 @@ int report(const char* kind, const std::exception& e, int code) {
 int main(int argc, char** argv) {
   CLI::App app{"hetrec: recommendation-model training at the speed limit of the hardware"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", hetrec::cli::version_text, "print the version, commit, build and libraries");
   hetrec::cli::Action action;
   hetrec::cli::add_train_command(app, action);
   hetrec::cli::add_eval_command(app, action);
