@@ -1,13 +1,18 @@
 #!/usr/bin/env python3
-"""Export round trip in PyTorch: hetrec's predictions against the PyTorch module built
+r"""Export round trip in PyTorch: hetrec's predictions against the PyTorch module built
 from `hetrec export` (python/hetrec_torch.py), on the batch `hetrec predict` wrote.
 
-    hetrec train   --config configs/demo.toml --set train.steps=200 ...
+From files already written:
     hetrec export  --config configs/demo.toml --checkpoint CKPT --output model.safetensors
     hetrec predict --config configs/demo.toml --checkpoint CKPT --output batch.safetensors
-    tools/export_parity_torch.py --model model.safetensors --batch batch.safetensors \
-        [--device cuda] [--dtype float32] [--out bench/results/export-parity-<date>.json]
+    tools/export_parity_torch.py --model model.safetensors --batch batch.safetensors
 
+Or the whole chain (train a few steps, export, predict, compare) in --workdir:
+    tools/export_parity_torch.py --hetrec build/cuda/src/cli/hetrec --config configs/demo.toml \
+        [--set model.arch=dcnv2 ...] [--steps 200] [--samples 4096] \
+        [--out bench/results/export-parity-<date>-h200.json]
+
+Options: --device (cuda when available), --dtype float32 (float64), --tolerance 1e-6.
 Prints a JSON results object (benchmark "export-parity", date, gpu, commit, command,
 metrics {max_rel_diff, samples, ...}); exits 1 when max_rel_diff exceeds --tolerance.
 TF32 is switched off, so fp32 GEMMs run in fp32.
@@ -19,6 +24,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 
 import torch
 
@@ -26,6 +32,35 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import hetrec_torch  # noqa: E402
 
 DEFAULT_TOLERANCE = 1e-6  # relative, on the predictions
+DEFAULT_STEPS = 200       # training steps of the chain: every parameter moves from its start
+DEFAULT_SAMPLES = 4096    # evaluation samples scored
+
+
+def run_chain(args):
+    """Trains, exports and predicts with the hetrec program; returns (model, batch) paths."""
+    work = args.workdir or tempfile.mkdtemp(prefix="hetrec-export-parity-")
+    os.makedirs(work, exist_ok=True)
+    sets = []
+    for kv in args.set or []:
+        sets += ["--set", kv]
+    ckpt_dir = os.path.join(work, "ckpt")
+    train = [args.hetrec, "train", "--config", args.config] + sets + [
+        "--set", f"train.steps={args.steps}", "--set", "train.eval_at_end=false", "--set", "train.eval_every=0",
+        "--set", "train.progress=off", "--set", f"train.checkpoint_dir={ckpt_dir}",
+        "--set", f"train.metrics_path={os.path.join(work, 'metrics.jsonl')}"]
+    subprocess.run(train, check=True, stdout=sys.stderr)
+    ckpts = sorted(f for f in os.listdir(ckpt_dir) if f.endswith(".hck"))
+    if not ckpts:
+        raise SystemExit(f"no checkpoint in {ckpt_dir}")
+    ckpt = os.path.join(ckpt_dir, ckpts[-1])
+    model = os.path.join(work, "model.safetensors")
+    batch = os.path.join(work, "batch.safetensors")
+    subprocess.run([args.hetrec, "export", "--config", args.config] + sets +
+                   ["--checkpoint", ckpt, "--format", "safetensors", "--output", model], check=True, stdout=sys.stderr)
+    subprocess.run([args.hetrec, "predict", "--config", args.config] + sets +
+                   ["--checkpoint", ckpt, "--samples", str(args.samples), "--output", batch], check=True,
+                   stdout=sys.stderr)
+    return model, batch
 
 
 def commit():
@@ -41,13 +76,25 @@ def commit():
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", required=True, help="<name>.safetensors from `hetrec export`")
-    parser.add_argument("--batch", required=True, help="safetensors from `hetrec predict`")
+    parser.add_argument("--model", help="<name>.safetensors from `hetrec export`")
+    parser.add_argument("--batch", help="safetensors from `hetrec predict`")
+    parser.add_argument("--hetrec", help="the hetrec program: train, export and predict first")
+    parser.add_argument("--config", help="with --hetrec: the config to train")
+    parser.add_argument("--set", action="append", help="with --hetrec: a config override (repeatable)")
+    parser.add_argument("--steps", type=int, default=DEFAULT_STEPS)
+    parser.add_argument("--samples", type=int, default=DEFAULT_SAMPLES)
+    parser.add_argument("--workdir", help="with --hetrec: where its files go (default: a new temporary folder)")
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--dtype", choices=["float32", "float64"], default="float32")
     parser.add_argument("--tolerance", type=float, default=DEFAULT_TOLERANCE)
     parser.add_argument("--out", help="also write the results object to this file")
     args = parser.parse_args()
+    if args.hetrec:
+        if not args.config:
+            parser.error("--hetrec needs --config")
+        args.model, args.batch = run_chain(args)
+    elif not (args.model and args.batch):
+        parser.error("give --model and --batch, or --hetrec and --config")
 
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
