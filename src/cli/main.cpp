@@ -11,7 +11,7 @@ namespace {
 
 // Exit codes by error kind, so scripts can tell a bad config from bad data.
 constexpr int kExitInternal = 1;
-constexpr int kExitConfig = 2;
+constexpr int kExitConfig = 2;  // also a command line CLI11 rejects
 constexpr int kExitData = 3;
 constexpr int kExitIo = 4;
 constexpr int kExitNumeric = 5;
@@ -46,10 +46,21 @@ int main(int argc, char** argv) {
   hetrec::cli::add_tune_command(app, action);
   hetrec::cli::add_export_command(app, action);
   hetrec::cli::add_predict_command(app, action);
+  // No command at all: the usage, on stderr since nothing was done.
+  if (argc <= 1) {
+    app.name("hetrec");
+    std::fputs(app.help().c_str(), stderr);
+    return kExitConfig;
+  }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::Success& e) {  // --help
     return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    // A command line CLI11 rejects (unknown option, missing --config, ...) is a usage
+    // error: its message, then the exit code of a config error.
+    app.exit(e);
+    return kExitConfig;
   }
   try {
     action();

@@ -1,6 +1,9 @@
 #include "train/config.h"
 
+#include <cerrno>
 #include <cmath>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -11,13 +14,27 @@
 namespace hetrec {
 namespace {
 
-std::string read_file(const std::string& path, const std::string& what) {
+// A config or recipe file that cannot be opened (missing, a directory, no permission) is
+// a mistake in the command line, so a ConfigError (exit code 2); a read that fails once
+// the file is open is an IoError.
+std::string read_config_file(const std::string& path, const std::string& what) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(what + " '" + path + "': is a directory, expected a TOML file");
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(what + " '" + path + "': cannot open for reading");
+  if (!in) {
+    const int err = errno;
+    throw ConfigError(what + " '" + path + "': cannot open for reading (" + std::strerror(err) + ")");
+  }
   std::stringstream ss;
   ss << in.rdbuf();
+  if (in.bad()) throw IoError(what + " '" + path + "': read failed");
   return ss.str();
 }
+
+// The source name of the values a `--set key=value` override puts into the config: its
+// nodes carry it, so that an error about such a value names the option, not the file.
+constexpr std::string_view kOverridePrefix = "--set ";
 
 toml::table parse_toml(const std::string& text, const std::string& name) {
   try {
@@ -41,10 +58,7 @@ class Section {
   const std::string& prefix() const { return prefix_; }
 
   [[noreturn]] void fail(const std::string& key, const std::string& expected) const {
-    std::string where = file_;
-    if (const toml::node* n = node(key); n && n->source().begin.line > 0)
-      where += ":" + std::to_string(n->source().begin.line);
-    throw ConfigError(where + ": config key '" + key_name(key) + "': " + expected);
+    throw ConfigError(where(node(key)) + ": config key '" + key_name(key) + "': " + expected);
   }
 
   int64_t integer(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
@@ -139,9 +153,7 @@ class Section {
       if (!used_.count(key)) {
         std::string valid;
         for (const auto& u : used_) valid += (valid.empty() ? "" : ", ") + u;
-        std::string where = file_;
-        if (v.source().begin.line > 0) where += ":" + std::to_string(v.source().begin.line);
-        throw ConfigError(where + ": unknown config key '" + key_name(key) + "' (valid keys here: " + valid + ")");
+        throw ConfigError(where(&v) + ": unknown config key '" + key_name(key) + "' (valid keys here: " + valid + ")");
       }
     }
   }
@@ -155,6 +167,14 @@ class Section {
       case toml::node_type::table: return "a table";
       default: return "a date/time";
     }
+  }
+  // Where a value came from: "--set key=value" for an override, else "file:line" (or the
+  // file alone when the node has no line, or there is no node).
+  std::string where(const toml::node* n) const {
+    if (!n) return file_;
+    const toml::source_region& src = n->source();
+    if (src.path && std::string_view(*src.path).starts_with(kOverridePrefix)) return *src.path;
+    return src.begin.line > 0 ? file_ + ":" + std::to_string(src.begin.line) : file_;
   }
   static std::string fmt_double(double v) {
     std::ostringstream o;
@@ -421,6 +441,23 @@ void apply_recipe(Section r, RunConfig& cfg) {
   r.reject_unknown();
 }
 
+// The value `text` of the override `assignment` as a TOML node whose source (and that of
+// every node inside it) is "--set <assignment>". A bare word is a string.
+toml::table parse_override_value(const std::string& text, const std::string& assignment) {
+  const std::string origin = std::string(kOverridePrefix) + assignment;
+  try {
+    return toml::parse(std::string_view("v = " + text), std::string_view(origin));
+  } catch (const toml::parse_error&) {
+  }
+  std::ostringstream quoted;
+  quoted << toml::value<std::string>(text);  // TOML basic string, escapes included
+  try {
+    return toml::parse(std::string_view("v = " + quoted.str()), std::string_view(origin));
+  } catch (const toml::parse_error&) {
+    throw ConfigError(origin + ": the value is neither TOML nor a plain string (invalid UTF-8?)");
+  }
+}
+
 void apply_override(toml::table& root, const std::string& assignment) {
   const auto eq = assignment.find('=');
   if (eq == std::string::npos || eq == 0)
@@ -434,18 +471,14 @@ void apply_override(toml::table& root, const std::string& assignment) {
     const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     if (part.empty()) throw ConfigError("--set '" + assignment + "': empty component in key '" + key + "'");
     if (dot == std::string::npos) {
-      toml::table parsed;
-      try {
-        parsed = toml::parse(std::string_view("v = " + text), std::string_view("--set"));
-      } catch (const toml::parse_error&) {
-        parsed.insert_or_assign("v", text);  // a bare word is a string
-      }
-      table->insert_or_assign(part, *parsed.get("v"));
+      toml::table parsed = parse_override_value(text, assignment);
+      table->insert_or_assign(part, std::move(*parsed.get("v")));  // moved: a copy drops the source
       return;
     }
     toml::node* child = table->get(part);
     if (!child) {
-      table->insert_or_assign(part, toml::table{});
+      toml::table parsed = parse_override_value("{}", assignment);
+      table->insert_or_assign(part, std::move(*parsed.get("v")));
       child = table->get(part);
     }
     if (!child->is_table())
@@ -489,8 +522,8 @@ RunConfig parse_run_config(const std::string& toml_text, const std::string& name
 
 RunConfig load_run_config(const std::string& path, const std::vector<std::string>& overrides,
                           const std::string& recipe_path) {
-  const std::string text = read_file(path, "config file");
-  const std::string recipe = recipe_path.empty() ? std::string() : read_file(recipe_path, "recipe file");
+  const std::string text = read_config_file(path, "config file");
+  const std::string recipe = recipe_path.empty() ? std::string() : read_config_file(recipe_path, "recipe file");
   RunConfig cfg = parse_run_config(text, path, overrides, recipe, recipe_path);
   return cfg;
 }

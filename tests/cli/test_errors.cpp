@@ -39,9 +39,60 @@ TEST(CliErrors, UnknownConfigKeyAndBadType) {
   r = run_hetrec("train --config configs/demo.toml --set optim.lr=fast", dir);
   EXPECT_EQ(r.code, kConfig);
   EXPECT_NE(r.err.find("'optim.lr': expected a number, got a string"), std::string::npos) << r.err;
-  r = run_hetrec("train --config /nonexistent.toml", dir);
-  EXPECT_EQ(r.code, kIo);
-  EXPECT_NE(r.err.find("/nonexistent.toml"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// The README: a config error is exit code 2, and a config file that is not there is one.
+TEST(CliErrors, MissingConfigOrRecipeFileIsAConfigError) {
+  const auto dir = scratch_dir("nocfg");
+  auto r = run_hetrec("train --config /nonexistent.toml", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  EXPECT_NE(r.err.find("config error: config file '/nonexistent.toml': cannot open for reading"), std::string::npos)
+      << r.err;
+  r = run_hetrec("train --config configs/demo.toml --recipe /nonexistent-recipe.toml", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  EXPECT_NE(r.err.find("recipe file '/nonexistent-recipe.toml'"), std::string::npos) << r.err;
+  r = run_hetrec("eval --config /nonexistent.toml --checkpoint /nonexistent.hck", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  r = run_hetrec("plan --config /nonexistent.toml", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  fs::remove_all(dir);
+}
+
+// A bad value given with --set is reported against the option, not against a line of the
+// config file it overrides.
+TEST(CliErrors, BadSetValueNamesTheOption) {
+  const auto dir = scratch_dir("setval");
+  auto r = run_hetrec("train --config configs/demo.toml --set optim.lr=fast", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  EXPECT_NE(r.err.find("config error: --set optim.lr=fast: config key 'optim.lr': expected a number, got a string"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("demo.toml"), std::string::npos) << r.err;
+  r = run_hetrec("train --config configs/demo.toml --set train.batch_size=0", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  EXPECT_NE(r.err.find("--set train.batch_size=0: config key 'train.batch_size'"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
+// `hetrec` alone prints the usage on stderr and exits with 2; so does a command line the
+// parser rejects (with its message).
+TEST(CliErrors, BareHetrecPrintsUsageAndExitsTwo) {
+  const auto dir = scratch_dir("bare");
+  auto r = run_hetrec("", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  EXPECT_NE(r.err.find("Usage:"), std::string::npos) << r.err;
+  for (const char* command : {"train", "eval", "data", "plan"})
+    EXPECT_NE(r.err.find(command), std::string::npos) << command << " is not listed: " << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  r = run_hetrec("train", dir);  // --config missing
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  EXPECT_NE(r.err.find("--config"), std::string::npos) << r.err;
+  r = run_hetrec("--no-such-option", dir);
+  EXPECT_EQ(r.code, kConfig) << r.err;
+  r = run_hetrec("--help", dir);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Usage:"), std::string::npos) << r.out;
   fs::remove_all(dir);
 }
 

@@ -134,8 +134,43 @@ TEST(Config, LineNumbersInMessages) {
   }
 }
 
-TEST(Config, MissingFileIsAnIoError) {
-  EXPECT_THROW(load_run_config("/nonexistent/hetrec.toml"), IoError);
+// A config or recipe file that cannot be opened is a mistake in the command line: a
+// ConfigError (exit code 2) naming the file, not an I/O error.
+TEST(Config, MissingFileIsAConfigError) {
+  EXPECT_THROW(load_run_config("/nonexistent/hetrec.toml"), ConfigError);
+  try {
+    load_run_config("/nonexistent/hetrec.toml");
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("config file '/nonexistent/hetrec.toml'"), std::string::npos) << e.what();
+  }
+  const std::string config = std::string(HETREC_SOURCE_DIR) + "/configs/demo.toml";
+  try {
+    load_run_config(config, {}, "/nonexistent/recipe.toml");
+    FAIL() << "a missing recipe file is accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("recipe file '/nonexistent/recipe.toml'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(load_run_config(HETREC_SOURCE_DIR), ConfigError);  // a directory
+}
+
+// A bad value given with --set is reported against the option, not against the file (or a
+// line of it) that the value replaced or was added to.
+TEST(Config, OverrideErrorsNameTheOption) {
+  const std::string text = std::string(kBase) + "\n[optim]\nlr = 0.1\n";
+  expect_config_error(text, {"optim.lr=fast"}, {"--set optim.lr=fast: config key 'optim.lr': expected a number, got a string"});
+  expect_config_error(kBase, {"train.steps=-1"}, {"--set train.steps=-1: config key 'train.steps'"});
+  expect_config_error(kBase, {"train.stepz=3"}, {"--set train.stepz=3: unknown config key 'train.stepz'"});
+  expect_config_error(kBase, {"modle.lr=1"}, {"--set modle.lr=1: unknown config key 'modle'"});
+  expect_config_error(kBase, {"model.table_rows=[100, -1]"}, {"--set model.table_rows=[100, -1]: config key 'model.table_rows'"});
+  for (const char* overrides : {"optim.lr=fast", "train.steps=-1"}) {
+    try {
+      parse_run_config(text, "cfg.toml", {overrides});
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()).find("cfg.toml"), std::string::npos) << e.what();
+    }
+  }
+  // A value from the file is still reported with its file and line.
+  expect_config_error(std::string(kBase) + "\n[optim]\nlr = \"fast\"\n", {"train.steps=3"}, {"test.toml:15: config key 'optim.lr'"});
 }
 
 TEST(Config, BundledConfigsParse) {
