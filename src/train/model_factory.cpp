@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "model/dlrm.h"
+#include "train/memory_admission.h"
 #if defined(HETREC_WITH_GPU)
 #include "dist/nccl_process_group.h"
 #include "gpu/device.h"
@@ -59,6 +60,9 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
   if (use_gpu(cfg, log)) {
 #if defined(HETREC_WITH_GPU)
     const GpuModelOptions options = gpu_options(cfg);
+    gpu::set_device(options.device);
+    admit_gpu_model(cfg, gpu::device_properties(options.device).name,
+                    static_cast<double>(gpu::memory_info().free_bytes), log);
     auto model = make_gpu_model(cfg.model, cfg.optim, options);
     if (device_out) *device_out = gpu_description(cfg, options.device);
     return model;
@@ -67,6 +71,9 @@ std::unique_ptr<Model> make_model(const RunConfig& cfg, const Logger& log, std::
   if (!cfg.model.host_tables.empty())
     log.info("model.host_tables: the CPU backend keeps every table in host memory; the placement applies to the GPU");
   if (device_out) *device_out = "cpu (" + std::to_string(omp_get_max_threads()) + " threads)";
+  // A config error before an out-of-memory one; then nothing is allocated unless the run fits.
+  validate_cpu_model_config(cfg.model, cfg.optim);
+  admit_cpu_model(cfg, log);
   return make_cpu_model(cfg.model, cfg.optim);
 }
 

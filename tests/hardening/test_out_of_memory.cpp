@@ -1,8 +1,11 @@
 // Out of memory, through the real program: a model too large for the machine stops with
-// the out-of-memory exit code and a message saying how much could not be allocated,
-// instead of a crash or the kernel's OOM killer.
+// the out-of-memory exit code and a message saying how much it needs, instead of a crash
+// or the kernel's OOM killer; it does so before it allocates (train/memory_admission.h).
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -52,8 +55,74 @@ TEST(OutOfMemory, ModelLargerThanTheMachineGivesTheOutOfMemoryExitAndSize) {
   fs::remove_all(dir);
 }
 
+namespace {
+
+// A model that the first allocations do not refuse: three tables of 768 MiB (3 x 2^20
+// rows of 64 fp32), each of which the process can allocate and fill, 2.25 GiB together,
+// under an address space of 2 GiB. Without an admission check the engine allocates and
+// initialises table after table, touching gigabytes, before one allocation fails; on a
+// machine without the memory (no address-space limit) those pages are what thrash until
+// the kernel's OOM killer ends the program.
+constexpr rlim_t kAdmissionAddressSpace = rlim_t{2} << 30;
+constexpr const char* kAdmissionTableBytes = "805306368";  // 3145728 x 64 x 4
+// The refusal comes before any allocation: well within this, even on a loaded machine
+// (the program's start and its config take a fraction of a second).
+constexpr double kAdmissionSeconds = 5.0;
+// ... and the program never holds more than its code, libraries and small buffers.
+constexpr long kAdmissionPeakRssKiB = 256 * 1024;
+
+}  // namespace
+
+TEST(OutOfMemory, ModelBeyondTheAvailableMemoryIsRefusedBeforeItsFirstAllocation) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "needs an address-space limit, which AddressSanitizer's shadow memory rules out";
+#endif
+  const fs::path dir = fs::temp_directory_path() / ("hetrec_oom_admission_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path config = dir / "three_tables.toml";
+  std::ofstream(config) << "[model]\nnum_dense = 2\nembedding_dim = 64\nbottom_mlp = [64]\ntop_mlp = [1]\n"
+                           "[[model.tables]]\nname = \"big_a\"\nrows = 3145728\n"
+                           "[[model.tables]]\nname = \"big_b\"\nrows = 3145728\n"
+                           "[[model.tables]]\nname = \"big_c\"\nrows = 3145728\n"
+                           "[train]\nsteps = 1\nprogress = \"off\"\nthreads = 2\n";
+  hetrec::test::ProcessLimits limits;
+  limits.address_space = kAdmissionAddressSpace;
+  const auto t0 = std::chrono::steady_clock::now();
+  hetrec::test::HetrecProcess p(HETREC_EXE, {"train", "--config", config.string()}, dir / "out.txt", dir / "err.txt",
+                                limits);
+  p.wait();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rusage children{};
+  ASSERT_EQ(::getrusage(RUSAGE_CHILDREN, &children), 0);
+  const std::string err = hetrec::test::read_text(dir / "err.txt");
+  EXPECT_EQ(p.exit_code(), kExitMemory) << err;
+  EXPECT_LT(seconds, kAdmissionSeconds) << err;
+  EXPECT_LT(children.ru_maxrss, kAdmissionPeakRssKiB) << "the program allocated before refusing: " << err;
+  EXPECT_NE(err.find("out of memory: " + config.string() + ": the run needs about"), std::string::npos) << err;
+  for (const char* table : {"table 'big_a' rows", "table 'big_b' rows", "table 'big_c' rows"})
+    EXPECT_NE(err.find(std::string(table) + " (3145728 x 64 fp32) 768.0 MiB (" + kAdmissionTableBytes + " bytes)"),
+              std::string::npos)
+        << err;
+  // The limit that applies is named: the address space here, unless the machine has less
+  // memory available than that.
+  const std::string meminfo = hetrec::test::read_text("/proc/meminfo");
+  const auto at = meminfo.find("MemAvailable:");
+  const bool less_memory = at != std::string::npos && std::stod(meminfo.substr(at + 13)) * 1024.0 < kAdmissionAddressSpace;
+  EXPECT_NE(err.find(less_memory ? "is available: MemAvailable (/proc/meminfo)"
+                                 : "is available: the address-space limit (RLIMIT_AS, ulimit -v: 2.00 GiB less "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("Nothing was allocated"), std::string::npos) << err;
+  EXPECT_NE(err.find("model.row_dtype"), std::string::npos) << "it says what to change: " << err;
+  fs::remove_all(dir);
+}
+
 #else
 
 TEST(OutOfMemory, ModelLargerThanTheMachineGivesTheOutOfMemoryExitAndSize) { GTEST_SKIP() << "hetrec is not built"; }
+TEST(OutOfMemory, ModelBeyondTheAvailableMemoryIsRefusedBeforeItsFirstAllocation) {
+  GTEST_SKIP() << "hetrec is not built";
+}
 
 #endif
