@@ -11,8 +11,6 @@ namespace hetrec::kernels {
 namespace {
 
 constexpr int kThreads = 256;
-// Samples per partial sum, the chunk of nn/bce_loss.cpp.
-constexpr int64_t kChunk = 4096;
 
 __device__ inline double sigmoid(double x) {
   if (x >= 0) return 1.0 / (1.0 + exp(-x));
@@ -26,8 +24,8 @@ __global__ void __launch_bounds__(kThreads)
                      int64_t n, float* __restrict__ grad, int64_t grad_stride, double* __restrict__ partial,
                      const float* __restrict__ grad_scale, int64_t mean_over) {
   __shared__ double sums[kThreads];
-  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kChunk;
-  const int64_t end = begin + kChunk < n ? begin + kChunk : n;
+  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kBceChunk;
+  const int64_t end = begin + kBceChunk < n ? begin + kBceChunk : n;
   const double inv_mean_over = 1.0 / static_cast<double>(mean_over);
   const double scale = grad_scale ? static_cast<double>(*grad_scale) : 1.0;
   double sum = 0.0;
@@ -57,10 +55,6 @@ __global__ void bce_total_kernel(const double* __restrict__ partial, int64_t chu
 
 }  // namespace
 
-std::size_t bce_loss_workspace_bytes(int64_t n) {
-  return static_cast<std::size_t>(n > 0 ? ceil_div(n, kChunk) : 1) * sizeof(double);
-}
-
 void bce_with_logits(const float* logits, int64_t logit_stride, const float* labels, int64_t n, float* grad,
                      int64_t grad_stride, double* loss, int32_t* nonfinite, void* workspace,
                      std::size_t workspace_bytes, gpu::stream_t stream, const float* grad_scale, int64_t mean_over) {
@@ -68,7 +62,7 @@ void bce_with_logits(const float* logits, int64_t logit_stride, const float* lab
   if (mean_over < 0) throw InternalError("bce_with_logits: mean over " + std::to_string(mean_over) + " samples");
   if (mean_over == 0) mean_over = n;
   if (workspace_bytes < bce_loss_workspace_bytes(n)) throw InternalError("bce_with_logits: workspace too small");
-  const int64_t chunks = ceil_div(n, kChunk);
+  const int64_t chunks = ceil_div(n, kBceChunk);
   auto* partial = static_cast<double*>(workspace);
   bce_chunk_kernel<<<grid_for(chunks, 1), kThreads, 0, stream>>>(logits, logit_stride, labels, n, grad, grad_stride,
                                                                 partial, grad_scale, mean_over);

@@ -5,10 +5,9 @@
 #include <cstdint>
 
 #include "gpu/platform.h"
+#include "kernels/bce_loss_geometry.h"  // bce_loss_workspace_bytes
 
 namespace hetrec::kernels {
-
-std::size_t bce_loss_workspace_bytes(int64_t n);
 
 // *loss = mean_i [max(x_i, 0) - x_i y_i + log1p(exp(-|x_i|))] (double, on the device),
 // grad[i] = (sigmoid(x_i) - y_i) / n (unless grad is null), as nn/bce_loss.h, in double

@@ -17,16 +17,10 @@
 #include "core/error.h"
 #include "gpu/check.h"
 #include "gpu/platform.h"
+#include "kernels/column_sum_geometry.h"  // kColumnChunkThreads, kColumnChunkRows, column_chunk_count
 #include "kernels/launch.h"
 
 namespace hetrec::kernels {
-
-inline constexpr int kColumnChunkThreads = 256;
-// Rows summed sequentially by one thread before the partials are combined: a few
-// hundred keeps both passes short for batches of 1k to 256k samples.
-inline constexpr int64_t kColumnChunkRows = 256;
-
-inline int64_t column_chunk_count(int64_t rows) { return rows > 0 ? ceil_div(rows, kColumnChunkRows) : 0; }
 
 // partial[chunk][c] = sum over the chunk's rows of op(r, c).
 template <class Op>
@@ -61,7 +55,7 @@ void run_column_chunks(const Op& op, int64_t rows, int64_t cols, float* sums, vo
                        std::size_t workspace_bytes, gpu::stream_t stream, const char* who) {
   if (cols == 0) return;
   const int64_t chunks = column_chunk_count(rows);
-  const std::size_t needed = static_cast<std::size_t>(chunks * cols) * sizeof(float);
+  const std::size_t needed = column_sum_workspace_bytes(rows, cols);
   if (workspace_bytes < needed)
     throw InternalError(std::string(who) + ": workspace of " + std::to_string(workspace_bytes) + " bytes, need " +
                         std::to_string(needed));

@@ -58,10 +58,6 @@ void dispatch_dz(const float* dy, int64_t ld_dy, const TypedMatrix& y, const Typ
 
 }  // namespace
 
-std::size_t column_sum_workspace_bytes(int64_t rows, int64_t cols) {
-  return static_cast<std::size_t>(column_chunk_count(rows) * cols) * sizeof(float);
-}
-
 void column_sum(const float* m, int64_t rows, int64_t cols, int64_t ld, float* sums, void* workspace,
                 std::size_t workspace_bytes, gpu::stream_t stream) {
   run_column_chunks(ColumnValue{m, ld}, rows, cols, sums, workspace, workspace_bytes, stream, "column_sum");

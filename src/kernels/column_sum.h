@@ -7,10 +7,9 @@
 
 #include "core/dtype.h"
 #include "gpu/platform.h"
+#include "kernels/column_sum_geometry.h"  // column_sum_workspace_bytes
 
 namespace hetrec::kernels {
-
-std::size_t column_sum_workspace_bytes(int64_t rows, int64_t cols);
 
 // sums[c] = sum_r m[r * ld + c].
 void column_sum(const float* m, int64_t rows, int64_t cols, int64_t ld, float* sums, void* workspace,

@@ -32,9 +32,6 @@ constexpr uint32_t kInvalidKey = kSparseUpdateInvalidKey;
 constexpr int kGradsInFlight = kDefaultSparseUpdateVariant.grads_in_flight;
 constexpr int kUpdateBlockThreads = kDefaultSparseUpdateVariant.block_threads;
 constexpr int kUpdateMinBlocksPerSm = kDefaultSparseUpdateVariant.min_blocks_per_sm;
-constexpr std::size_t kAlign = 256;
-
-std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // Global row of every id (the sort key) and its bag t * B + b (the value). A block takes
 // kBlockThreads consecutive bags, whose ids form one contiguous range: its threads walk
@@ -319,51 +316,27 @@ struct Workspace {
   std::size_t scratch_bytes;
 };
 
-// Chunks of long rows: each holds at least kLongSegment occurrences but its row's last,
-// and only rows longer than kLongSegment have chunks, so there are fewer than
-// 2 n / kLongSegment.
-int64_t max_chunks_for(int64_t capacity) { return 2 * ceil_div<int64_t>(capacity, kLongSegment) + 1; }
-
-std::size_t scratch_bytes_for(int64_t capacity) {
-  const std::size_t sort = radix_sort_workspace_bytes(capacity);
-  const std::size_t scan = exclusive_scan_workspace_bytes(capacity);
-  return sort > scan ? sort : scan;
-}
-
+// The workspace's parts (kernels/embedding_backward_geometry.h).
 Workspace carve(void* base, int64_t capacity, int dim) {
+  const EmbeddingBackwardLayout l = embedding_backward_layout(capacity, dim);
   char* p = static_cast<char*>(base);
-  const std::size_t array = aligned(static_cast<std::size_t>(capacity) * sizeof(uint32_t));
   Workspace w{};
   w.sort.keys = reinterpret_cast<uint32_t*>(p);
-  w.sort.values = reinterpret_cast<uint32_t*>(p + array);
-  w.sort.keys_alt = reinterpret_cast<uint32_t*>(p + 2 * array);
-  w.sort.values_alt = reinterpret_cast<uint32_t*>(p + 3 * array);
-  p += 4 * array;
-  w.segment_start = reinterpret_cast<uint32_t*>(p);
-  p += aligned(static_cast<std::size_t>(capacity + 1) * sizeof(uint32_t));
-  w.num_unique = reinterpret_cast<uint32_t*>(p);
+  w.sort.values = reinterpret_cast<uint32_t*>(p + l.sort_array);
+  w.sort.keys_alt = reinterpret_cast<uint32_t*>(p + 2 * l.sort_array);
+  w.sort.values_alt = reinterpret_cast<uint32_t*>(p + 3 * l.sort_array);
+  w.segment_start = reinterpret_cast<uint32_t*>(p + l.segment_start);
+  w.num_unique = reinterpret_cast<uint32_t*>(p + l.counters);
   w.num_chunks = w.num_unique + 1;
-  p += kAlign;
-  w.max_chunks = max_chunks_for(capacity);
-  w.owner = reinterpret_cast<uint32_t*>(p);
-  p += aligned(static_cast<std::size_t>(w.max_chunks) * sizeof(uint32_t));
-  w.partial = reinterpret_cast<float*>(p);
-  p += aligned(static_cast<std::size_t>(w.max_chunks) * static_cast<std::size_t>(dim) * sizeof(float));
-  w.scratch = p;
-  w.scratch_bytes = scratch_bytes_for(capacity);
+  w.max_chunks = l.max_chunks;
+  w.owner = reinterpret_cast<uint32_t*>(p + l.owner);
+  w.partial = reinterpret_cast<float*>(p + l.partial);
+  w.scratch = p + l.scratch;
+  w.scratch_bytes = l.scratch_bytes;
   return w;
 }
 
 }  // namespace
-
-std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim) {
-  const int64_t capacity = max_ids > 0 ? max_ids : 1;
-  const std::size_t array = aligned(static_cast<std::size_t>(capacity) * sizeof(uint32_t));
-  const auto chunks = static_cast<std::size_t>(max_chunks_for(capacity));
-  return 4 * array + aligned(static_cast<std::size_t>(capacity + 1) * sizeof(uint32_t)) + kAlign +
-         aligned(chunks * sizeof(uint32_t)) + aligned(chunks * static_cast<std::size_t>(dim) * sizeof(float)) +
-         scratch_bytes_for(capacity);
-}
 
 SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
                                             const PooledGradView& grad, const SparseOptimizerParams& optimizer,
@@ -396,7 +369,7 @@ SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const
       bags.offsets, bags.ids, tables.row_offsets, bags.batch, tables.num_tables, w.sort.keys, w.sort.values);
   HETREC_GPU_CHECK_LAUNCH("build_sort_keys_kernel");
 
-  const int key_bits = std::bit_width(static_cast<uint64_t>(tables.total_rows));
+  const int key_bits = embedding_sort_key_bits(tables.total_rows);
   const bool in_primary = radix_sort_pairs(w.sort, num_items, capacity, key_bits, w.scratch, w.scratch_bytes, stream);
   const uint32_t* sorted_keys = in_primary ? w.sort.keys : w.sort.keys_alt;
   const uint32_t* sorted_bags = in_primary ? w.sort.values : w.sort.values_alt;

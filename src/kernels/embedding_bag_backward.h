@@ -9,14 +9,12 @@
 #include <cstdint>
 
 #include "gpu/platform.h"
+#include "kernels/embedding_backward_geometry.h"  // embedding_backward_workspace_bytes
 #include "kernels/embedding_types.h"
 
 namespace hetrec::kernels {
 
 class TunedSparseUpdate;  // kernels/sparse_update_tuned.h
-
-// Scratch bytes for a batch of at most `max_ids` ids and rows of `dim` elements.
-std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim);
 
 // grad_pooled(b, t, d) = grad_pooled[b * grad_row_stride + t * dim + d] (fp32), the
 // gradient of the forward's pooled output. For each row r touched by the batch:

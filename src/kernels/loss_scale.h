@@ -9,16 +9,9 @@
 #include <cstdint>
 
 #include "gpu/platform.h"
+#include "kernels/loss_scale_state.h"  // LossScaleState
 
 namespace hetrec::kernels {
-
-// Device memory, persistent across steps.
-struct LossScaleState {
-  float scale = 1.0f;
-  float inv_scale = 1.0f;
-  int32_t clean_steps = 0;  // steps since the last overflow or growth
-  int32_t overflow = 0;     // this step's gradients held a non-finite value (cleared by the step)
-};
 
 struct LossScaleRule {
   int32_t growth_interval = 2000;  // torch.cuda.amp.GradScaler's default

@@ -10,9 +10,6 @@
 
 namespace hetrec::kernels {
 
-// plan/memory_model.cpp counts the piece lists with these sizes.
-static_assert(sizeof(PooledPiece) == 40 && sizeof(PooledGradPiece) == 32, "piece sizes the memory model counts");
-
 namespace {
 
 constexpr int kThreads = 256;

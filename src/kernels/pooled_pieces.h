@@ -10,20 +10,9 @@
 #include <cstdint>
 
 #include "gpu/platform.h"
+#include "kernels/pooled_piece_types.h"  // PooledPiece, PooledGradPiece
 
 namespace hetrec::kernels {
-
-// A piece's elements are fp32, or bf16 (an exchange in bf16, dist::ShardingPlan::
-// exchange_dtype), widened exactly when read.
-struct PooledPiece {
-  const void* src = nullptr;  // device; sample b's piece starts at element b * src_stride
-  int64_t src_stride = 0;     // elements
-  int slot = 0;               // destination table slot t (columns slot*dim .. of a row)
-  int col_begin = 0;          // first column within the slot
-  int width = 0;              // columns
-  int accumulate = 0;         // 0: write, 1: add to what earlier pieces of the slot wrote
-  int src_bf16 = 0;           // 0: src holds floats, 1: bf16 bit patterns
-};
 
 // For every sample b < batch and piece p (pieces sorted by slot; slot_begin[t] ..
 // slot_begin[t+1] are slot t's pieces, both arrays device memory, num_slots + 1 entries
@@ -37,15 +26,6 @@ struct PooledPiece {
 // folded in a register.
 void gather_pooled_pieces(const PooledPiece* pieces, const int* slot_begin, int num_slots, int64_t batch, float* x,
                           int64_t x_stride, int dim, gpu::stream_t stream);
-
-struct PooledGradPiece {
-  void* dst = nullptr;  // device; floats, or bf16 bit patterns when dst_bf16
-  int64_t dst_stride = 0;
-  int slot = 0;
-  int col_begin = 0;
-  int width = 0;
-  int dst_bf16 = 0;  // 1: dst receives the values rounded to bf16 (nearest even)
-};
 
 // The transpose: dst[b*dst_stride + e] = g[b*g_stride + slot*dim + col_begin + e] for
 // every piece (pieces: device memory, num_pieces entries, in any order; their

@@ -27,19 +27,9 @@ namespace hetrec::kernels {
 
 namespace {
 
-constexpr int kDigitBits = 8;
-constexpr int kDigits = 1 << kDigitBits;
-// One thread per digit in the per-digit steps (the scan over warps and digits, the
-// histogram's sum over warps), so a block has kDigits threads.
-constexpr int kSortThreads = kDigits;
+// Digits, threads and tiles: kernels/radix_sort_geometry.h.
 constexpr int kSortWarps = kSortThreads / gpu::kWarpSize;
 static_assert(kSortThreads % gpu::kWarpSize == 0, "the ballot ranking needs whole warps");
-// Pairs per thread: tiles of 4096 pairs, so uniform digits have runs of 16 pairs (64 bytes)
-// per tile. Measured on the H200 (28 M pairs, 32-bit keys): 1.23 ms a sort, against
-// 1.82 ms with 8 pairs per thread (4 blocks per SM) and 2.0 ms with 12 (2 blocks).
-constexpr int kItemsPerThread = 16;
-constexpr int kSortTile = kSortThreads * kItemsPerThread;
-constexpr std::size_t kAlign = 256;
 // Shared memory of a block stays within half of an AMD CU's 64 KB of LDS, so at least two
 // blocks fit there (an H200 SM has 228 KB).
 constexpr std::size_t kSharedBudget = 32 * 1024;
@@ -49,8 +39,6 @@ constexpr std::size_t kSharedBudget = 32 * 1024;
 // HIP the bound counts waves per SIMD: one wave of a 256-thread block per SIMD of a CU,
 // so the same number of blocks.
 constexpr int kScatterMinBlocks = 3;
-
-std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 __device__ inline int64_t item_count(const int32_t* num_items, int64_t capacity) {
   return num_items ? static_cast<int64_t>(*num_items) : capacity;
@@ -70,22 +58,22 @@ __device__ inline int tile_items(const int32_t* num_items, int64_t capacity) {
 __global__ void __launch_bounds__(kSortThreads)
     digit_histogram_kernel(const uint32_t* __restrict__ keys, const int32_t* num_items, int64_t capacity, int shift,
                            uint32_t digit_mask, uint32_t* __restrict__ counts) {
-  __shared__ uint32_t warp_histograms[kSortWarps][kDigits];
+  __shared__ uint32_t warp_histograms[kSortWarps][kSortDigits];
   static_assert(sizeof(warp_histograms) <= kSharedBudget, "histogram shared memory over budget");
   const int tid = static_cast<int>(threadIdx.x);
   for (int w = 0; w < kSortWarps; ++w) warp_histograms[w][tid] = 0;
   const int tile_n = tile_items(num_items, capacity);
   const uint32_t* tile_keys = keys + static_cast<int64_t>(blockIdx.x) * kSortTile;
-  uint32_t key[kItemsPerThread];
+  uint32_t key[kSortItemsPerThread];
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r) {
+  for (int r = 0; r < kSortItemsPerThread; ++r) {
     const int q = r * kSortThreads + tid;
     key[r] = q < tile_n ? tile_keys[q] : 0u;
   }
   __syncthreads();
   uint32_t* mine = warp_histograms[gpu::warp_id()];
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r)
+  for (int r = 0; r < kSortItemsPerThread; ++r)
     if (r * kSortThreads + tid < tile_n) atomicAdd(&mine[(key[r] >> shift) & digit_mask], 1u);
   __syncthreads();
   uint32_t total = 0;
@@ -94,16 +82,16 @@ __global__ void __launch_bounds__(kSortThreads)
 }
 
 // Pairs of one warp's contiguous share of a tile.
-constexpr int kWarpItems = gpu::kWarpSize * kItemsPerThread;
+constexpr int kWarpItems = gpu::kWarpSize * kSortItemsPerThread;
 
 // The ranking's counters and the staging buffer are never live together.
 union ScatterStorage {
   // Ranking: pairs of each digit a warp has seen so far; then the sorted-tile position of
   // the warp's first pair of each digit.
-  uint32_t warp_digits[kSortWarps][kDigits];
+  uint32_t warp_digits[kSortWarps][kSortDigits];
   uint32_t staged[kSortTile];  // the tile's keys, then its values, in digit-sorted order
 };
-static_assert(sizeof(ScatterStorage) + (kDigits + kSortWarps) * sizeof(uint32_t) <= kSharedBudget,
+static_assert(sizeof(ScatterStorage) + (kSortDigits + kSortWarps) * sizeof(uint32_t) <= kSharedBudget,
               "scatter shared memory over budget");
 
 // Writes the tile's pairs, stably ordered by digit, to offsets[digit * tiles + tile] + (rank
@@ -115,7 +103,7 @@ __global__ void __launch_bounds__(kSortThreads, kScatterMinBlocks)
                          uint32_t* __restrict__ keys_out, uint32_t* __restrict__ values_out, const int32_t* num_items,
                          int64_t capacity, int shift, uint32_t digit_mask, const uint32_t* __restrict__ offsets) {
   __shared__ ScatterStorage storage;
-  __shared__ uint32_t output_shift[kDigits];  // output index minus sorted-tile position, per digit
+  __shared__ uint32_t output_shift[kSortDigits];  // output index minus sorted-tile position, per digit
   __shared__ uint32_t warp_totals[kSortWarps];
   const int tile_n = tile_items(num_items, capacity);
   if (tile_n == 0) return;  // the whole block: the count is the same for every thread
@@ -127,9 +115,9 @@ __global__ void __launch_bounds__(kSortThreads, kScatterMinBlocks)
   for (int w = 0; w < kSortWarps; ++w) storage.warp_digits[w][tid] = 0;
 
   const int first = warp * kWarpItems + lane;  // this thread's pair of round 0
-  uint32_t key[kItemsPerThread], value[kItemsPerThread];
+  uint32_t key[kSortItemsPerThread], value[kSortItemsPerThread];
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r) {
+  for (int r = 0; r < kSortItemsPerThread; ++r) {
     const int q = first + r * gpu::kWarpSize;
     key[r] = q < tile_n ? keys_in[base + q] : 0u;
     value[r] = q < tile_n ? values_in[base + q] : 0u;
@@ -140,14 +128,14 @@ __global__ void __launch_bounds__(kSortThreads, kScatterMinBlocks)
   // digit before this round (read and advanced by the lowest lane holding the digit) plus
   // the lanes below holding it.
   uint32_t* seen = storage.warp_digits[warp];
-  uint32_t slot[kItemsPerThread];
+  uint32_t slot[kSortItemsPerThread];
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r) {
+  for (int r = 0; r < kSortItemsPerThread; ++r) {
     const bool valid = first + r * gpu::kWarpSize < tile_n;
     const uint32_t digit = (key[r] >> shift) & digit_mask;
     gpu::lane_mask_t peers = gpu::warp_ballot(valid);  // valid lanes of the same digit
 #pragma unroll
-    for (int bit = 0; bit < kDigitBits; ++bit) {
+    for (int bit = 0; bit < kSortDigitBits; ++bit) {
       const bool set = (digit >> bit) & 1u;
       const gpu::lane_mask_t m = gpu::warp_ballot(set);
       peers &= set ? m : ~m;
@@ -182,19 +170,19 @@ __global__ void __launch_bounds__(kSortThreads, kScatterMinBlocks)
   output_shift[tid] = digit_output - start;  // modulo 2^32; output_shift + position is an index < 2^32
   __syncthreads();
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r)
+  for (int r = 0; r < kSortItemsPerThread; ++r)
     if (first + r * gpu::kWarpSize < tile_n) slot[r] += seen[(key[r] >> shift) & digit_mask];
   __syncthreads();  // every read of warp_digits is done before staged overwrites it
 
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r)
+  for (int r = 0; r < kSortItemsPerThread; ++r)
     if (first + r * gpu::kWarpSize < tile_n) storage.staged[slot[r]] = key[r];
   __syncthreads();
   // Sorted position q is read by thread q % kSortThreads: consecutive threads write
   // consecutive output indices within each digit's run.
-  uint32_t out_index[kItemsPerThread];
+  uint32_t out_index[kSortItemsPerThread];
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r) {
+  for (int r = 0; r < kSortItemsPerThread; ++r) {
     const int q = r * kSortThreads + tid;
     if (q < tile_n) {
       const uint32_t k = storage.staged[q];
@@ -204,23 +192,17 @@ __global__ void __launch_bounds__(kSortThreads, kScatterMinBlocks)
   }
   __syncthreads();
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r)
+  for (int r = 0; r < kSortItemsPerThread; ++r)
     if (first + r * gpu::kWarpSize < tile_n) storage.staged[slot[r]] = value[r];
   __syncthreads();
 #pragma unroll
-  for (int r = 0; r < kItemsPerThread; ++r) {
+  for (int r = 0; r < kSortItemsPerThread; ++r) {
     const int q = r * kSortThreads + tid;
     if (q < tile_n) values_out[out_index[r]] = storage.staged[q];
   }
 }
 
 }  // namespace
-
-std::size_t radix_sort_workspace_bytes(int64_t capacity) {
-  const int64_t tiles = ceil_div<int64_t>(capacity > 0 ? capacity : 1, kSortTile);
-  const int64_t counts = tiles * kDigits;
-  return aligned(static_cast<std::size_t>(counts) * sizeof(uint32_t)) + exclusive_scan_workspace_bytes(counts);
-}
 
 bool radix_sort_pairs(const SortBuffers& buffers, const int32_t* num_items, int64_t capacity, int key_bits,
                       void* workspace, std::size_t workspace_bytes, gpu::stream_t stream) {
@@ -229,10 +211,10 @@ bool radix_sort_pairs(const SortBuffers& buffers, const int32_t* num_items, int6
   if (workspace_bytes < radix_sort_workspace_bytes(capacity))
     throw InternalError("radix_sort_pairs: workspace too small");
   if (capacity <= 0) return true;
-  const int64_t tiles = ceil_div<int64_t>(capacity, kSortTile);
-  const int64_t counts_len = tiles * kDigits;
+  const int64_t tiles = radix_sort_tiles(capacity);
+  const int64_t counts_len = radix_sort_counts(capacity);
   auto* counts = static_cast<uint32_t*>(workspace);
-  const std::size_t own = aligned(static_cast<std::size_t>(counts_len) * sizeof(uint32_t));
+  const std::size_t own = workspace_aligned(static_cast<std::size_t>(counts_len) * sizeof(uint32_t));
   void* scan_ws = static_cast<char*>(workspace) + own;
   const std::size_t scan_bytes = workspace_bytes - own;
 
@@ -241,9 +223,9 @@ bool radix_sort_pairs(const SortBuffers& buffers, const int32_t* num_items, int6
   uint32_t* keys_out = buffers.keys_alt;
   uint32_t* values_out = buffers.values_alt;
   bool in_primary = true;
-  for (int shift = 0; shift < key_bits; shift += kDigitBits) {
+  for (int shift = 0; shift < key_bits; shift += kSortDigitBits) {
     // The last pass looks at the remaining bits only: bits above key_bits are ignored.
-    const int bits = key_bits - shift < kDigitBits ? key_bits - shift : kDigitBits;
+    const int bits = key_bits - shift < kSortDigitBits ? key_bits - shift : kSortDigitBits;
     const uint32_t digit_mask = (1u << bits) - 1u;
     digit_histogram_kernel<<<grid_for(tiles, 1), kSortThreads, 0, stream>>>(keys_in, num_items, capacity, shift,
                                                                             digit_mask, counts);

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "gpu/platform.h"
+#include "kernels/radix_sort_geometry.h"  // radix_sort_workspace_bytes, the tiles
 
 namespace hetrec::kernels {
 
@@ -16,8 +17,6 @@ struct SortBuffers {
   uint32_t* keys_alt = nullptr;    // capacity elements: ping-pong partner
   uint32_t* values_alt = nullptr;
 };
-
-std::size_t radix_sort_workspace_bytes(int64_t capacity);
 
 // Sorts the first n pairs by the low `key_bits` bits of the key (bits above are ignored),
 // stably. n is *num_items when num_items is not null (a device pointer, n <= capacity),

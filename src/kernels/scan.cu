@@ -10,14 +10,9 @@ namespace hetrec::kernels {
 
 namespace {
 
-constexpr int kScanThreads = 256;
-constexpr int kItemsPerThread = 8;
-constexpr int64_t kScanTile = kScanThreads * kItemsPerThread;  // elements per block
+// Threads, items and tiles: kernels/scan_geometry.h.
 constexpr int kScanWarps = kScanThreads / gpu::kWarpSize;
 static_assert(kScanThreads % gpu::kWarpSize == 0, "the block scan combines whole warps");
-constexpr std::size_t kAlign = 256;  // scratch sub-buffers start on 256-byte boundaries
-
-std::size_t aligned(std::size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
 
 // Exclusive scan of one value per thread across the block; returns the block total too.
 __device__ uint32_t block_exclusive_scan(uint32_t v, uint32_t& block_total) {
@@ -39,10 +34,11 @@ __device__ uint32_t block_exclusive_scan(uint32_t v, uint32_t& block_total) {
 
 // Per-block totals of kScanTile-element tiles.
 __global__ void __launch_bounds__(kScanThreads) tile_sums_kernel(const uint32_t* __restrict__ in, int64_t n, uint32_t* __restrict__ sums) {
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * kScanTile + static_cast<int64_t>(threadIdx.x) * kItemsPerThread;
+  const int64_t base =
+      static_cast<int64_t>(blockIdx.x) * kScanTile + static_cast<int64_t>(threadIdx.x) * kScanItemsPerThread;
   uint32_t local = 0;
 #pragma unroll
-  for (int i = 0; i < kItemsPerThread; ++i)
+  for (int i = 0; i < kScanItemsPerThread; ++i)
     if (base + i < n) local += in[base + i];
   uint32_t total = 0;
   (void)block_exclusive_scan(local, total);
@@ -52,11 +48,12 @@ __global__ void __launch_bounds__(kScanThreads) tile_sums_kernel(const uint32_t*
 // Scans each tile and adds the tile's offset (tile_offsets null: a single tile).
 __global__ void __launch_bounds__(kScanThreads) tile_scan_kernel(const uint32_t* in, uint32_t* out, int64_t n,
                                  const uint32_t* __restrict__ tile_offsets, uint32_t* total) {
-  const int64_t base = static_cast<int64_t>(blockIdx.x) * kScanTile + static_cast<int64_t>(threadIdx.x) * kItemsPerThread;
-  uint32_t v[kItemsPerThread];
+  const int64_t base =
+      static_cast<int64_t>(blockIdx.x) * kScanTile + static_cast<int64_t>(threadIdx.x) * kScanItemsPerThread;
+  uint32_t v[kScanItemsPerThread];
   uint32_t local = 0;
 #pragma unroll
-  for (int i = 0; i < kItemsPerThread; ++i) {
+  for (int i = 0; i < kScanItemsPerThread; ++i) {
     v[i] = base + i < n ? in[base + i] : 0u;
     local += v[i];
   }
@@ -65,7 +62,7 @@ __global__ void __launch_bounds__(kScanThreads) tile_scan_kernel(const uint32_t*
   const uint32_t offset = tile_offsets ? tile_offsets[blockIdx.x] : 0u;
   running += offset;
 #pragma unroll
-  for (int i = 0; i < kItemsPerThread; ++i) {
+  for (int i = 0; i < kScanItemsPerThread; ++i) {
     if (base + i < n) out[base + i] = running;
     running += v[i];
   }
@@ -73,12 +70,6 @@ __global__ void __launch_bounds__(kScanThreads) tile_scan_kernel(const uint32_t*
 }
 
 }  // namespace
-
-std::size_t exclusive_scan_workspace_bytes(int64_t n) {
-  if (n <= kScanTile) return 0;
-  const int64_t tiles = ceil_div<int64_t>(n, kScanTile);
-  return aligned(static_cast<std::size_t>(tiles) * sizeof(uint32_t)) + exclusive_scan_workspace_bytes(tiles);
-}
 
 void exclusive_scan(const uint32_t* in, uint32_t* out, int64_t n, uint32_t* total, void* workspace,
                     std::size_t workspace_bytes, gpu::stream_t stream) {
@@ -96,7 +87,7 @@ void exclusive_scan(const uint32_t* in, uint32_t* out, int64_t n, uint32_t* tota
   }
   const int64_t tiles = ceil_div<int64_t>(n, kScanTile);
   auto* tile_offsets = static_cast<uint32_t*>(workspace);
-  const std::size_t own = aligned(static_cast<std::size_t>(tiles) * sizeof(uint32_t));
+  const std::size_t own = workspace_aligned(static_cast<std::size_t>(tiles) * sizeof(uint32_t));
   tile_sums_kernel<<<grid_for(tiles, 1), kScanThreads, 0, stream>>>(in, n, tile_offsets);
   HETREC_GPU_CHECK_LAUNCH("tile_sums_kernel");
   exclusive_scan(tile_offsets, tile_offsets, tiles, nullptr, static_cast<char*>(workspace) + own, workspace_bytes - own,

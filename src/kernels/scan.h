@@ -5,11 +5,9 @@
 #include <cstdint>
 
 #include "gpu/platform.h"
+#include "kernels/scan_geometry.h"  // exclusive_scan_workspace_bytes, the tiles
 
 namespace hetrec::kernels {
-
-// Bytes of scratch exclusive_scan needs for n elements.
-std::size_t exclusive_scan_workspace_bytes(int64_t n);
 
 // out[i] = in[0] + ... + in[i-1] for i < n (out[0] = 0). `in` and `out` may alias.
 // If `total` is not null, *total receives the sum of all n elements (on the device).
