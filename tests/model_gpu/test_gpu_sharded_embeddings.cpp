@@ -30,6 +30,7 @@
 #include "gpu/stream.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/embedding_bag_forward.h"
+#include "kernels/long_rows.h"
 #include "kernels/step_scalars.h"
 #include "model/gpu/gpu_embeddings.h"
 #include "nn/embedding_collection.h"
@@ -42,7 +43,8 @@ constexpr int kSteps = 3;
 constexpr int64_t kBatch = 300;
 constexpr int kMaxBag = 4;  // bags of 0..3 ids
 constexpr uint64_t kSeed = 4242;
-constexpr int64_t kMaxOccurrencesSummedInOneSequence = 64;  // kernels/embedding_bag_backward.cu kLongSegment
+// Occurrences the backward sums for a row before splitting it into chunks (kernels/long_rows.h).
+constexpr int64_t kMaxOccurrencesSummedInOneSequence = kernels::kLongSegment;
 // Row-wise Adagrad's tolerance (see above): fp32 values within a relative kRelTol, or
 // kAbsTol near zero (a step of up to lr * sqrt(dim) = 0.3 with a multiplier a few ulps
 // apart, over 3 steps); 16-bit values within kUnits16 units of the format (one rounding

@@ -6,14 +6,11 @@
 
 #include "core/error.h"
 #include "gpu/memory.h"
+#include "model/gpu/batch_buffer_sizes.h"
 
 namespace hetrec::gpu_model {
 
 namespace {
-// Capacities grow by this factor, so a stream of slowly growing batches reallocates
-// only a few times.
-constexpr double kGrowth = 1.25;
-
 // Bytes one thread copies at a time into the staging memory: large batches (tens of MB of
 // ids) are packed by all cores, small ones by one.
 constexpr std::size_t kCopyChunk = std::size_t{1} << 20;
@@ -28,10 +25,6 @@ void parallel_copy(void* dst, const void* src, std::size_t bytes) {
   }
 }
 
-std::size_t staging_bytes(int64_t samples, int64_t ids, int num_dense, int num_tables) {
-  return static_cast<std::size_t>(samples * num_dense + samples) * sizeof(float) +
-         static_cast<std::size_t>(samples * num_tables + 1 + ids) * sizeof(int32_t);
-}
 }  // namespace
 
 BatchStaging::BatchStaging(int num_dense, int num_tables, Allocator& device)
@@ -47,7 +40,7 @@ void BatchStaging::reserve_host(int64_t samples, int64_t ids) {
   landed_ = false;    // and what landed ahead is no longer the packed batch
   if (samples <= host_samples_ && ids <= host_ids_) return;
   host_samples_ = std::max(samples, host_samples_);
-  if (ids > host_ids_) host_ids_ = static_cast<int64_t>(static_cast<double>(ids) * kGrowth) + 1;
+  if (ids > host_ids_) host_ids_ = grown_id_capacity(ids);
   staging_ = gpu::PinnedBuffer(staging_bytes(host_samples_, host_ids_, num_dense_, num_tables_));
 }
 
@@ -56,9 +49,9 @@ bool DeviceBatchBuffers::reserve(int64_t need_samples, int64_t need_ids, int64_t
   if (need_samples <= samples && need_ids <= ids) return false;
   samples = std::max(need_samples, samples);
   if (need_ids > ids) ids = std::max(need_ids, id_floor);
-  dense = Tensor::empty({samples * num_dense + 1}, DType::f32, device);
-  labels = Tensor::empty({samples}, DType::f32, device);
-  offsets = Tensor::empty({samples * num_tables + 1}, DType::i32, device);
+  dense = Tensor::empty({batch_dense_elements(samples, num_dense)}, DType::f32, device);
+  labels = Tensor::empty({batch_label_elements(samples)}, DType::f32, device);
+  offsets = Tensor::empty({batch_offset_elements(samples, num_tables)}, DType::i32, device);
   id_list = Tensor::empty({ids}, DType::i32, device);
   return true;
 }

@@ -6,13 +6,11 @@
 #include "gpu/memory.h"
 #include "kernels/convert.h"
 #include "kernels/dense_optimizer.h"
+#include "model/gpu/dense_layout.h"
 
 namespace hetrec::gpu_model {
 
 namespace {
-// 64 floats = 256 bytes: the operand alignment cuBLASLt's fastest kernels assume.
-constexpr int64_t kAlignElements = 64;
-
 Tensor device_zeros(int64_t n, Allocator& device, gpu::stream_t stream) {
   Tensor t = Tensor::empty({n}, DType::f32, device);
   gpu::memset_async(t.raw(), 0, t.nbytes(), stream);
@@ -32,10 +30,10 @@ DenseParameters::DenseParameters(const std::vector<DenseParam>& params, const Op
     e.shape = p.value.shape();
     e.offset = offset;
     e.numel = p.value.numel();
-    offset += (e.numel + kAlignElements - 1) / kAlignElements * kAlignElements;
+    offset += dense_padded_elements(e.numel);
     entries_.push_back(std::move(e));
   }
-  flat_elements_ = offset > 0 ? offset : kAlignElements;
+  flat_elements_ = dense_flat_elements(offset);
   values_ = device_zeros(flat_elements_, device, stream);
   grads_ = device_zeros(flat_elements_, device, stream);
   switch (optim.dense) {

@@ -11,7 +11,7 @@ GpuCrossNet::GpuCrossNet(int width, int num_layers, int rank, const DenseParamet
                          cublaslt::Precision precision)
     : width_(width), rank_(rank), precision_(precision) {
   const bool sixteen = precision == cublaslt::Precision::bf16 || precision == cublaslt::Precision::fp16;
-  const bool eligible = width % kSixteenBitWidthMultiple == 0 && rank % kSixteenBitWidthMultiple == 0;
+  const bool eligible = sixteen_bit_widths(width, rank);
   if (sixteen && eligible) op_type_ = precision == cublaslt::Precision::fp16 ? DType::f16 : DType::bf16;
   if (sixteen && !eligible) precision_ = cublaslt::Precision::fp32;
   if (half() && num_layers > 0 && !params.value_16bit(first_param))

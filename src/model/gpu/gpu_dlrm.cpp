@@ -43,6 +43,7 @@
 #include "model/gpu/gpu_embeddings.h"
 #include "model/gpu/gpu_mlp.h"
 #include "model/gpu/sharded_embeddings.h"
+#include "model/gpu/step_output.h"
 #include "perf/gemm_model_params.h"
 #include "nn/cross_net.h"
 #include "nn/mlp.h"
@@ -56,15 +57,8 @@ namespace {
 using seed_streams::kBottomMlpStreams;
 using seed_streams::kCrossNetStreams;
 using seed_streams::kTopMlpStreams;
-
-// What the step copies back to the host: the loss, the skip flag (raised by ids outside
-// their tables, counted on the device, by a non-finite loss, or by an fp16 gradient
-// overflow) and the overflow flag of loss scaling.
-struct StepOutput {
-  double loss = 0.0;
-  int32_t skipped = 0;
-  int32_t overflow = 0;
-};
+// What the step copies back to the host (model/gpu/step_output.h).
+using gpu_model::StepOutput;
 
 // Phase boundaries of a profiled step (events recorded after each).
 enum Phase : int {

@@ -20,7 +20,7 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
     l.out = widths_[i];
     l.relu = i + 1 < widths_.size() || relu_last;
     const int w = first_param + 2 * static_cast<int>(i);
-    l.half = half_type_ != DType::f32 && l.in % kSixteenBitWidthMultiple == 0 && l.out % kSixteenBitWidthMultiple == 0;
+    l.half = half_type_ != DType::f32 && sixteen_bit_widths(l.in, l.out);
     if (l.half) {
       l.weight16 = params.value_16bit(w);
       if (!l.weight16) throw InternalError("GpuMlp: 16-bit layers need the parameters' 16-bit copy");

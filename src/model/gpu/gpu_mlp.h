@@ -27,13 +27,10 @@
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/platform.h"
 #include "model/gpu/dense_parameters.h"
+#include "model/gpu/sixteen_bit_widths.h"
 #include "model/gpu/tuned_small_gemms.h"
 
 namespace hetrec::gpu_model {
-
-// 16-bit GEMM operands need widths that are multiples of this (16-byte leading
-// dimensions for cuBLASLt's tensor-core kernels); plan/gpu_model_layout.h mirrors it.
-inline constexpr int kSixteenBitWidthMultiple = 8;
 
 // Scratch shared by the layers of a model (bias-gradient partial sums).
 struct Scratch {
