@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "model/gpu/dense_layout.h"
+
 namespace hetrec {
 namespace {
 
@@ -59,11 +61,12 @@ GpuModelLayout gpu_model_layout(const ModelConfig& model) {
     g.dense_tensors.push_back({"cross_net.bias." + idx, n});
   }
   add_mlp_tensors("top_mlp.", g.top, g.dense_tensors);
+  int64_t padded = 0;
   for (const DenseTensorShape& t : g.dense_tensors) {
     g.dense_elements += t.numel;
-    g.dense_flat_elements += (t.numel + kDenseAlignElements - 1) / kDenseAlignElements * kDenseAlignElements;
+    padded += gpu_model::dense_padded_elements(t.numel);
   }
-  if (g.dense_flat_elements == 0) g.dense_flat_elements = kDenseAlignElements;
+  g.dense_flat_elements = gpu_model::dense_flat_elements(padded);
   for (const TableConfig& t : model.tables) g.ids_per_sample += t.hotness;
   return g;
 }

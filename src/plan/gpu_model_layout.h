@@ -1,34 +1,26 @@
 #pragma once
 // The structure of the GPU model (model/gpu/) as the planner's memory and step models see
 // it: its layers, its dense parameter tensors and the widths of its activation buffers.
-// Both models read the GPU code's shapes from here, so that one place follows that code.
+// Both models read the GPU code's shapes from here, so that one place follows that code;
+// the rules the GPU code applies to them (the dense tensors' alignment, which layers run
+// 16-bit GEMMs) are its own constexpr functions (model/gpu/dense_layout.h,
+// model/gpu/sixteen_bit_widths.h), called here.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "model/gpu/sixteen_bit_widths.h"
 #include "model/model_config.h"
 
 namespace hetrec {
-
-// Dense tensors start on 64-float (256-byte) boundaries in the flat parameter, gradient
-// and optimizer-slot buffers (model/gpu/dense_parameters.cpp, kAlignElements).
-inline constexpr int64_t kDenseAlignElements = 64;
-// The device id buffer and the batch staging grow to 1.25x the ids of the batch that
-// outgrew them, plus one (model/gpu/batch_staging.cpp, kGrowth).
-inline constexpr double kIdCapacityGrowth = 1.25;
-
-// With 16-bit dense compute, a layer runs its GEMMs on 16-bit operands only when its
-// widths are multiples of this (cuBLASLt's 16-bit tensor-core kernels want 16-byte
-// leading dimensions); others run fp32 GEMMs (model/gpu/gpu_mlp.cpp, gpu_cross_net.cpp,
-// kSixteenBitWidthMultiple).
-inline constexpr int kSixteenBitWidthMultiple = 8;
 
 struct LinearShape {
   int in = 0;
   int out = 0;
   bool relu = false;
 
-  bool sixteen_bit_eligible() const { return in % kSixteenBitWidthMultiple == 0 && out % kSixteenBitWidthMultiple == 0; }
+  // With 16-bit dense compute, whether the layer runs its GEMMs on 16-bit operands.
+  bool sixteen_bit_eligible() const { return gpu_model::sixteen_bit_widths(in, out); }
 };
 
 struct DenseTensorShape {
@@ -49,14 +41,14 @@ struct GpuModelLayout {
   int cross_rank = 0;               // 0 = full rank
   std::vector<DenseTensorShape> dense_tensors;  // state order: bottom, cross, top
   int64_t dense_elements = 0;       // without padding
-  int64_t dense_flat_elements = 0;  // with the 64-float alignment of every tensor
+  int64_t dense_flat_elements = 0;  // with every tensor's alignment (model/gpu/dense_layout.h)
   double ids_per_sample = 0.0;      // sum of table hotness (the mean bag size with variable bags)
 
   // Widest input or output of an MLP (its gradient ping-pong buffers are B x this).
   static int max_width(const std::vector<LinearShape>& layers);
   // With 16-bit dense compute, whether the cross net runs 16-bit GEMMs.
   bool cross_sixteen_bit_eligible() const {
-    return interaction_width % kSixteenBitWidthMultiple == 0 && cross_rank % kSixteenBitWidthMultiple == 0;
+    return gpu_model::sixteen_bit_widths(static_cast<int>(interaction_width), cross_rank);
   }
 
   // Where 16-bit dense compute writes its operands (model/gpu/gpu_mlp.cpp,

@@ -7,10 +7,17 @@
 #include <tuple>
 
 #include "core/error.h"
+#include "kernels/bce_loss_geometry.h"
+#include "kernels/column_sum_geometry.h"
+#include "kernels/embedding_backward_geometry.h"
+#include "kernels/loss_scale_state.h"
+#include "kernels/pooled_piece_types.h"
+#include "kernels/step_scalars.h"
+#include "model/gpu/batch_buffer_sizes.h"
+#include "model/gpu/step_output.h"
 #include "optim/sparse_update.h"
 #include "plan/device_memory.h"
 #include "plan/gpu_model_layout.h"
-#include "plan/kernel_workspaces.h"
 #include "plan/sharded_layout.h"
 
 namespace hetrec {
@@ -19,23 +26,19 @@ namespace {
 // cuBLASLt workspace the GPU model's GEMM object allocates (gemm/cublaslt_gemm.h,
 // Gemm::kDefaultWorkspaceBytes: what the cuBLAS documentation recommends for Hopper).
 constexpr double kCublasLtWorkspaceBytes = 32.0 * kMiB;
-// Device copies of kernels::StepScalars (two floats, two floats, an int64 and an int32:
-// 32 bytes with padding) and of the step output (a double and an int32: 16 bytes).
-constexpr std::size_t kStepScalarsBytes = 32;
-constexpr std::size_t kStepOutputBytes = 16;
-constexpr double kFloatBytes = 4.0;
-constexpr double kIndexBytes = 4.0;   // int32 ids and offsets (data/batch.h)
-constexpr double kRowOffsetBytes = 8.0;  // int64 first row of each table
-constexpr double kPointerBytes = 8.0;    // per-table row and state pointers (host placement)
-constexpr double kHalfBytes = 2.0;       // bf16 / fp16 operand copies
-// fp16 dense compute: the device loss-scale state (scale, its inverse, clean-step count,
-// overflow flag: 16 bytes; model/gpu/gpu_dlrm.cpp).
-constexpr std::size_t kLossScaleBytes = 16;
-// Several GPUs: kernels::PooledPiece (a pointer, an int64 stride, five ints, padded) is 40
-// bytes and PooledGradPiece (a pointer, an int64, four ints) 32 (kernels/pooled_pieces.h;
-// pooled_pieces.cu asserts both).
-constexpr double kGatherPieceBytes = 40.0;
-constexpr double kScatterPieceBytes = 32.0;
+// Device copies of the step scalars and of the step output (model/gpu/gpu_dlrm.cpp).
+constexpr std::size_t kStepScalarsBytes = sizeof(kernels::StepScalars);
+constexpr std::size_t kStepOutputBytes = sizeof(gpu_model::StepOutput);
+constexpr double kFloatBytes = sizeof(float);
+constexpr double kIndexBytes = sizeof(int32_t);      // int32 ids and offsets (data/batch.h)
+constexpr double kRowOffsetBytes = sizeof(int64_t);  // int64 first row of each table
+constexpr double kPointerBytes = sizeof(void*);      // per-table row and state pointers (host placement)
+constexpr double kHalfBytes = 2.0;                   // bf16 / fp16 operand copies
+// fp16 dense compute: the device loss-scale state (model/gpu/gpu_dlrm.cpp).
+constexpr std::size_t kLossScaleBytes = sizeof(kernels::LossScaleState);
+// Several GPUs: the device lists of pooled pieces (model/gpu/sharded_embeddings.cpp).
+constexpr double kGatherPieceBytes = sizeof(kernels::PooledPiece);
+constexpr double kScatterPieceBytes = sizeof(kernels::PooledGradPiece);
 
 // Collects consumers; every device tensor is also rounded to its allocator size class.
 class Ledger {
@@ -226,8 +229,8 @@ void activations(Ledger& m, const GpuModelLayout& g, const Recipe& recipe, int64
   m.device("top MLP input gradient", b * n * kFloatBytes);
   const int64_t widest = std::max<int64_t>({g.feature_width, g.interaction_width, GpuModelLayout::max_width(g.bottom),
                                             GpuModelLayout::max_width(g.top)});
-  m.device("bias-gradient scratch", static_cast<double>(plan_kernels::column_sum_workspace_bytes(batch, widest)) + 1.0);
-  m.device("loss workspace", static_cast<double>(plan_kernels::bce_loss_workspace_bytes(batch)));
+  m.device("bias-gradient scratch", static_cast<double>(kernels::column_sum_workspace_bytes(batch, widest)) + 1.0);
+  m.device("loss workspace", static_cast<double>(kernels::bce_loss_workspace_bytes(batch)));
 }
 
 MemoryEstimate finish_estimate(Ledger& m, const Hardware& hw, int rank, int ranks) {
@@ -317,26 +320,28 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
     m.device(name, bytes);
     if (landing_buffers) m.device(landing, bytes);
   };
-  twice(inputs, (local * g.num_dense + 1) * kFloatBytes);
-  twice(inputs, local * kFloatBytes);
-  twice(inputs, 1 * kIndexBytes);  // offsets of a staging without tables
-  double staging_host = (local * g.num_dense + local) * kFloatBytes + 1 * kIndexBytes;
-  const auto staging = [&](const std::string& name, double samples, double tables, double ids) {
-    const double capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
-    twice(name, 1 * kFloatBytes);  // no dense features: one float
-    twice(name, samples * kFloatBytes);
-    twice(name, (samples * tables + 1) * kIndexBytes);
-    twice(name, capacity * kIndexBytes);
-    staging_host += samples * kFloatBytes + (samples * tables + 1 + capacity) * kIndexBytes;
+  // The rank's samples' dense features and labels: a staging without tables.
+  twice(inputs, static_cast<double>(gpu_model::batch_dense_elements(rs.local_samples, g.num_dense)) * kFloatBytes);
+  twice(inputs, static_cast<double>(gpu_model::batch_label_elements(rs.local_samples)) * kFloatBytes);
+  twice(inputs, static_cast<double>(gpu_model::batch_offset_elements(rs.local_samples, 0)) * kIndexBytes);
+  double staging_host = static_cast<double>(gpu_model::staging_bytes(rs.local_samples, 0, g.num_dense, 0));
+  // A group's staging: bags of `samples` samples and no dense features; its id capacity.
+  const auto staging = [&](const std::string& name, int64_t samples, int tables, double ids) {
+    const int64_t capacity = gpu_model::grown_id_capacity(static_cast<int64_t>(ids));
+    twice(name, static_cast<double>(gpu_model::batch_dense_elements(samples, 0)) * kFloatBytes);
+    twice(name, static_cast<double>(gpu_model::batch_label_elements(samples)) * kFloatBytes);
+    twice(name, static_cast<double>(gpu_model::batch_offset_elements(samples, tables)) * kIndexBytes);
+    twice(name, static_cast<double>(capacity) * kIndexBytes);
+    staging_host += static_cast<double>(gpu_model::staging_bytes(samples, capacity, 0, tables));
     return capacity;
   };
-  std::vector<double> capacities;
+  std::vector<int64_t> capacities;
   for (const ShardGroup& grp : rs.groups) {
-    const double tables = static_cast<double>(grp.shards.size());
+    const auto tables = static_cast<int>(grp.shards.size());
     const std::string name = std::string("shard bags of the global batch (") + group_title(grp.kind) + ")";
-    capacities.push_back(staging(name, b, tables, std::ceil(grp.update_ids())));
+    capacities.push_back(staging(name, recipe.batch, tables, std::ceil(grp.update_ids())));
     if (grp.kind == ShardGroupKind::replicated)
-      staging("replicated tables' bags of the rank's samples", local, tables, std::ceil(grp.lookup_ids()));
+      staging("replicated tables' bags of the rank's samples", rs.local_samples, tables, std::ceil(grp.lookup_ids()));
   }
   activations(m, g, recipe, rs.local_samples);
 
@@ -367,8 +372,7 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
   // ---- each group's fused-backward workspace (embedding_bag_backward.cu) ----
   for (std::size_t k = 0; k < rs.groups.size(); ++k)
     m.device("embedding backward workspace (sort, segments, chunk sums)",
-             static_cast<double>(plan_kernels::embedding_backward_workspace_bytes(
-                 static_cast<int64_t>(capacities[k]), rs.groups[k].width)));
+             static_cast<double>(kernels::embedding_backward_workspace_bytes(capacities[k], rs.groups[k].width)));
 
   // ---- host ----
   const double flat = static_cast<double>(g.dense_flat_elements) * kFloatBytes;
@@ -414,26 +418,27 @@ MemoryEstimate single_memory(const ModelConfig& model, const OptimConfig& optim,
   dense_state(m, g, optim, recipe);
 
   // ---- per batch (model/gpu/batch_staging.cpp and GpuDlrm::reserve) ----
-  const double ids = std::ceil(b * g.ids_per_sample);
-  const double id_capacity = std::floor(ids * kIdCapacityGrowth) + 1.0;
+  const auto ids = static_cast<int64_t>(std::ceil(b * g.ids_per_sample));
+  const int64_t id_capacity = gpu_model::grown_id_capacity(ids);
   // The step buffers and, beside them, the landing buffers of the next batch
   // (BatchStaging::copy_ahead).
   const std::string inputs = "batch inputs on the device (dense, labels, offsets, ids)";
   for (const std::string& name : {inputs, std::string("landing buffers of the next batch (copied ahead)")}) {
     if (name != inputs && !landing_buffers) continue;
-    m.device(name, (b * g.num_dense + 1) * kFloatBytes);
-    m.device(name, b * kFloatBytes);
-    m.device(name, (b * g.num_tables + 1) * kIndexBytes);
-    m.device(name, id_capacity * kIndexBytes);
+    m.device(name, static_cast<double>(gpu_model::batch_dense_elements(recipe.batch, g.num_dense)) * kFloatBytes);
+    m.device(name, static_cast<double>(gpu_model::batch_label_elements(recipe.batch)) * kFloatBytes);
+    m.device(name, static_cast<double>(gpu_model::batch_offset_elements(recipe.batch, g.num_tables)) * kIndexBytes);
+    m.device(name, static_cast<double>(id_capacity) * kIndexBytes);
   }
   activations(m, g, recipe, recipe.batch);
   m.device("embedding backward workspace (sort, segments, chunk sums)",
-           static_cast<double>(plan_kernels::embedding_backward_workspace_bytes(static_cast<int64_t>(id_capacity), g.dim)));
+           static_cast<double>(kernels::embedding_backward_workspace_bytes(id_capacity, g.dim)));
 
   // ---- host: page-locked batch staging (batch_staging.cpp, staging_bytes), tables placed
   // in host memory, and the host mirrors state() creates for checkpoints ----
   const double flat = static_cast<double>(g.dense_flat_elements) * kFloatBytes;
-  m.host("page-locked batch staging", (b * g.num_dense + b) * kFloatBytes + (b * g.num_tables + 1 + id_capacity) * kIndexBytes);
+  m.host("page-locked batch staging",
+         static_cast<double>(gpu_model::staging_bytes(recipe.batch, id_capacity, g.num_dense, g.num_tables)));
   m.host("embedding rows in host memory (" + rows_name + ")", static_cast<double>(host_rows) * row_bytes);
   m.host("embedding optimizer state in host memory", static_cast<double>(host_rows) * state_bytes);
   m.host("host mirrors of the model state (created at the first checkpoint)",

@@ -5,11 +5,14 @@
 #include <string>
 
 #include "core/error.h"
+#include "kernels/bce_loss_geometry.h"
+#include "kernels/column_sum_geometry.h"
+#include "kernels/embedding_backward_geometry.h"
+#include "model/gpu/batch_buffer_sizes.h"
 #include "optim/sparse_update.h"
 #include "perf/gemm_problem.h"
 #include "plan/comm_model.h"
 #include "plan/gpu_model_layout.h"
-#include "plan/kernel_workspaces.h"
 #include "plan/sharded_layout.h"
 
 namespace hetrec {
@@ -37,8 +40,6 @@ constexpr double kOperandCopyBytes = kFloatBytes + kHalfBytes;
 // of the feature gradient reads and writes each element (unscale and finite check,
 // kernels/loss_scale.cu), plus the scale update's launch.
 constexpr double kUnscaleBytes = 2 * kFloatBytes;
-constexpr int kColumnSumLaunches = 2;                   // chunk sums, then their combination
-constexpr int kLossLaunches = 2;
 // Sort bytes per item and pass: the histogram reads the key, the scatter reads and
 // writes key and value (kernels/radix_sort.cu).
 constexpr double kSortPassBytes = 5 * kIndexBytes;
@@ -217,7 +218,7 @@ void mlp_backward(WorkBuilder& w, StepPhase phase, const std::string& name, cons
     } else {
       w.hbm(phase, StepFactor::elementwise, bd * l.out * kColumnSumBytes, layer + " bias sum");
     }
-    w.launches(phase, kColumnSumLaunches);
+    w.launches(phase, kernels::kColumnSumLaunches);
     if (half && !l.relu) w.operand_copy(phase, bd * l.out, layer + " output gradient");
     w.gemm(phase, layer, "wgrad", l.out, l.in, b, true, false, GemmEpilogue::none, false, half);
     if (i > 0 || want_dx) w.gemm(phase, layer, "dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, false, half);
@@ -270,7 +271,7 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
     bytes += kFloatBytes;
     w.hbm(phase, StepFactor::elementwise, elems * bytes, layer + " dz = (g + h) x0, bias sum, dx0 direct part");
     if (half) w.rounded_in_pass(phase, elems, layer + " dz");
-    w.launches(phase, kColumnSumLaunches);
+    w.launches(phase, kernels::kColumnSumLaunches);
     if (r > 0) {
       w.gemm(phase, layer, "dU", n, r, b, true, false, GemmEpilogue::none, false, half);
       w.gemm(phase, layer, "d(V x)", b, r, n, false, false, GemmEpilogue::none, false, half, half);
@@ -336,8 +337,10 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   w.launches(fwd, 1);
 
   const auto bwd = StepPhase::embedding_bwd_update;
-  const double capacity = std::floor(occurrences * kIdCapacityGrowth) + 1.0;
-  const int passes = plan_kernels::radix_sort_passes(plan_kernels::embedding_sort_key_bits(total_rows));
+  // The id capacity the staging grows to for a batch of the expected occurrences
+  // (model/gpu/batch_buffer_sizes.h, grown_id_capacity, on a mean that need not be whole).
+  const double capacity = std::floor(occurrences * gpu_model::kIdCapacityGrowth) + 1.0;
+  const int passes = kernels::radix_sort_passes(kernels::embedding_sort_key_bits(total_rows));
   w.hbm(bwd, StepFactor::embedding_backward, occurrences * 3 * kIndexBytes + ub * tables * kIndexBytes,
         label + "sort keys (ids, offsets in; keys, bags out)");
   w.hbm(bwd, StepFactor::embedding_backward, occurrences * passes * kSortPassBytes,
@@ -350,7 +353,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   w.host_table_rows(bwd, host_update, host_span, label + "distinct rows of host tables, read and written over the link");
   // fp16 rows: the fused update rounds each distinct row's new values to fp16.
   if (recipe.row_dtype == DType::f16) w.fp16_rounding(bwd, distinct_rows * g.width, label + "updated fp16 rows");
-  w.launches(bwd, plan_kernels::embedding_backward_launches(static_cast<int64_t>(capacity), total_rows));
+  w.launches(bwd, kernels::embedding_backward_launches(static_cast<int64_t>(capacity), total_rows));
 }
 
 const char* group_name(ShardGroupKind kind) {
@@ -480,7 +483,7 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   else if (g.cross_layers > 0) cross_forward(w, g, b);
   mlp_forward(w, StepPhase::top_mlp_fwd, "top_mlp", g.top, b, /*input_16bit=*/g.cross_16bit(w.sixteen_bit()));
   w.hbm(StepPhase::loss, StepFactor::elementwise, bd * kLossBytes, "BCE loss and its gradient");
-  w.launches(StepPhase::loss, kLossLaunches);
+  w.launches(StepPhase::loss, kernels::kBceLossLaunches);
   mlp_backward(w, StepPhase::top_mlp_bwd, "top_mlp", g.top, b, /*want_dx=*/true);
   if (g.arch == Arch::dcnv2 && g.cross_layers > 0) cross_backward(w, g, b);
   mlp_backward(w, StepPhase::bottom_mlp_bwd, "bottom_mlp", g.bottom, b, /*want_dx=*/false);

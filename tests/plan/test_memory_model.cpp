@@ -1,14 +1,25 @@
 // The memory model against hand-counted buffers of the GPU model (model/gpu/), the
 // caching allocator's size classes, the reference workload on 80 and 141 GB GPUs, and the
-// device memory the planner benchmark's recipes used on an H200.
+// device memory the planner benchmark's recipes used on an H200. The geometry the engine
+// applies to the counted tensors (workspace layouts, id capacities, the dense tensors'
+// alignment, struct sizes) comes from the kernels' and the GPU model's own constexpr
+// functions, not from a copy of their arithmetic.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <map>
 #include <string>
 
 #include "core/error.h"
+#include "kernels/bce_loss_geometry.h"
+#include "kernels/column_sum_geometry.h"
+#include "kernels/embedding_backward_geometry.h"
+#include "kernels/step_scalars.h"
+#include "model/gpu/batch_buffer_sizes.h"
+#include "model/gpu/dense_layout.h"
+#include "model/gpu/step_output.h"
 #include "plan/device_memory.h"
 #include "plan/memory_model.h"
 #include "plan/planner_record.h"
@@ -23,6 +34,13 @@ std::map<std::string, double> by_name(const MemoryEstimate& e, MemorySpace space
   for (const MemoryConsumer& c : e.consumers)
     if (c.space == space) out[c.name] += c.bytes;
   return out;
+}
+
+// Elements of the GPU model's flat dense buffers for tensors of these sizes.
+double dense_flat(std::initializer_list<int64_t> tensors) {
+  int64_t padded = 0;
+  for (int64_t numel : tensors) padded += gpu_model::dense_padded_elements(numel);
+  return static_cast<double>(gpu_model::dense_flat_elements(padded));
 }
 
 double rounding_of(std::initializer_list<double> tensors) {
@@ -60,20 +78,32 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
   const auto dev = by_name(e, MemorySpace::device);
   const auto host = by_name(e, MemorySpace::host);
 
-  // Hand count, batch 100, 500 ids (capacity 626), every buffer fp32 unless noted.
+  // Hand count, batch 100, 500 ids, every buffer fp32 unless noted. The staging's id
+  // capacity for 500 ids (626), the dense buffers of the 1465 values (bottom 3x16, 16,
+  // 16x8, 8; cross 2 x (24x4, 24x4, 24); top 24x32, 32, 32x1, 1: 1920 floats), the
+  // backward's, the bias gradients' and the loss's workspaces and the step's structs are
+  // the GPU model's and the kernels' own geometry.
+  const int64_t id_capacity = gpu_model::grown_id_capacity(500);
+  const auto cap = static_cast<double>(id_capacity);
+  const double flat = dense_flat({48, 16, 128, 8, 96, 96, 24, 96, 96, 24, 768, 32, 32, 1});
+  const auto backward = static_cast<double>(kernels::embedding_backward_workspace_bytes(id_capacity, 8));
+  const auto bias_scratch = static_cast<double>(kernels::column_sum_workspace_bytes(100, 32)) + 1;
+  const auto loss = static_cast<double>(kernels::bce_loss_workspace_bytes(100));
+  const auto step_structs = static_cast<double>(sizeof(kernels::StepScalars));
+  const auto step_output = static_cast<double>(sizeof(gpu_model::StepOutput));
   std::map<std::string, double> want = {
       {"embedding rows (2 tables in HBM, fp32, dim 8)", 1300.0 * 8 * 4},
       {"embedding optimizer state (row-wise Adagrad, 4 B per row)", 1300.0 * 4},
       {"embedding row offsets", 3 * 8},
       {"embedding pooling flags", 2},
-      // 1465 values padded per tensor to 64 floats: 1920 floats.
-      {"dense parameters (1465 values)", 1920.0 * 4},
-      {"dense gradients", 1920.0 * 4},
-      {"dense optimizer state (Adagrad)", 1920.0 * 4},
+      {"dense parameters (1465 values)", flat * 4},
+      {"dense gradients", flat * 4},
+      {"dense optimizer state (Adagrad)", flat * 4},
       {"cuBLASLt workspace", 32.0 * 1024 * 1024},
-      {"step scalars and output", 32 + 16},
-      {"batch inputs on the device (dense, labels, offsets, ids)", 301.0 * 4 + 100 * 4 + 201 * 4 + 626 * 4},
-      {"landing buffers of the next batch (copied ahead)", 301.0 * 4 + 100 * 4 + 201 * 4 + 626 * 4},
+      {"step scalars and output", step_structs + step_output},
+      // Dense features (one more float), labels, offsets (one per bag and the count), ids.
+      {"batch inputs on the device (dense, labels, offsets, ids)", 301.0 * 4 + 100 * 4 + 201 * 4 + cap * 4},
+      {"landing buffers of the next batch (copied ahead)", 301.0 * 4 + 100 * 4 + 201 * 4 + cap * 4},
       {"bottom MLP activations", 100.0 * 16 * 4 + 100 * 8 * 4},
       {"bottom MLP gradient buffers", 2 * 100.0 * 16 * 4},
       {"top MLP activations", 100.0 * 32 * 4 + 100 * 1 * 4},
@@ -85,18 +115,16 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
       {"feature gradient", 100.0 * 24 * 4},
       {"logit gradient", 100.0 * 4},
       {"top MLP input gradient", 100.0 * 24 * 4},
-      {"bias-gradient scratch", 1 * 32 * 4 + 1},  // one 256-row chunk x the widest (32) + 1
-      {"loss workspace", 8},
-      // keys, values and their twins (4 x 2560), segment starts 2560, counters 256, chunk
-      // owners 256, chunk partials 21 x 8 floats -> 768, sort scratch 1024.
-      {"embedding backward workspace (sort, segments, chunk sums)", 4 * 2560 + 2560 + 256 + 256 + 768 + 1024},
+      {"bias-gradient scratch", bias_scratch},  // 100 rows x the widest (32), plus one byte
+      {"loss workspace", loss},
+      {"embedding backward workspace (sort, segments, chunk sums)", backward},
       {"runtime context and library modules", kRuntimeContextBytes},
   };
   want["caching allocator size-class rounding"] = rounding_of(
-      {41600, 5200, 24, 2, 7680, 7680, 7680, 32.0 * 1024 * 1024, 32, 16, 1204, 400, 804, 2504, 1204, 400, 804, 2504,
-       6400, 3200, 6400, 6400,
-       12800, 400, 12800, 12800, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 1600, 9600, 9600, 9600, 9600, 400, 9600, 129,
-       8, 15104});
+      {41600, 5200, 24, 2, flat * 4, flat * 4, flat * 4, 32.0 * 1024 * 1024, step_structs, step_output, 1204, 400, 804,
+       cap * 4, 1204, 400, 804, cap * 4, 6400, 3200, 6400, 6400,
+       12800, 400, 12800, 12800, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 1600, 9600, 9600, 9600, 9600, 400, 9600,
+       bias_scratch, loss, backward});
   EXPECT_EQ(dev.size(), want.size());
   for (const auto& [name, bytes] : want) {
     ASSERT_TRUE(dev.count(name)) << "missing consumer: " << name;
@@ -104,9 +132,9 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
   }
   for (const auto& [name, bytes] : dev) EXPECT_TRUE(want.count(name)) << "unexpected consumer: " << name;
   EXPECT_EQ(host.size(), 2u);
-  EXPECT_DOUBLE_EQ(host.at("page-locked batch staging"), (300.0 + 100) * 4 + (200 + 1 + 626) * 4);
+  EXPECT_DOUBLE_EQ(host.at("page-locked batch staging"), (300.0 + 100) * 4 + (200 + 1 + cap) * 4);
   EXPECT_DOUBLE_EQ(host.at("host mirrors of the model state (created at the first checkpoint)"),
-                   1300.0 * (32 + 4) + 1920.0 * 4 * 2);
+                   1300.0 * (32 + 4) + flat * 4 * 2);
   double sum = 0.0;
   for (const auto& [name, bytes] : want) sum += bytes;
   EXPECT_DOUBLE_EQ(e.device_bytes(), sum);
@@ -127,7 +155,8 @@ TEST(MemoryModel, SixteenBitDenseCountsTheOperandCopies) {
     r.dense = p;
     const MemoryEstimate e = estimate_memory(m, o, r, hw);
     const auto dev = by_name(e, MemorySpace::device);
-    EXPECT_DOUBLE_EQ(dev.at("dense parameters' 16-bit copy (what the 16-bit GEMMs read)"), 1920.0 * 2);
+    EXPECT_DOUBLE_EQ(dev.at("dense parameters' 16-bit copy (what the 16-bit GEMMs read)"),
+                     dense_flat({48, 16, 128, 8, 96, 96, 24, 96, 96, 24, 768, 32, 32, 1}) * 2);
     // Bottom: only 16 -> 8 is eligible (3 is not a multiple of 8); the gradient copy is
     // as wide as the widest width (16).
     EXPECT_DOUBLE_EQ(dev.at("bottom MLP 16-bit operand copies (inputs, output gradient)"), 100.0 * 16 * 2 + 100 * 16 * 2);
@@ -164,8 +193,8 @@ TEST(MemoryModel, DlrmAndOtherOptimizersChangeTheirConsumers) {
   EXPECT_DOUBLE_EQ(dev.at("dot interaction output"), 100.0 * 11 * 4);
   EXPECT_DOUBLE_EQ(dev.at("top MLP input gradient"), 100.0 * 11 * 4);
   EXPECT_DOUBLE_EQ(dev.at("embedding optimizer state (Adagrad, 32 B per row)"), 1300.0 * 8 * 4);
-  // bottom 64+64+128+64, top 352->384, 32->64, 32->64, 1->64: 896 floats.
-  EXPECT_DOUBLE_EQ(dev.at("dense optimizer state (Adam)"), 2 * 896.0 * 4);
+  // bottom 3x16, 16, 16x8, 8; top 11x32, 32, 32x1, 1 (896 floats with the alignment).
+  EXPECT_DOUBLE_EQ(dev.at("dense optimizer state (Adam)"), 2 * dense_flat({48, 16, 128, 8, 352, 32, 32, 1}) * 4);
   for (const auto& [name, bytes] : dev) EXPECT_EQ(name.find("cross net"), std::string::npos) << name;
 
   o.sparse = OptimizerKind::sgd;
@@ -210,6 +239,35 @@ TEST(MemoryModel, ReferenceWorkloadFitsH200ButNotH100AtFp32Rows) {
     EXPECT_DOUBLE_EQ(dev.at("embedding optimizer state (row-wise Adagrad, 4 B per row)"),
                      full.at("embedding optimizer state (row-wise Adagrad, 4 B per row)"));
     EXPECT_TRUE(e.fits(h100, 0.10));
+  }
+}
+
+// At full scale (the scan's recursion levels, the chunk room of millions of ids): the
+// workspaces the model counts are the kernels' own for the capacities the GPU model
+// reserves, the staging's id capacity for the batch's ids and the reserve's batch.
+TEST(MemoryModel, WorkspacesAreTheKernelsAtTheEnginesCapacities) {
+  const ModelConfig m = mlperf_model();
+  const Hardware hw = shipped_hardware("h200_sxm");
+  int64_t hotness = 0;
+  for (const TableConfig& t : m.tables) hotness += t.hotness;
+  for (int64_t batch : {int64_t{1}, int64_t{4095}, int64_t{65536}, int64_t{262144}}) {
+    Recipe r = recipe_of_model(m, batch, hw.name);
+    r.dense = DensePrecision::tf32;
+    const auto dev = by_name(estimate_memory(m, mlperf_optim(), r, hw), MemorySpace::device);
+    const int64_t capacity = gpu_model::grown_id_capacity(batch * hotness);
+    EXPECT_DOUBLE_EQ(dev.at("embedding backward workspace (sort, segments, chunk sums)"),
+                     static_cast<double>(kernels::embedding_backward_workspace_bytes(capacity, m.embedding_dim)))
+        << batch;
+    // The widest buffer whose columns are summed: the 27 x 128 features.
+    const int64_t widest = int64_t{27} * m.embedding_dim;
+    EXPECT_DOUBLE_EQ(dev.at("bias-gradient scratch"),
+                     static_cast<double>(kernels::column_sum_workspace_bytes(batch, widest)) + 1)
+        << batch;
+    EXPECT_DOUBLE_EQ(dev.at("loss workspace"), static_cast<double>(kernels::bce_loss_workspace_bytes(batch))) << batch;
+    EXPECT_DOUBLE_EQ(dev.at("batch inputs on the device (dense, labels, offsets, ids)"),
+                     (static_cast<double>(batch) * 13 + 1) * 4 + static_cast<double>(batch) * 4 +
+                         (static_cast<double>(batch) * 26 + 1) * 4 + static_cast<double>(capacity) * 4)
+        << batch;
   }
 }
 

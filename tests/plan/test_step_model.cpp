@@ -7,6 +7,11 @@
 #include <optional>
 #include <string>
 
+#include "kernels/bce_loss_geometry.h"
+#include "kernels/column_sum_geometry.h"
+#include "kernels/embedding_backward_geometry.h"
+#include "model/gpu/batch_buffer_sizes.h"
+#include "model/gpu/dense_layout.h"
 #include "perf/gemm_problem.h"
 #include "plan/id_distribution.h"
 #include "plan/step_model.h"
@@ -94,8 +99,13 @@ TEST(StepModel, TermsCountTheGpuModelsWork) {
   // ReLU backward (dy, y in; dz out) on 32 and (bias sum only) 1 column in the top MLP.
   EXPECT_NEAR(phase_base(w, StepPhase::top_mlp_bwd, ew), (b * 32 * 12 + b * 1 * 4) / hbm, 1e-12);
   EXPECT_NEAR(phase_base(w, StepPhase::loss, ew), b * 12 / hbm, 1e-12);
-  // Adagrad over the 1920 padded floats: param, grad, sum in; param, sum out.
-  EXPECT_NEAR(phase_base(w, StepPhase::dense_optimizer, ew), 1920.0 * 20 / hbm, 1e-12);
+  // Adagrad over the flat buffers (the 1465 values with the GPU model's alignment: 1920
+  // floats): param, grad, sum in; param, sum out.
+  int64_t padded = 0;
+  for (int64_t numel : {48, 16, 128, 8, 96, 96, 24, 96, 96, 24, 768, 32, 32, 1})
+    padded += gpu_model::dense_padded_elements(numel);
+  const auto flat = static_cast<double>(gpu_model::dense_flat_elements(padded));
+  EXPECT_NEAR(phase_base(w, StepPhase::dense_optimizer, ew), flat * 20 / hbm, 1e-12);
   // Upload: dense and labels (4 floats), offsets (2 per sample + 1) and 5 ids per sample.
   EXPECT_NEAR(phase_base(w, StepPhase::upload, StepFactor::upload), (b * 4 * 4 + (b * 2 + 1) * 4 + b * 5 * 4) / host,
               1e-12);
@@ -103,8 +113,15 @@ TEST(StepModel, TermsCountTheGpuModelsWork) {
   EXPECT_NEAR(phase_base(w, StepPhase::embedding_fwd, StepFactor::embedding_forward),
               (b * 5 * 32 + (b * 5 + b * 2) * 4 + b * 2 * 32) / hbm, 1e-12);
   EXPECT_EQ(count_terms(w, StepPhase::embedding_fwd, StepFactor::host_tables), 0);
-  // Launches: one per GEMM and kernel (column sums: 2 each, the loss: 2).
-  EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::top_mlp_bwd, StepFactor::kernel_overhead_us), 4 + 2 * 2);
+  // Launches: one per GEMM and kernel, as many as the kernels' launchers make for the
+  // column sums, the loss and the embedding backward (its sort, scans and bookkeeping over
+  // the staging's id capacity for the 5 ids of each of the 4096 samples, keys of the
+  // 1300 rows).
+  EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::top_mlp_bwd, StepFactor::kernel_overhead_us),
+                   4 + 2 * kernels::kColumnSumLaunches);
+  EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::loss, StepFactor::kernel_overhead_us), kernels::kBceLossLaunches);
+  EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::embedding_bwd_update, StepFactor::kernel_overhead_us),
+                   kernels::embedding_backward_launches(gpu_model::grown_id_capacity(4096 * 5), 1300));
   EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::interaction_fwd, StepFactor::kernel_overhead_us), 4 + 2);
   EXPECT_DOUBLE_EQ(phase_base(w, StepPhase::overhead, StepFactor::step_overhead_us), 1.0);
 }
