@@ -225,7 +225,7 @@ TEST(HardwareErrors, WrongTypes) {
   EXPECT_NE(e.find("'compute.units.value': expected a number, found a string"), std::string::npos) << e;
   e = load_error("units = { value = 132,", "units = { value = 132.5,");
   EXPECT_NE(e.find("'compute.units.value': expected an integer, found a float"), std::string::npos) << e;
-  e = load_error("hbm_tbs = { value = 3.35, source = \"DESIGN.md table\" }", "hbm_tbs = 3.35");
+  e = load_error("hbm_tbs = { value = 3.35, source = \"H100 datasheet (SXM): GPU memory bandwidth 3.35 TB/s\" }", "hbm_tbs = 3.35");
   EXPECT_NE(e.find("'memory.hbm_tbs': expected { value"), std::string::npos) << e;
   e = load_error("vendor = \"nvidia\"", "vendor = 7");
   EXPECT_NE(e.find("'vendor': expected a string, found an integer"), std::string::npos) << e;
@@ -244,14 +244,14 @@ TEST(HardwareErrors, WrongTypes) {
 }
 
 TEST(HardwareErrors, MissingKeysAndSources) {
-  std::string e = load_error("hbm_tbs = { value = 3.35, source = \"DESIGN.md table\" }\n", "");
+  std::string e = load_error("hbm_tbs = { value = 3.35, source = \"H100 datasheet (SXM): GPU memory bandwidth 3.35 TB/s\" }\n", "");
   EXPECT_NE(e.find("'memory.hbm_tbs': missing"), std::string::npos) << e;
   e = load_error(
-      "units = { value = 132, source = \"DESIGN.md table; Hopper whitepaper (H100 SXM5: 132 SMs)\" }",
+      "units = { value = 132, source = \"Hopper whitepaper: the H100 SXM5 enables 132 of GH100's 144 SMs\" }",
       "units = { value = 132 }");
   EXPECT_NE(e.find("'compute.units.source': missing"), std::string::npos) << e;
   e = load_error(
-      "units = { value = 132, source = \"DESIGN.md table; Hopper whitepaper (H100 SXM5: 132 SMs)\" }",
+      "units = { value = 132, source = \"Hopper whitepaper: the H100 SXM5 enables 132 of GH100's 144 SMs\" }",
       "units = { value = 132, source = \"\" }");
   EXPECT_NE(e.find("'compute.units.source': must name where"), std::string::npos) << e;
   e = load_error(
@@ -276,8 +276,8 @@ TEST(HardwareErrors, ValuesOutOfRangeOrInconsistent) {
   e = load_error("xcds = { value = 1,", "xcds = { value = 5,");
   EXPECT_NE(e.find("'compute.xcds': units (132) must divide evenly"), std::string::npos) << e;
   e = load_error(
-      "l2_mb = { value = 50, source = \"DESIGN.md table\" }",
-      "l2_mb = { value = 50, source = \"DESIGN.md table\" }\nl2_mb_per_xcd = { value = 40, source = \"x\" }");
+      "l2_mb = { value = 50, source = \"Hopper whitepaper: 50 MB L2 on the H100 SXM5\" }",
+      "l2_mb = { value = 50, source = \"Hopper whitepaper: 50 MB L2 on the H100 SXM5\" }\nl2_mb_per_xcd = { value = 40, source = \"x\" }");
   EXPECT_NE(e.find("'memory.l2_mb_per_xcd': times compute.xcds"), std::string::npos) << e;
   e = load_error("max_shared_kb_per_block = { value = 227,", "max_shared_kb_per_block = { value = 300,");
   EXPECT_NE(e.find("'memory.max_shared_kb_per_block': must not exceed"), std::string::npos) << e;
@@ -308,7 +308,7 @@ TEST(HardwareErrors, MatrixInstructions) {
   EXPECT_NE(e.find("no instruction of precision tf32 although dense_tflops gives its rate"),
             std::string::npos)
       << e;
-  e = load_error("fp8 = { value = 1979, source = \"DESIGN.md table\" }\n", "");
+  e = load_error("fp8 = { value = 1979, source = \"H100 datasheet (SXM): FP8 Tensor Core 3,958 TFLOPS with sparsity, halved for dense\" }\n", "");
   EXPECT_NE(e.find("no dense_tflops.fp8 rate is given"), std::string::npos) << e;
 }
 
