@@ -5,6 +5,8 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       nlohmann-json3-dev liblzma-dev libcli11-dev libfmt-dev libgtest-dev python3
       # The NumPy forward pass of an exported model (python/hetrec_numpy.py, tests/cli/test_export.cpp).
       python3-numpy
+      # zlib: deflated members of .npz archives (the MLPerf multi-hot reader, src/data/npy_array.cpp).
+      zlib1g-dev
       # The fuzz targets (fuzz/): clang with libFuzzer and the sanitizer runtimes, clang's
       # OpenMP runtime, and the pthreads OpenBLAS so that libomp is the only OpenMP runtime.
       clang libclang-rt-14-dev libomp-dev libopenblas-pthread-dev
