@@ -5,7 +5,7 @@
 
 namespace hetrec {
 
-enum class DataFormat { synthetic, criteo_tsv, binary };
+enum class DataFormat { synthetic, criteo_tsv, binary, mlperf_multihot };
 enum class CategoricalMapping { hash, modulo };  // raw 32-bit categorical -> row id
 enum class OnError { fail, skip };
 
@@ -22,7 +22,7 @@ struct SyntheticConfig {
 
 struct DataConfig {
   DataFormat format = DataFormat::synthetic;
-  std::string train_path;  // criteo_tsv / binary
+  std::string train_path;  // criteo_tsv / binary: a file; mlperf_multihot: days (data/mlperf_multihot.h)
   std::string eval_path;
   CategoricalMapping categorical = CategoricalMapping::modulo;
   int64_t missing_categorical_id = 0;  // row used for an empty categorical field

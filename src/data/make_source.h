@@ -9,10 +9,10 @@
 
 namespace hetrec {
 
-// synthetic -> SyntheticSource; criteo_tsv -> CriteoTsvSource; binary -> BinarySource
-// (checked against the model). Files come from data.train_path or data.eval_path:
-// ConfigError when the key is empty, IoError naming the path and the key when the file
-// cannot be opened.
+// synthetic -> SyntheticSource; criteo_tsv -> CriteoTsvSource; binary -> BinarySource,
+// mlperf_multihot -> MlperfMultihotSource (both checked against the model). Files come
+// from data.train_path or data.eval_path: ConfigError when the key is empty, IoError
+// naming the path and the key when a file cannot be opened.
 std::unique_ptr<BatchSource> make_source(const DataConfig& data, const FeatureSpec& model, Split split);
 
 }  // namespace hetrec

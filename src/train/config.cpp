@@ -329,8 +329,11 @@ void parse_optim(Section o, OptimConfig& opt) {
 }
 
 void parse_data(Section d, DataConfig& data) {
-  const std::string format = d.choice("format", "synthetic", {"synthetic", "criteo_tsv", "binary"});
-  data.format = format == "synthetic" ? DataFormat::synthetic : format == "criteo_tsv" ? DataFormat::criteo_tsv : DataFormat::binary;
+  const std::string format = d.choice("format", "synthetic", {"synthetic", "criteo_tsv", "binary", "mlperf_multihot"});
+  data.format = format == "synthetic"         ? DataFormat::synthetic
+                : format == "criteo_tsv"      ? DataFormat::criteo_tsv
+                : format == "mlperf_multihot" ? DataFormat::mlperf_multihot
+                                              : DataFormat::binary;
   data.train_path = d.string("train_path", "");
   data.eval_path = d.string("eval_path", "");
   if (data.format != DataFormat::synthetic && data.train_path.empty())
