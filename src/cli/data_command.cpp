@@ -4,8 +4,10 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/convert_progress.h"
 #include "data/binary_tools.h"
 #include "data/criteo_tsv.h"
+#include "data/mlperf_convert.h"
 #include "data/split.h"
 #include "data/synthetic.h"
 #include "train/config.h"
@@ -21,14 +23,32 @@ void add_data_command(CLI::App& app, Action& action) {
     std::vector<std::string> overrides;
   };
   auto conv = std::make_shared<ConvertOptions>();
-  CLI::App* convert = data->add_subcommand("convert", "Criteo TSV -> binary columnar (streaming, constant memory)");
+  CLI::App* convert = data->add_subcommand(
+      "convert", "Criteo TSV or MLPerf multi-hot days (data.format) -> binary columnar (streaming, constant memory)");
   convert->add_option("--config,-c", conv->config, "config whose [model] tables and [data] mapping apply")->required();
-  convert->add_option("--input,-i", conv->input, "Criteo TSV file")->required();
+  convert->add_option("--input,-i", conv->input,
+                      "Criteo TSV file; with data.format = \"mlperf_multihot\", the days (a directory or day prefixes)")
+      ->required();
   convert->add_option("--output,-o", conv->output, "binary file to write")->required();
   convert->add_option("--set", conv->overrides, "override a config key (repeatable)");
   convert->callback([conv, &action] {
     action = [conv] {
       const RunConfig cfg = load_run_config(conv->config, conv->overrides);
+      if (cfg.data.format == DataFormat::mlperf_multihot) {
+        ConvertProgressLine line(stderr, conv->output);
+        const ConvertReport r = [&] {
+          struct EndLine {
+            ConvertProgressLine& line;
+            ~EndLine() { line.finish(); }
+          } end{line};
+          return convert_mlperf_to_binary(conv->input, conv->output, cfg.model, cfg.data.reader_threads,
+                                          kDefaultGroupSamples, [&](const ConvertProgress& p) { line.update(p); });
+        }();
+        std::printf("wrote %s: %lld samples in %lld row groups, %lld bytes\n", conv->output.c_str(),
+                    static_cast<long long>(r.samples), static_cast<long long>(r.groups),
+                    static_cast<long long>(r.bytes));
+        return;
+      }
       hetrec::ConvertOptions options;
       options.on_error = cfg.data.on_error;
       options.threads = cfg.data.reader_threads;
