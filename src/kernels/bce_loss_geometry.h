@@ -1,7 +1,7 @@
 #pragma once
 // The geometry of the fused loss (kernels/bce_loss.cu): the samples of one partial sum
 // and the workspace of the partials. Plain C++ (constexpr), for the launcher and for the
-// planner (plan/memory_model.cpp).
+// planner (plan/memory_model.cpp, plan/step_model.cpp).
 #include <cstddef>
 #include <cstdint>
 

@@ -1,7 +1,8 @@
 #pragma once
 // The geometry of the column sums (kernels/column_chunks.cuh, kernels/column_sum.h): the
 // row chunks each column is summed in and the workspace of their partials. Plain C++
-// (constexpr), for the launchers and for the planner (plan/memory_model.cpp).
+// (constexpr), for the launchers and for the planner (plan/memory_model.cpp,
+// plan/step_model.cpp).
 #include <cstddef>
 #include <cstdint>
 
