@@ -190,6 +190,11 @@ MlperfMultihotSource::MlperfMultihotSource(const std::string& spec, const Featur
                                            int threads)
     : model_(model), what_(what), threads_(std::max(threads, 1)) {
   if (model_.num_tables() < 1) throw ConfigError("the MLPerf multi-hot reader needs a model with at least one table");
+  for (int t = 0; t < model_.num_tables(); ++t)
+    if (model_.tables[static_cast<std::size_t>(t)].rows > std::numeric_limits<int32_t>::max())
+      throw ConfigError(fmt::format("model.tables[{}] has {} rows: the batch layout's int32 ids address at most {}", t,
+                                    model_.tables[static_cast<std::size_t>(t)].rows,
+                                    std::numeric_limits<int32_t>::max()));
   for (const std::string& prefix : expand_mlperf_days(spec, what.empty() ? "path" : what)) {
     DayInfo info;
     info.files = mlperf_day_files(prefix);
@@ -256,10 +261,13 @@ std::unique_ptr<MlperfMultihotSource::OpenDay> MlperfMultihotSource::open_day(st
       throw DataError(fmt::format("{} ({}): ids of type '{}' and shape ({}): expected int32 ('<i4') or int64 ('<i8') "
                                   "of shape (samples, hotness)",
                                   a.name(), table_label(model_, t), h.descr, fmt::join(h.shape, ", ")));
-    if (table.variable_bags ? h.shape[1] < 1 : h.shape[1] != table.hotness)
+    // A table with variable bags takes bags of 1 to 2 * hotness - 1 ids (data/feature_spec.h).
+    if (table.variable_bags ? h.shape[1] < 1 || h.shape[1] > 2 * int64_t{table.hotness} - 1
+                            : h.shape[1] != table.hotness)
       throw DataError(fmt::format("{} ({}): {} ids per sample, the model's table has hotness {}{}", a.name(),
                                   table_label(model_, t), h.shape[1], table.hotness,
-                                  table.variable_bags ? " (variable bags need at least one id)" : " (model.table_hotness)"));
+                                  table.variable_bags ? fmt::format(" (variable bags: 1 to {} ids)", 2 * table.hotness - 1)
+                                                      : std::string(" (model.table_hotness)")));
     if (h.shape[0] != n)
       throw DataError(fmt::format("{}: {} samples, {} holds {}: the files of a day must hold the same samples",
                                   a.name(), h.shape[0], dense.name(), n));

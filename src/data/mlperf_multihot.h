@@ -47,7 +47,8 @@ class MlperfMultihotSource final : public BatchSource {
   // Opens every day of `spec` (see expand_mlperf_days) and checks it against the model:
   // dense [n, model.num_dense] float32; labels [n] or [n, 1]; members "0.npy" ..
   // "<T-1>.npy" only, each [n, hotness] int32 or int64 with hotness = the model table's
-  // (any hotness >= 1 for a table with variable_bags); the same n in the three files.
+  // (1 to 2 * hotness - 1 for a table with variable_bags); the same n in the three files.
+  // ConfigError for a model table of more rows than int32 ids address.
   // DataError naming the file (and member) otherwise; IoError when a file cannot be
   // opened. `what` names the config key in errors; `threads` read the tables of a batch
   // in parallel.

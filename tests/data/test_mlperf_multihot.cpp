@@ -457,6 +457,31 @@ TEST(MlperfMultihot, MalformedDaysAreDataErrorsNamingTheFile) {
              {"day_0_sparse_multi_hot.npz, member '20.npy'"});
 }
 
+// A table with variable bags takes members 1 to 2 * hotness - 1 wide; a table of more
+// rows than int32 ids address is refused.
+TEST(MlperfMultihot, VariableBagWidthsAndTableSizesAreBounded) {
+  TempDir tmp;
+  FeatureSpec spec = mlperf_spec();
+  spec.tables[3].variable_bags = true;  // hotness 2: widths 1 to 3
+  for (const auto& [width, ok] : std::vector<std::pair<int, bool>>{{1, true}, {3, true}, {4, false}}) {
+    const std::string dir = tmp.file("w" + std::to_string(width));
+    std::filesystem::create_directories(dir);
+    std::vector<int> hot = npy::kMlperfHotness;
+    hot[3] = width;
+    const npy::Day day = npy::make_day(6, 9, table_rows(), hot);
+    npy::write_day(dir + "/day_0", day);
+    if (ok) {
+      MlperfMultihotSource source(dir, spec);
+      EXPECT_EQ(read_all(source, 4), expected_samples({day})) << width;
+    } else {
+      EXPECT_THROW(MlperfMultihotSource(dir, spec), DataError) << width;
+    }
+  }
+  FeatureSpec huge = mlperf_spec();
+  huge.tables[0].rows = int64_t{1} << 31;
+  EXPECT_THROW(MlperfMultihotSource(tmp.file("w1"), huge), ConfigError);
+}
+
 // Every truncation and many single-byte changes of a day's files are accepted (as
 // other values) or rejected with a DataError: never a crash, a hang or another error.
 TEST(MlperfMultihot, EveryCutAndFlippedByteIsADataErrorOrValidData) {
