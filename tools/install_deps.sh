@@ -14,7 +14,9 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       # and the AMD GPU device libraries.
       hipcc libamdhip64-dev rocm-device-libs
       # Distributed training over MPI (src/dist/, mpirun in the tests).
-      openmpi-bin libopenmpi-dev)
+      openmpi-bin libopenmpi-dev
+      # The model-backed kernel proposer's HTTPS client (src/tune/http_client.cpp).
+      libcurl4-openssl-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

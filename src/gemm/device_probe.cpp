@@ -1,5 +1,7 @@
 #include "gemm/device_probe.h"
 
+#include <cmath>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +33,14 @@ namespace {
 using nlohmann::json;
 
 constexpr int kSchema = 2;  // 2: cluster_units
+// Bounds of a cache file as it is read: a probe file is under a kilobyte; anything past
+// 1 MiB is not one. Rates and sizes far above any device (10^6 TB/s or TFLOP/s, 1 PB,
+// GEMMs of 2^20, 2^20 clusters) are damage, not measurements.
+constexpr std::size_t kMaxProbeFileBytes = std::size_t{1} << 20;
+constexpr double kMaxRate = 1e6;
+constexpr double kMaxBytes = 1e15;
+constexpr int64_t kMaxGemmSize = int64_t{1} << 20;
+constexpr int64_t kMaxClusterCount = int64_t{1} << 20;
 
 std::string why_validators_differ(const ProbeValidators& found, const ProbeValidators& expected) {
   if (found.gpu != expected.gpu) return "gpu is \"" + found.gpu + "\", this device is \"" + expected.gpu + "\"";
@@ -55,36 +65,81 @@ std::optional<DeviceProbe> load_device_probe(const std::string& path, const Prob
   };
   std::ifstream in(path, std::ios::binary);
   if (!in) return fail(path + ": no such file");
+  std::string text;
+  {
+    char buf[16384];
+    while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+      text.append(buf, static_cast<std::size_t>(in.gcount()));
+      if (text.size() > kMaxProbeFileBytes)
+        return fail(path + ": larger than " + std::to_string(kMaxProbeFileBytes) + " bytes, not a probe cache");
+    }
+  }
   json j;
   try {
-    j = json::parse(in);
-    if (!j.is_object()) return fail(path + ": expected a JSON object");
-    if (j.value("schema", 0) != kSchema) return fail(path + ": schema is not " + std::to_string(kSchema));
-    DeviceProbe p;
-    p.validators.gpu = j.at("gpu").get<std::string>();
-    p.validators.driver = j.at("driver").get<std::string>();
-    p.validators.runtime = j.at("runtime").get<std::string>();
-    p.validators.blas_library = j.at("library").get<std::string>();
-    if (!(p.validators == expected)) return fail(path + ": written for another setup (" + why_validators_differ(p.validators, expected) + ")");
-    p.date = j.at("date").get<std::string>();
-    p.copy_tbs = j.at("copy_tbs").get<double>();
-    p.copy_bytes = j.at("copy_bytes").get<double>();
-    p.gemm_size = j.at("gemm_size").get<int>();
-    for (const auto& [name, rate] : j.at("gemm_tflops").items()) p.gemm_tflops[name] = rate.get<double>();
-    for (const json& c : j.at("cluster_units")) {
-      const kernels::ClusterUnits u{c.at("size").get<int>(), c.at("ctas_per_unit").get<int>(),
-                                    c.at("max_active_clusters").get<int>()};
-      if (u.cluster_size < 2 || u.ctas_per_unit < 1 || u.max_active_clusters < 0)
-        return fail(path + ": cluster_units needs size >= 2, ctas_per_unit >= 1, max_active_clusters >= 0");
-      p.cluster_units.push_back(u);
-    }
-    if (!(p.copy_tbs > 0)) return fail(path + ": copy_tbs must be positive");
-    for (const auto& [name, rate] : p.gemm_tflops)
-      if (!(rate > 0)) return fail(path + ": gemm_tflops." + name + " must be positive");
-    return p;
+    j = json::parse(text);
   } catch (const json::exception& e) {
     return fail(path + ": " + e.what());
   }
+  // Every key present with its type and within its bounds; anything else is damage.
+  std::string problem;
+  const auto has = [&](const char* key, bool ok, const char* expected_text) {
+    if (!problem.empty()) return false;
+    if (!j.contains(key)) problem = std::string("missing key '") + key + "'";
+    else if (!ok)
+      problem = std::string(key) + " must be " + expected_text + ", got " + j.at(key).dump().substr(0, 80);
+    return problem.empty();
+  };
+  const auto text_of = [&](const char* key) {
+    return has(key, j.contains(key) && j.at(key).is_string(), "a string") ? j.at(key).get<std::string>() : std::string();
+  };
+  const auto positive = [](const json& v, double limit) {
+    return v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() > 0 && v.get<double>() <= limit;
+  };
+  const auto int_in = [](const json& v, int64_t lo, int64_t hi) {
+    if (!v.is_number_integer()) return false;
+    if (v.is_number_unsigned())
+      return v.get<uint64_t>() <= static_cast<uint64_t>(hi) && static_cast<int64_t>(v.get<uint64_t>()) >= lo;
+    return v.get<int64_t>() >= lo && v.get<int64_t>() <= hi;
+  };
+  if (!j.is_object()) return fail(path + ": expected a JSON object");
+  if (!j.contains("schema") || !int_in(j.at("schema"), kSchema, kSchema))
+    return fail(path + ": schema is not " + std::to_string(kSchema));
+  DeviceProbe p;
+  p.validators.gpu = text_of("gpu");
+  p.validators.driver = text_of("driver");
+  p.validators.runtime = text_of("runtime");
+  p.validators.blas_library = text_of("library");
+  if (!problem.empty()) return fail(path + ": " + problem);
+  if (!(p.validators == expected))
+    return fail(path + ": written for another setup (" + why_validators_differ(p.validators, expected) + ")");
+  p.date = text_of("date");
+  if (has("copy_tbs", j.contains("copy_tbs") && positive(j.at("copy_tbs"), kMaxRate), "positive (TB/s, at most 1e6)"))
+    p.copy_tbs = j.at("copy_tbs").get<double>();
+  if (has("copy_bytes", j.contains("copy_bytes") && positive(j.at("copy_bytes"), kMaxBytes),
+          "positive (bytes, at most 1e15)"))
+    p.copy_bytes = j.at("copy_bytes").get<double>();
+  if (has("gemm_size", j.contains("gemm_size") && int_in(j.at("gemm_size"), 1, kMaxGemmSize),
+          "an integer in 1..1048576"))
+    p.gemm_size = static_cast<int>(j.at("gemm_size").get<int64_t>());
+  if (has("gemm_tflops", j.contains("gemm_tflops") && j.at("gemm_tflops").is_object(), "an object of rates"))
+    for (const auto& [name, rate] : j.at("gemm_tflops").items()) {
+      if (!positive(rate, kMaxRate))
+        return fail(path + ": gemm_tflops." + name + " must be positive (TFLOP/s, at most 1e6)");
+      p.gemm_tflops[name] = rate.get<double>();
+    }
+  if (has("cluster_units", j.contains("cluster_units") && j.at("cluster_units").is_array(), "an array"))
+    for (const json& c : j.at("cluster_units")) {
+      if (!c.is_object() || !c.contains("size") || !c.contains("ctas_per_unit") || !c.contains("max_active_clusters") ||
+          !int_in(c.at("size"), 2, kMaxClusterCount) || !int_in(c.at("ctas_per_unit"), 1, kMaxClusterCount) ||
+          !int_in(c.at("max_active_clusters"), 0, kMaxClusterCount))
+        return fail(path + ": cluster_units needs size >= 2, ctas_per_unit >= 1, max_active_clusters >= 0 (integers "
+                    "up to " + std::to_string(kMaxClusterCount) + ")");
+      p.cluster_units.push_back({static_cast<int>(c.at("size").get<int64_t>()),
+                                 static_cast<int>(c.at("ctas_per_unit").get<int64_t>()),
+                                 static_cast<int>(c.at("max_active_clusters").get<int64_t>())});
+    }
+  if (!problem.empty()) return fail(path + ": " + problem);
+  return p;
 }
 
 void save_device_probe(const DeviceProbe& p, const std::string& path) {

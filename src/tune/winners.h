@@ -34,8 +34,15 @@ struct Winner {
 
 class WinnersStore {
  public:
-  // An absent file is an empty store; a malformed one throws ConfigError naming the
-  // file and the entry.
+  // An absent file is an empty store. Everything else is validated before any entry is
+  // used, and a file that fails throws ConfigError naming the file, the entry and the
+  // key: the size (at most 16 MiB), the schema (schema_version 1, no unknown key, every
+  // key of an entry present with its type), the validators (compute capability
+  // "major.minor", a positive driver version, a source hash of 16 lowercase hex
+  // digits), the bounds (every parameter of the kernel family's variant space present
+  // and one of its values, no other; times finite, non-negative, the winner's positive),
+  // a model-rewritten header checked as a fresh reply is (check_proposed_header), and
+  // one entry per key.
   static WinnersStore load(const std::string& path);
   // Writes to a temporary file and renames it over `path`.
   void save(const std::string& path) const;

@@ -21,7 +21,7 @@ class GateTest : public ::testing::Test {
                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::remove_all(dir_);
     std::filesystem::create_directories(dir_);
-    ctx_.key = {"embedding_bag_forward", "rows=f32 out=f32 dim=128", "NVIDIA H200", "9.0", 13000, "00ff"};
+    ctx_.key = {"embedding_bag_forward", "rows=f32 out=f32 dim=128", "NVIDIA H200", "9.0", 13000, "00ff00ff00ff00ff"};
     ctx_.default_us = 100.0;
     ctx_.floor_us = 50.0;
     ctx_.workload = "test";
@@ -97,6 +97,31 @@ TEST_F(GateTest, PassedWithoutTimingOrForAnotherKernelIsAnInternalError) {
   other.source_hash = "another";
   EXPECT_THROW(gate.record(other, ctx_), InternalError);
   EXPECT_TRUE(store.winners().empty());
+}
+
+TEST_F(GateTest, AModelCandidateIsKeptOnlyAfterEveryVerificationSetPassed) {
+  AttemptLog log((dir_ / "attempts.jsonl").string());
+  WinnersStore store;
+  Gate gate(log, store);
+  Attempt a = attempt(Verdict::passed, 60.0, 8);
+  a.origin = "model";
+  GateContext model = ctx_;
+  model.kernel_header = "// a rewritten kernel\n";
+  model.sets_required = 6;
+  model.sets_passed = 5;  // one input set failed
+  EXPECT_FALSE(gate.record(a, model));
+  model.sets_required = 0;  // never verified on any set
+  model.sets_passed = 0;
+  EXPECT_FALSE(gate.record(a, model));
+  EXPECT_TRUE(store.winners().empty());
+  model.sets_required = 6;
+  model.sets_passed = 6;
+  EXPECT_TRUE(gate.record(a, model));
+  ASSERT_EQ(store.winners().size(), 1u);
+  EXPECT_EQ(store.winners()[0].kernel_header, "// a rewritten kernel\n");
+  // A variant of the built-in source needs no sets (it is the engine's own source).
+  EXPECT_TRUE(gate.record(attempt(Verdict::passed, 50.0, 16), ctx_));
+  EXPECT_EQ(log_lines(log.path()).size(), 4u);  // every attempt logged
 }
 
 TEST_F(GateTest, WinnersRoundTripAndStaleOnesAreNotFound) {

@@ -110,7 +110,13 @@ struct KernelProblem {
   std::function<std::size_t(const ParameterSet&)> dynamic_shared_bytes;
   std::function<gpu::RtcProgram(const ParameterSet&, const std::string& header)> program;
   std::function<std::unique_ptr<LoadedCandidate>(const ParameterSet&, const gpu::RtcBinary&)> load;
+  // A model candidate's extra verification (tune/gate.h verification_sets): the compiled
+  // candidate on a fresh bench of one input set; reads_bags adds the edge shapes.
+  bool reads_bags = false;
+  std::function<ForwardCheck(const ParameterSet&, const gpu::RtcBinary&, const VerificationSet&)> verify_set;
 };
+
+SetCheck set_check(const ForwardCheck& c) { return {c.ok, c.reason, c.max_abs_error}; }
 
 // Proposes, compiles, checks, verifies, times and keeps, for one kernel and shape.
 nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const KernelProblem& k, WinnersStore& store,
@@ -166,6 +172,7 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
   ParameterSet best_params;
   gpu::KernelResources best_resources;
   std::string stop_reason = "every candidate tried";
+  int model_sets_passed = 0, model_sets_required = 0;
   const auto compile = [&k, &dev](const ParameterSet& p, const std::string& header) {
     return gpu::rtc_compile(k.program(p, header), dev.props.compute_major, dev.props.compute_minor);
   };
@@ -205,6 +212,29 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
         a.verdict = Verdict::wrong;
         a.reason = "wrong: " + check.reason;
         return a;
+      }
+      if (origin == "model") {
+        const SetsVerdict sets = verify_on_every_set(
+            verification_sets(fresh_seed(), k.reads_bags),
+            [&](const VerificationSet& s) {
+              // A set whose bench cannot be built (memory, say) rejects the candidate; a
+              // failed launch is the launch_error below.
+              try {
+                return set_check(k.verify_set(p, bin, s));
+              } catch (const DeviceError&) {
+                throw;
+              } catch (const Error& e) {
+                return SetCheck{false, std::string("the set could not be run: ") + e.what(), 0.0};
+              }
+            });
+        model_sets_passed = sets.sets_passed;
+        model_sets_required = sets.sets_required;
+        a.max_abs_error = std::max(a.max_abs_error, sets.max_abs_error);
+        if (!sets.ok) {
+          a.verdict = Verdict::wrong;
+          a.reason = "wrong: " + sets.reason;
+          return a;
+        }
       }
       a.time_us = c->median_us(o.reps);
       a.verdict = Verdict::passed;
@@ -260,22 +290,27 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
     req.hardware = hardware_text(o.hw);
     Attempt a = new_attempt("model", best_params);
     std::string header;
-    try {
-      header = request_kernel_rewrite(*endpoint, req, 300);
+    const ModelProposal proposal = propose_kernel_rewrite(*endpoint, req, proposer_limits());
+    if (proposal.ok()) {
+      header = proposal.header;
       a = run_candidate(best_params, "model", compile(best_params, header), 0.0);
-    } catch (const IoError& e) {
+    } else {
       a.verdict = Verdict::compile_error;
-      a.reason = std::string("no candidate: ") + e.what();
+      a.reason = "no candidate: " + proposal.error;
     }
     if (a.verdict == Verdict::passed) ++passed;
     else ++rejected[a.reason.substr(0, a.reason.find(':'))];
     GateContext model_ctx = ctx;
     model_ctx.kernel_header = header;
+    model_ctx.sets_passed = model_sets_passed;
+    model_ctx.sets_required = model_sets_required;
     const bool kept = gate.record(a, model_ctx);
     progress << tag << ": model candidate: "
              << (a.verdict == Verdict::passed ? fmt_us(a.time_us) : a.reason.substr(0, 160))
              << (kept ? " (new winner)" : "") << "\n";
-    model_json = {{"verdict", verdict_name(a.verdict)}, {"reason", a.reason}, {"time_us", a.time_us}, {"kept", kept}};
+    model_json = {{"verdict", verdict_name(a.verdict)}, {"reason", a.reason},
+                  {"time_us", a.time_us},                {"kept", kept},
+                  {"sets_passed", model_sets_passed},    {"sets_required", model_sets_required}};
     ++tried;
   }
 
@@ -369,6 +404,11 @@ nlohmann::json tune_embedding_forward(const TuneOptions& o, const DeviceFacts& d
   k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
     return std::make_unique<LoadedForward>(bench, to_forward_variant(p), bin);
   };
+  k.reads_bags = true;
+  k.verify_set = [&](const ParameterSet& p, const gpu::RtcBinary& bin, const VerificationSet& s) {
+    EmbeddingForwardBench b(verification_tables(o.tables, s.shape), o.dim, row_dtype, kVerificationBatch, s.seed, 1);
+    return LoadedForward(b, to_forward_variant(p), bin).verify();
+  };
   return search(o, dev, k, store, log, deadline, progress);
 }
 
@@ -429,6 +469,10 @@ nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, Wi
   };
   k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
     return std::make_unique<LoadedDot>(bench, to_dot_variant(p), bin);
+  };
+  k.verify_set = [&](const ParameterSet& p, const gpu::RtcBinary& bin, const VerificationSet& s) {
+    DotForwardBench b(shape, kVerificationBatch, s.seed, 1);
+    return LoadedDot(b, to_dot_variant(p), bin).verify();
   };
   return search(o, dev, k, store, log, deadline, progress);
 }
@@ -502,6 +546,11 @@ nlohmann::json tune_sparse_update(const TuneOptions& o, const DeviceFacts& dev, 
   k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
     return std::make_unique<LoadedUpdate>(bench, to_sparse_update_variant(p), bin);
   };
+  k.reads_bags = true;
+  k.verify_set = [&](const ParameterSet& p, const gpu::RtcBinary& bin, const VerificationSet& s) {
+    SparseUpdateBench b(verification_tables(o.tables, s.shape), o.dim, row_dtype, rule, kVerificationBatch, s.seed, 1);
+    return LoadedUpdate(b, to_sparse_update_variant(p), bin).verify();
+  };
   return search(o, dev, k, store, log, deadline, progress);
 }
 
@@ -566,6 +615,10 @@ nlohmann::json tune_dot_backward(const TuneOptions& o, const DeviceFacts& dev, W
   };
   k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
     return std::make_unique<LoadedDotBackward>(bench, to_dot_backward_variant(p), bin);
+  };
+  k.verify_set = [&](const ParameterSet& p, const gpu::RtcBinary& bin, const VerificationSet& s) {
+    DotBackwardBench b(shape, kVerificationBatch, s.seed, 1);
+    return LoadedDotBackward(b, to_dot_backward_variant(p), bin).verify();
   };
   return search(o, dev, k, store, log, deadline, progress);
 }
@@ -645,6 +698,10 @@ nlohmann::json tune_cross_forward(const TuneOptions& o, const DeviceFacts& dev, 
   k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
     return std::make_unique<LoadedCrossForward>(bench, to_cross_forward_variant(p), bin);
   };
+  k.verify_set = [&](const ParameterSet& p, const gpu::RtcBinary& bin, const VerificationSet& s) {
+    CrossForwardBench b(cross_shape(o, op), kVerificationBatch, s.seed);
+    return LoadedCrossForward(b, to_cross_forward_variant(p), bin).verify();
+  };
   return search(o, dev, k, store, log, deadline, progress);
 }
 
@@ -684,6 +741,10 @@ nlohmann::json tune_cross_backward(const TuneOptions& o, const DeviceFacts& dev,
   };
   k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
     return std::make_unique<LoadedCrossBackward>(bench, to_cross_backward_variant(p), bin);
+  };
+  k.verify_set = [&](const ParameterSet& p, const gpu::RtcBinary& bin, const VerificationSet& s) {
+    CrossBackwardBench b(cross_shape(o, op), kVerificationBatch, s.seed);
+    return LoadedCrossBackward(b, to_cross_backward_variant(p), bin).verify();
   };
   return search(o, dev, k, store, log, deadline, progress);
 }
@@ -757,6 +818,10 @@ nlohmann::json tune_small_gemm(const TuneOptions& o, const DeviceFacts& dev, con
   k.load = [&](const ParameterSet& p, const gpu::RtcBinary& bin) -> std::unique_ptr<LoadedCandidate> {
     return std::make_unique<LoadedSmallGemm>(bench, to_small_gemm_variant(p), bin, finish);
   };
+  k.verify_set = [&](const ParameterSet& p, const gpu::RtcBinary& bin, const VerificationSet& s) {
+    SmallGemmBench b(shape, kVerificationBatch, s.seed, 1);
+    return LoadedSmallGemm(b, to_small_gemm_variant(p), bin, finish).verify();
+  };
   nlohmann::json r = search(o, dev, k, store, log, deadline, progress);
   r["baseline"] = "cuBLASLt heuristic";
   r["baseline_verified"] = check.ok;
@@ -780,6 +845,11 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
       for (const std::string& n : known) names += n + ", ";
       throw ConfigError("--kernel " + k + ": no variant space for this kernel; tunable: " + names + "all");
     }
+  // Configuration first, so that a bad endpoint or winners file is reported as such on
+  // any machine: the proposer's URL and key rule (tune/model_proposer.h), the winners
+  // file's schema, hashes and bounds (tune/winners.h).
+  (void)model_endpoint_from_env();
+  WinnersStore store = WinnersStore::load(o.winners_path);
   if (gpu::device_count() == 0) throw DeviceError("hetrec tune: no GPU is visible; tuning measures on the device");
   const auto start = Clock::now();
   const auto deadline =
@@ -799,7 +869,6 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   std::filesystem::create_directories(o.out_dir);
   const std::string stamp = utc_time("%Y%m%d-%H%M%S");
   AttemptLog log(o.out_dir + "/tune-attempts-" + stamp + ".jsonl");
-  WinnersStore store = WinnersStore::load(o.winners_path);
   for (const std::string& k : kernels) {
     if (k == kEmbeddingForwardKernel)
       for (DType rows : o.row_dtypes)
