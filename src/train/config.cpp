@@ -170,11 +170,12 @@ class Section {
   }
   // Where a value came from: "--set key=value" for an override, else "file:line" (or the
   // file alone when the node has no line, or there is no node).
-  std::string where(const toml::node* n) const {
-    if (!n) return file_;
+  std::string where(const toml::node* n) const { return origin(file_, n); }
+  static std::string origin(const std::string& file, const toml::node* n) {
+    if (!n) return file;
     const toml::source_region& src = n->source();
     if (src.path && std::string_view(*src.path).starts_with(kOverridePrefix)) return *src.path;
-    return src.begin.line > 0 ? file_ + ":" + std::to_string(src.begin.line) : file_;
+    return src.begin.line > 0 ? file + ":" + std::to_string(src.begin.line) : file;
   }
   static std::string fmt_double(double v) {
     std::ostringstream o;
@@ -517,7 +518,8 @@ RunConfig parse_run_config(const std::string& toml_text, const std::string& name
   }
   for (const auto& t : cfg.model.tables)
     if (cfg.data.missing_categorical_id >= t.rows)
-      throw ConfigError(name + ": config key 'data.missing_categorical_id' = " +
+      throw ConfigError(Section::origin(name, root.at_path("data.missing_categorical_id").node()) +
+                        ": config key 'data.missing_categorical_id' = " +
                         std::to_string(cfg.data.missing_categorical_id) + " is not a row of table '" + t.name +
                         "' (rows " + std::to_string(t.rows) + ")");
   return cfg;

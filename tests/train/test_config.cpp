@@ -169,6 +169,8 @@ TEST(Config, OverrideErrorsNameTheOption) {
       EXPECT_EQ(std::string(e.what()).find("cfg.toml"), std::string::npos) << e.what();
     }
   }
+  expect_config_error(kBase, {"data.missing_categorical_id=150"},
+                      {"--set data.missing_categorical_id=150: config key 'data.missing_categorical_id' = 150"});
   // A value from the file is still reported with its file and line.
   expect_config_error(std::string(kBase) + "\n[optim]\nlr = \"fast\"\n", {"train.steps=3"}, {"test.toml:15: config key 'optim.lr'"});
 }
