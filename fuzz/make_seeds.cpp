@@ -1,11 +1,15 @@
 // Writes the seed files of fuzz/corpus/ that are binary or derived from code: binary
 // columnar files, checkpoints of the checkpoint target's models, GEMM selection caches
-// under the cache target's validators, and copies of the bundled hardware and GEMM
-// parameter files. The text seeds (TSV lines, configs) are written by hand.
+// under the cache target's validators, device probe caches under the probe target's,
+// winners files from the committed one, and copies of the bundled hardware and GEMM
+// parameter files. The text seeds (TSV lines, configs, proposer replies) are written by
+// hand.
 //
 //   build/fuzz/make_seeds fuzz/corpus
 //
-// Every seed starts with the mode byte its target reads first (see harness/*.cpp).
+// Every seed starts with the mode byte its target reads first (see harness/*.cpp), but
+// those of the targets that read none (hardware_file, gemm_params, winners_file,
+// probe_cache).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +21,10 @@
 #include "data/batch.h"
 #include "data/binary_format.h"
 #include "harness/checkpoint_models.h"
+#include "gemm/device_probe.h"
 #include "harness/gemm_cache_validators.h"
+#include "harness/probe_cache_validators.h"
+#include "tune/winners.h"
 #include "hw/hardware.h"
 #include "perf/gemm_selection_cache.h"
 #include "perf/gemm_selector.h"
@@ -138,6 +145,52 @@ void gemm_cache_seeds(const fs::path& corpus, const fs::path& scratch) {
   write_seed(dir, "other_validators", 0x00, read_bytes(path));
 }
 
+void write_raw_seed(const fs::path& dir, const std::string& name, const std::string& bytes) {
+  fs::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary | std::ios::trunc) << bytes;
+  std::printf("%s (%zu bytes)\n", (dir / name).c_str(), bytes.size());
+}
+
+// A probe of an H200 as the probe writes it (rates of the order measured), under the
+// target's validators and under others, and one cut short.
+void probe_cache_seeds(const fs::path& corpus, const fs::path& scratch) {
+  const fs::path dir = corpus / "probe_cache";
+  DeviceProbe p;
+  p.validators = fuzz::fuzz_probe_validators();
+  p.date = "2026-12-01T00:00:00Z";
+  p.copy_tbs = 4.27;
+  p.copy_bytes = 1073741824.0;
+  p.gemm_size = 8192;
+  p.gemm_tflops = {{"fp32", 51.2}, {"tf32", 378.5}, {"bf16", 742.0}, {"fp16", 751.3}};
+  p.cluster_units = {{2, 1, 66}, {4, 1, 32}, {8, 2, 16}};
+  const std::string path = (scratch / "device-probe.json").string();
+  save_device_probe(p, path);
+  const std::string text = read_bytes(path);
+  write_raw_seed(dir, "h200", text);
+  write_raw_seed(dir, "h200_truncated", text.substr(0, text.size() * 2 / 3));
+  p.cluster_units.clear();
+  p.validators.gpu = "NVIDIA H100 80GB HBM3";
+  save_device_probe(p, path);
+  write_raw_seed(dir, "other_validators", read_bytes(path));
+}
+
+// The committed winners file, the same with a model-rewritten header in one entry, and
+// one cut short.
+void winners_seeds(const fs::path& corpus, const fs::path& scratch) {
+  const fs::path dir = corpus / "winners_file";
+  const std::string committed = read_bytes(std::string(HETREC_SOURCE_DIR) + "/tune/winners.json");
+  write_raw_seed(dir, "committed", committed);
+  write_raw_seed(dir, "committed_truncated", committed.substr(0, committed.size() / 2));
+  tune::WinnersStore store = tune::WinnersStore::load(std::string(HETREC_SOURCE_DIR) + "/tune/winners.json");
+  tune::WinnersStore one;
+  tune::Winner w = store.winners().at(0);
+  w.kernel_header = "#include <cstdint>\n#include \"gpu/platform.h\"\n// a rewritten kernel\n";
+  one.offer(w);
+  const std::string path = (scratch / "winners.json").string();
+  one.save(path);
+  write_raw_seed(dir, "model_header", read_bytes(path));
+}
+
 void copy_text_seeds(const fs::path& from, const fs::path& dir) {
   fs::create_directories(dir);
   for (const auto& e : fs::directory_iterator(from))
@@ -161,6 +214,8 @@ int main(int argc, char** argv) {
   binary_seeds(corpus, scratch);
   checkpoint_seeds(corpus, scratch);
   gemm_cache_seeds(corpus, scratch);
+  probe_cache_seeds(corpus, scratch);
+  winners_seeds(corpus, scratch);
   copy_text_seeds(std::string(HETREC_SOURCE_DIR) + "/hw", corpus / "hardware_file");
   copy_text_seeds(std::string(HETREC_SOURCE_DIR) + "/hw/params", corpus / "gemm_params");
   fs::remove_all(scratch);

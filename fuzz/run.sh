@@ -15,7 +15,8 @@ if ! [[ "$seconds" =~ ^[0-9]+$ ]] || [ "$seconds" -lt 1 ]; then
   echo "fuzz/run.sh: seconds per target must be a whole number >= 1, got '$seconds'" >&2  # libFuzzer takes 0 as "forever"
   exit 2
 fi
-all_targets=(criteo_tsv binary_file run_config checkpoint hardware_file gemm_params gemm_cache)
+all_targets=(criteo_tsv binary_file run_config checkpoint hardware_file gemm_params gemm_cache
+             winners_file probe_cache proposer_reply)
 targets=("${@:-${all_targets[@]}}")
 build=build/fuzz
 # Per input: a limit on time and memory well above what any seed needs, so a slow or

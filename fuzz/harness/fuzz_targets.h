@@ -31,6 +31,13 @@ void gemm_params(std::span<const uint8_t> data);
 // Byte 0 picks the mode (checksum kept or repaired), the rest is a GEMM selection cache
 // file through GemmSelectionCache::load, then saved and loaded again.
 void gemm_cache(std::span<const uint8_t> data);
+// A tuned kernel winners file through WinnersStore::load, then saved and loaded again.
+void winners_file(std::span<const uint8_t> data);
+// A device probe cache file through load_device_probe, then saved and loaded again.
+void probe_cache(std::span<const uint8_t> data);
+// Byte 0 picks the mode (the rest as the whole response body, or as the message content
+// of a well-formed completion), through the model proposer's reply parser.
+void proposer_reply(std::span<const uint8_t> data);
 
 struct Target {
   std::string_view name;  // also the corpus directory: fuzz/corpus/<name>/
@@ -41,6 +48,7 @@ inline constexpr Target kTargets[] = {
     {"criteo_tsv", criteo_tsv},   {"binary_file", binary_file},     {"run_config", run_config},
     {"checkpoint", checkpoint},   {"hardware_file", hardware_file}, {"gemm_params", gemm_params},
     {"gemm_cache", gemm_cache},
+    {"winners_file", winners_file}, {"probe_cache", probe_cache},     {"proposer_reply", proposer_reply},
 };
 
 }  // namespace hetrec::fuzz
