@@ -129,6 +129,35 @@ TEST(CliMlperfMultihot, TrainingOnTheDaysAndOnTheirConversionIsBitIdentical) {
   fs::remove_all(dir);
 }
 
+// A run stopped at a checkpoint whose position lies inside a day of deflated members,
+// then resumed, ends with the checkpoint of an uninterrupted run (the reader seeks to a
+// day and a row, restarting the members' streams), across an epoch's end.
+TEST(CliMlperfMultihot, ResumeInsideADeflatedDayIsExact) {
+  const auto dir = scratch_dir("mlperf_resume");
+  const fs::path days = dir / "days";
+  write_days(days);
+  const std::string train_days = (days / "day_{0..2}").string(), eval_day = (days / "day_2").string();
+  const std::string full = (dir / "full").string(), part = (dir / "part").string();
+  // 133 samples an epoch: 12 steps of 16 wrap once; step 4 ends at sample 64, in day 1.
+  auto r = run_hetrec("train " + small_mlperf(dir, train_days, eval_day) +
+                          " --set train.steps=12 --set train.checkpoint_every=12 --set 'train.checkpoint_dir=" + full + "'",
+                      dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_hetrec("train " + small_mlperf(dir, train_days, eval_day) +
+                     " --set train.steps=4 --set train.checkpoint_every=4 --set 'train.checkpoint_dir=" + part + "'",
+                 dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  r = run_hetrec("train " + small_mlperf(dir, train_days, eval_day) +
+                     " --set train.steps=12 --set train.checkpoint_every=12 --set train.resume=true"
+                     " --set 'train.checkpoint_dir=" + part + "'",
+                 dir);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string a = slurp(fs::path(full) / "ckpt-000000000012.hck");
+  EXPECT_FALSE(a.empty());
+  EXPECT_TRUE(a == slurp(fs::path(part) / "ckpt-000000000012.hck")) << "the resumed run ends elsewhere";
+  fs::remove_all(dir);
+}
+
 TEST(CliMlperfMultihot, MalformedDaysExitWithDataErrorsNamingTheFile) {
   const auto dir = scratch_dir("mlperf_bad");
   const auto rows = small_rows();
