@@ -124,12 +124,15 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
   o.launches = get_number<int>(j, "launches", where, "$");
   o.warmup = get_number<int>(j, "warmup", where, "$");
   o.rotation_bytes = get_number<uint64_t>(j, "rotation_bytes", where, "$");
-  const json& columns = get_array(j, "candidate_columns", where, "$");
+  // The paths are named strings, not temporaries: a reference returned by get_array or
+  // field must not look bound to an argument that dies with the statement.
+  const std::string root = "$";
+  const json& columns = get_array(j, "candidate_columns", where, root);
   bool same = columns.size() == std::size(kOracleCandidateColumns);
   for (std::size_t i = 0; same && i < columns.size(); ++i)
     same = columns[i].is_string() && columns[i].get<std::string>() == kOracleCandidateColumns[i];
   if (!same) bad(where, "$.candidate_columns", "not the columns this reader knows (" + columns.dump() + ")");
-  const json& shapes = get_array(j, "shapes", where, "$");
+  const json& shapes = get_array(j, "shapes", where, root);
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     const std::string p = "$.shapes[" + std::to_string(i) + "]";
     const json& s = shapes[i];
@@ -153,7 +156,8 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
     sh.heuristic_median_us = get_number<double>(h, "median_us", where, p + ".heuristic");
     sh.heuristic_min_us = get_number<double>(h, "min_us", where, p + ".heuristic");
     if (h.contains("listed")) {
-      const json& listed = get_array(h, "listed", where, p + ".heuristic");
+      const std::string hp = p + ".heuristic";
+      const json& listed = get_array(h, "listed", where, hp);
       for (std::size_t l = 0; l < listed.size(); ++l) {
         if (!listed[l].is_string())
           bad(where, p + ".heuristic.listed[" + std::to_string(l) + "]", "expected a configuration key (string)");

@@ -28,7 +28,7 @@ E2eRecord read_e2e_record(const std::string& path) {
   r.gpu = text(root, "gpu", path);
   r.date = text(root, "date", path);
   const std::string where = path + ": metrics";
-  const json& m = member(root, "metrics", path);
+  const json m = member(root, "metrics", path);  // a copy: the key argument is a temporary
   r.config = text(m, "config", where);
   r.precision = text(m, "precision", where);
   r.row_dtype = m.contains("row_dtype") ? text(m, "row_dtype", where) : "";

@@ -26,7 +26,8 @@ PlannerRecord read_planner_record(const std::string& path) {
   r.path = path;
   r.gpu = text(root, "gpu", path);
   r.date = text(root, "date", path);
-  const json& recipes = member(member(root, "metrics", path), "recipes", path + ": metrics");
+  // Copies, not references: member()'s key and path arguments here are temporaries.
+  const json recipes = member(member(root, "metrics", path), "recipes", path + ": metrics");
   if (!recipes.is_array()) throw ConfigError(path + ": metrics.recipes: expected an array");
   const std::string file = path.substr(path.find_last_of('/') + 1);
   for (std::size_t i = 0; i < recipes.size(); ++i) {
@@ -36,13 +37,13 @@ PlannerRecord read_planner_record(const std::string& path) {
     PlannerRun run;
     run.label = file + ": " + text(e, "name", where);
     run.config = text(e, "config", where);
-    const json& recipe = member(e, "recipe", where);
+    const json recipe = member(e, "recipe", where);
     const double batch = number(recipe, "batch_size", where + ".recipe");
     if (!(batch >= 1.0) || batch != std::floor(batch)) throw ConfigError(where + ".recipe.batch_size: expected a positive integer");
     run.batch = static_cast<int64_t>(batch);
     run.dense = parse_dense_precision(text(recipe, "dense", where + ".recipe"), where + ".recipe.dense");
     run.row_dtype = parse_dtype(text(recipe, "row_dtype", where + ".recipe"), where + ".recipe.row_dtype");
-    const json& host = member(recipe, "host_tables", where + ".recipe");
+    const json host = member(recipe, "host_tables", where + ".recipe");
     if (!host.is_array()) throw ConfigError(where + ".recipe.host_tables: expected an array of table names");
     for (const json& t : host) {
       if (!t.is_string()) throw ConfigError(where + ".recipe.host_tables: expected an array of table names");
@@ -54,7 +55,7 @@ PlannerRecord read_planner_record(const std::string& path) {
       run.batch_copied_ahead = e.at("batch_copied_ahead").get<bool>();
     }
     if (!(run.step_ms > 0.0)) throw ConfigError(where + ".measured.step_ms_median: expected a positive time");
-    const json& measured = member(e, "measured", where);
+    const json measured = member(e, "measured", where);
     if (measured.contains("device_used_bytes")) {
       run.device_used_bytes = number(measured, "device_used_bytes", where + ".measured");
       if (!(run.device_used_bytes > 0.0))
