@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/hw_dir.h"
 #include "core/error.h"
+#include "core/exclusive_file.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
 #include "plan/breakdown_svg.h"
@@ -201,12 +202,14 @@ PlanConstraints constraints_of(const PlanOptions& o) {
   return c;
 }
 
+// Through an exclusively created temporary, renamed into place (core/exclusive_file.h): a
+// link planted at the temporary's name cannot redirect the write.
 void write_file(const std::string& path, const std::string& text, const char* what) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError(std::string(what) + " '" + path + "': cannot open for writing");
-  out << text;
-  out.flush();
-  if (!out) throw IoError(std::string(what) + " '" + path + "': write failed");
+  try {
+    write_file_atomically(path, text);
+  } catch (const IoError& e) {
+    throw IoError(std::string(what) + ": " + e.what());
+  }
   std::printf("wrote %s\n", path.c_str());
 }
 

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/exclusive_file.h"
 #include "core/utc_time.h"
 
 #if defined(HETREC_WITH_GPU)
@@ -160,14 +161,11 @@ void save_device_probe(const DeviceProbe& p, const std::string& path) {
   const std::filesystem::path target(path);
   std::error_code ec;
   if (target.has_parent_path()) std::filesystem::create_directories(target.parent_path(), ec);
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << j.dump(2) << '\n';
-    if (!out) throw IoError("cannot write the device probe cache " + tmp);
+  try {
+    write_file_atomically(path, j.dump(2) + "\n");  // core/exclusive_file.h
+  } catch (const IoError& e) {
+    throw IoError(std::string("cannot write the device probe cache: ") + e.what());
   }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
 }
 
 std::string default_device_probe_path(int device_index) {

@@ -1,6 +1,7 @@
 #include "gemm/gemm_bench.h"
 
 #include "core/error.h"
+#include "core/exclusive_file.h"
 #include "core/utc_time.h"
 
 // CUDA only: hipBLASLt cannot enumerate configurations (gemm/cublaslt_algos.h).
@@ -122,16 +123,11 @@ ShapeBytes shape_bytes(const GemmSuiteShape& s, std::size_t rotation_bytes) {
 std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
 void write_json_atomically(const json& j, const std::string& path) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError("cannot write GEMM oracle results " + tmp);
-    out << j.dump() << '\n';
-    if (!out) throw IoError("cannot write GEMM oracle results " + tmp);
+  try {
+    write_file_atomically(path, j.dump() + "\n");  // core/exclusive_file.h
+  } catch (const IoError& e) {
+    throw IoError(std::string("cannot write GEMM oracle results: ") + e.what());
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw IoError("cannot rename " + tmp + " to " + path + ": " + ec.message());
 }
 
 struct Timing {

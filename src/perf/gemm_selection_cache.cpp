@@ -9,6 +9,7 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/exclusive_file.h"
 
 namespace hetrec {
 
@@ -182,17 +183,11 @@ void GemmSelectionCache::save(const std::string& path) const {
   std::snprintf(crc, sizeof crc, "%08x", crc32c(body.data(), body.size()));
   body += std::string(kEndPrefix) + "entries=" + std::to_string(lines.size()) + " crc32c=" + crc + "\n";
 
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw IoError(tmp + ": cannot open for writing");
-    out << body;
-    out.flush();
-    if (!out) throw IoError(tmp + ": write failed");
+  try {
+    write_file_atomically(path, body);  // core/exclusive_file.h
+  } catch (const IoError& e) {
+    throw IoError(std::string("GEMM selection cache: ") + e.what());
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) throw IoError(path + ": cannot replace with " + tmp + ": " + ec.message());
 }
 
 GemmSelectionCache GemmSelectionCache::load(const std::string& path, const GemmCacheValidators& current,

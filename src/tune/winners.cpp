@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/exclusive_file.h"
 #include "kernels/small_gemm_variant.h"
 #include "tune/cross_net_model.h"
 #include "tune/dot_backward_model.h"
@@ -227,14 +228,12 @@ void WinnersStore::save(const std::string& path) const {
     list.push_back(std::move(e));
   }
   const nlohmann::json j = {{"schema_version", kSchemaVersion}, {"winners", list}};
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << j.dump(2) << '\n';
-    f.flush();
-    if (!f) throw IoError("tune: cannot write " + tmp);
+  // Through an exclusively created temporary, renamed into place (core/exclusive_file.h).
+  try {
+    write_file_atomically(path, j.dump(2) + "\n");
+  } catch (const IoError& e) {
+    throw IoError(std::string("tune: cannot write the winners file: ") + e.what());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw IoError("tune: cannot rename " + tmp + " to " + path);
 }
 
 std::optional<Winner> WinnersStore::find(const WinnerKey& key) const {
