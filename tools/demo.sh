@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
-# The README's first command: install dependencies, build, and train the demo model on
-# the built-in synthetic dataset (GPU if present, else CPU) with a live progress line.
+# The README's first command: install dependencies, build the hetrec program, and train the
+# demo model on the built-in synthetic dataset with a live progress line. It builds the
+# CUDA backend only where it can run (a GPU is visible and nvcc is installed) and trains on
+# the GPU there, else it builds the CPU backend and trains on the CPU. Only the program is
+# built; tools/test.sh builds everything (tests and benchmarks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh
-build=$(tools/build.sh)
+if [ -z "${HETREC_PRESET:-}" ]; then
+  HETREC_PRESET=cpu
+  if nvidia-smi -L >/dev/null 2>&1 && { command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; }; then
+    HETREC_PRESET=cuda
+  fi
+fi
+build=$(HETREC_PRESET=$HETREC_PRESET HETREC_TARGETS=hetrec HETREC_QUIET_BUILD=1 tools/build.sh)
 mkdir -p out
 exec "$build/src/cli/hetrec" train --config configs/demo.toml --set train.progress=on "$@"

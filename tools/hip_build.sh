@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compiles every device translation unit for AMD GPUs (preset `hip`, build/hip, target
-# hetrec_hip_objects): the kernels through hipcc with warnings as errors, the host side
+# hetrec_hip_objects): the kernels through hipcc (warnings as errors with HETREC_WERROR=ON), the host side
 # of the device layers against the HIP runtime headers. Objects only: no program is
 # linked and nothing runs. Needs the Debian packages hipcc, libamdhip64-dev and
 # rocm-device-libs. HETREC_HIP_ARCHITECTURES overrides the target list (default gfx90a).
@@ -13,6 +13,7 @@ if ! command -v hipcc >/dev/null 2>&1; then
 fi
 args=()
 [ -n "${HETREC_HIP_ARCHITECTURES:-}" ] && args+=("-DHETREC_HIP_ARCHITECTURES=${HETREC_HIP_ARCHITECTURES}")
+[ -n "${HETREC_WERROR:-}" ] && args+=("-DHETREC_WERROR=${HETREC_WERROR}")
 start=$(date +%s)
 cmake --preset hip "${args[@]}" >&2
 cmake --build --preset hip --target hetrec_hip_objects -j "$(nproc)" >&2

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The README's second command: install dependencies, build, run the whole test suite;
-# then every device source compiled for AMD (gfx90a) with hipcc, and the hardening jobs
+# The README's second command and CI: install dependencies, build everything with warnings
+# as errors and run the whole test suite; the CPU tree compiled with clang (warnings as
+# errors); every device source compiled for AMD (gfx90a) with hipcc; and the hardening jobs
 # (docs/reliability.md): the CPU suite again under
 # AddressSanitizer + UndefinedBehaviorSanitizer, and every fuzz target for a bounded time
 # from its seed corpus (HETREC_FUZZ_SECONDS per target, default 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)" >&2; }
+export HETREC_WERROR=ON  # tools/build.sh, tools/hip_build.sh and the presets below
 
 stage "dependencies"
 tools/install_deps.sh
@@ -15,11 +17,16 @@ stage "build and test"
 build=$(tools/build.sh)
 ctest --test-dir "$build" --output-on-failure -j "$(nproc)" --timeout 600
 
+# Compile check only (unoptimised; the tests ran above on the g++ build).
+stage "clang: the CPU tree compiled with clang, warnings as errors (preset clang, build/clang)"
+cmake --preset clang >/dev/null
+cmake --build --preset clang -j "$(nproc)"
+
 stage "HIP: every device source compiled for gfx90a (build/hip)"
 tools/hip_build.sh >/dev/null
 
 stage "CPU suite under AddressSanitizer + UBSan (preset cpu-sanitize, build/asan)"
-cmake --preset cpu-sanitize >/dev/null
+cmake --preset cpu-sanitize -DHETREC_WERROR=ON >/dev/null
 cmake --build --preset cpu-sanitize -j "$(nproc)"
 ctest --preset cpu-sanitize -j "$(nproc)"
 

@@ -303,7 +303,7 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   EXPECT_EQ(lines, attempts);
   const WinnersStore store = WinnersStore::load(o.winners_path);
   ASSERT_EQ(store.winners().size(), with_winner);
-  for (const Winner& w : store.winners()) EXPECT_EQ(w.key.gpu, r["gpu"]);
+  for (const Winner& w : store.winners()) EXPECT_EQ(w.key.gpu, r["gpu"].get<std::string>());
   std::filesystem::remove_all(dir);
 }
 
