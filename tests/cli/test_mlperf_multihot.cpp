@@ -36,7 +36,10 @@ std::vector<int64_t> small_rows() {
 // data layout, hotness and format stay the config's).
 std::string small_mlperf(const fs::path& dir, const std::string& train, const std::string& eval) {
   std::string rows;
-  for (int64_t r : small_rows()) rows += (rows.empty() ? "" : ",") + std::to_string(r);
+  for (int64_t r : small_rows()) {
+    if (!rows.empty()) rows += ',';
+    rows += std::to_string(r);
+  }
   return "--config configs/criteo_1tb_multihot.toml --set 'model.table_rows=[" + rows +
          "]' --set model.embedding_dim=8 --set 'model.bottom_mlp=[16,8]' --set 'model.top_mlp=[16,1]'"
          " --set model.cross_rank=4 --set train.batch_size=16 --set train.eval_batch_size=32"
