@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "../nn/dense_test_support.h"
 #include "core/error.h"
-#include "dense_test_support.h"
 #include "gemm/cpu_blas.h"
 
 namespace hetrec {
