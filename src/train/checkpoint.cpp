@@ -1,6 +1,7 @@
 #include "train/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,9 +10,11 @@
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/exclusive_file.h"
 
 namespace hetrec {
 namespace {
@@ -56,15 +59,32 @@ class CheckedWriter {
 };
 
 // Reads a checkpoint sequentially, accumulating the CRC, with bounds checks that turn a
-// truncated or foreign file into a CheckpointError.
+// truncated or foreign file into a CheckpointError. A file that cannot be read at all (no
+// permission, a directory, an I/O error) is an IoError: it is not known to be damaged.
 class CheckedReader {
  public:
   explicit CheckedReader(const std::string& path) : path_(path) {
-    f_ = std::fopen(path.c_str(), "rb");
-    if (!f_) throw IoError("checkpoint '" + path + "': cannot open: " + os_error());
-    std::fseek(f_, 0, SEEK_END);
-    size_ = static_cast<uint64_t>(std::ftell(f_));
-    std::fseek(f_, 0, SEEK_SET);
+    // O_NONBLOCK: a FIFO planted at the name must not hang the open (no effect on files).
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw IoError("checkpoint '" + path + "': cannot open: " + os_error());
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const std::string err = os_error();
+      ::close(fd);
+      throw IoError("checkpoint '" + path + "': cannot stat: " + err);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw IoError("checkpoint '" + path + "': cannot read: " +
+                    (S_ISDIR(st.st_mode) ? std::strerror(EISDIR) : std::string("not a regular file")));
+    }
+    f_ = ::fdopen(fd, "rb");
+    if (!f_) {
+      const std::string err = os_error();
+      ::close(fd);
+      throw IoError("checkpoint '" + path + "': cannot open: " + err);
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
   }
   ~CheckedReader() { std::fclose(f_); }
   CheckedReader(const CheckedReader&) = delete;
@@ -72,7 +92,13 @@ class CheckedReader {
 
   void read(void* out, std::size_t n, const char* what) {
     if (pos_ + n > size_) fail(std::string("truncated while reading ") + what);
-    if (std::fread(out, 1, n, f_) != n) fail(std::string("read error in ") + what + ": " + os_error());
+    errno = 0;
+    if (std::fread(out, 1, n, f_) != n) {
+      if (std::ferror(f_))
+        throw IoError("checkpoint '" + path_ + "': read error at byte " + std::to_string(pos_) + " in " + what + ": " +
+                      (errno != 0 ? os_error() : std::string("unknown error")));
+      fail(std::string("truncated while reading ") + what + " (the file shrank while it was read)");
+    }
     crc_ = crc32c(out, n, crc_);
     pos_ += n;
   }
@@ -179,13 +205,6 @@ std::string shape_text(const std::vector<int64_t>& shape) {
   return s + "]";
 }
 
-void fsync_dir(const std::string& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return;  // not fatal: the rename itself is already atomic
-  ::fsync(fd);
-  ::close(fd);
-}
-
 }  // namespace
 
 std::string model_signature(const ModelConfig& m) {
@@ -202,53 +221,45 @@ std::string model_signature(const ModelConfig& m) {
 }
 
 void save_checkpoint(const std::string& path, const CheckpointMeta& meta, const std::vector<NamedTensor>& state) {
-  const std::filesystem::path final_path(path);
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  if (fd < 0) throw IoError("checkpoint '" + tmp + "': cannot create: " + os_error());
+  // The temporary "<path>.tmp-<pid>" is created exclusively and never through a link; the
+  // ExclusiveFile removes it unless commit() has renamed it into place.
+  std::optional<ExclusiveFile> file;
   try {
-    CheckedWriter w(fd, tmp);
-    w.write(kMagic, 8);
-    w.put<uint32_t>(kVersion);
-    const std::string text = nlohmann::json{{"step", meta.step},
-                                            {"epoch", meta.epoch},
-                                            {"data_position", meta.data_position},
-                                            {"model_signature", meta.model_signature}}
-                                 .dump();
-    w.put<uint32_t>(static_cast<uint32_t>(text.size()));
-    w.write(text.data(), text.size());
-    w.put<uint32_t>(static_cast<uint32_t>(state.size()));
-    for (const auto& nt : state) {
-      const Tensor& t = nt.tensor;
-      if (t.device().kind != DeviceKind::cpu || !t.is_contiguous())
-        throw InternalError("checkpoint tensor '" + nt.name + "' must be a contiguous host tensor");
-      w.put<uint32_t>(static_cast<uint32_t>(nt.name.size()));
-      w.write(nt.name.data(), nt.name.size());
-      w.put<uint8_t>(static_cast<uint8_t>(t.dtype()));
-      w.put<uint8_t>(static_cast<uint8_t>(t.rank()));
-      for (int64_t d : t.shape()) w.put<int64_t>(d);
-      w.put<uint64_t>(t.nbytes());
-      w.write(t.raw(), t.nbytes());
-    }
-    const uint32_t crc = w.crc();
-    w.raw(&crc, sizeof crc);
-    w.raw(kEndMagic, 8);
-    if (::fsync(fd) != 0) throw IoError("checkpoint '" + tmp + "': fsync failed: " + os_error());
-    if (::close(fd) != 0) {
-      ::unlink(tmp.c_str());
-      throw IoError("checkpoint '" + tmp + "': close failed: " + os_error());
-    }
-  } catch (...) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    throw;
+    file.emplace(path);
+  } catch (const IoError& e) {
+    throw IoError(std::string("writing checkpoint: ") + e.what());
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = os_error();
-    ::unlink(tmp.c_str());
-    throw IoError("checkpoint '" + path + "': rename from temporary file failed: " + err);
+  CheckedWriter w(file->fd(), file->temporary());
+  w.write(kMagic, 8);
+  w.put<uint32_t>(kVersion);
+  const std::string text = nlohmann::json{{"step", meta.step},
+                                          {"epoch", meta.epoch},
+                                          {"data_position", meta.data_position},
+                                          {"model_signature", meta.model_signature}}
+                               .dump();
+  w.put<uint32_t>(static_cast<uint32_t>(text.size()));
+  w.write(text.data(), text.size());
+  w.put<uint32_t>(static_cast<uint32_t>(state.size()));
+  for (const auto& nt : state) {
+    const Tensor& t = nt.tensor;
+    if (t.device().kind != DeviceKind::cpu || !t.is_contiguous())
+      throw InternalError("checkpoint tensor '" + nt.name + "' must be a contiguous host tensor");
+    w.put<uint32_t>(static_cast<uint32_t>(nt.name.size()));
+    w.write(nt.name.data(), nt.name.size());
+    w.put<uint8_t>(static_cast<uint8_t>(t.dtype()));
+    w.put<uint8_t>(static_cast<uint8_t>(t.rank()));
+    for (int64_t d : t.shape()) w.put<int64_t>(d);
+    w.put<uint64_t>(t.nbytes());
+    w.write(t.raw(), t.nbytes());
   }
-  fsync_dir(final_path.has_parent_path() ? final_path.parent_path().string() : ".");
+  const uint32_t crc = w.crc();
+  w.raw(&crc, sizeof crc);
+  w.raw(kEndMagic, 8);
+  try {
+    file->commit();  // fsync, close, rename over `path`, fsync of the directory
+  } catch (const IoError& e) {
+    throw IoError(std::string("writing checkpoint: ") + e.what());
+  }
 }
 
 CheckpointMeta verify_checkpoint(const std::string& path) {

@@ -23,12 +23,16 @@ struct CheckpointMeta {
   std::string model_signature; // architecture and shapes; must match on load
 };
 
-// Writes `path` atomically. Throws IoError (naming the path and the OS error) when the
-// write fails; then `path` is untouched and the temporary file is removed.
+// Writes `path` atomically through the temporary "<path>.tmp-<pid>" (core/exclusive_file.h:
+// created exclusively, never through a symbolic link). Throws IoError (naming the file and
+// the OS error) when the write fails, or when a file or link exists at the temporary's
+// name; then `path` is untouched and no temporary of this process is left.
 void save_checkpoint(const std::string& path, const CheckpointMeta& meta, const std::vector<NamedTensor>& state);
 
 // Reads the metadata and checks the whole file (magic, version, structure, CRC) without
-// touching any model. Throws CheckpointError naming the file and what is wrong.
+// touching any model. Throws CheckpointError naming the file and what is wrong when it
+// reads but fails a check, and IoError naming the file and the OS error when it cannot be
+// read (permission denied, a directory, an I/O error): that file is not known to be damaged.
 CheckpointMeta verify_checkpoint(const std::string& path);
 
 // Verifies, then copies every tensor into `state` (names, dtypes and shapes must match).

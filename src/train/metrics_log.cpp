@@ -13,7 +13,7 @@ MetricsLog::MetricsLog(const std::string& path) : path_(path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows at fopen
-  file_ = std::fopen(path.c_str(), "a");
+  file_ = std::fopen(path.c_str(), "ae");  // e: O_CLOEXEC
   if (!file_) throw IoError("train.metrics_path '" + path + "': cannot open for appending: " + std::strerror(errno));
 }
 

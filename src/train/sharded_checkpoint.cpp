@@ -1,6 +1,7 @@
 #include "train/sharded_checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,12 +9,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/exclusive_file.h"
 
 namespace hetrec {
 namespace fs = std::filesystem;
@@ -26,32 +26,13 @@ constexpr const char* kCrcPrefix = "crc32c ";
 
 std::string rank_file(int rank) { return "rank-" + std::to_string(rank) + ".hck"; }
 
-void fsync_path(const std::string& path, int flags) {
-  const int fd = ::open(path.c_str(), flags);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
-// Writes `text` to `path` atomically (temporary file, fsync, rename, fsync of the dir).
+// Writes `text` to `path` atomically through an exclusively created temporary.
 void write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw IoError("checkpoint manifest '" + tmp + "': write failed: " + std::strerror(errno));
-    }
+  try {
+    write_file_atomically(path, text);
+  } catch (const IoError& e) {
+    throw IoError(std::string("checkpoint manifest: ") + e.what());
   }
-  fsync_path(tmp, O_RDONLY);
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    std::remove(tmp.c_str());
-    throw IoError("checkpoint manifest '" + path + "': rename failed: " + err);
-  }
-  fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
 }
 
 std::string block_name(const ShardTensor& s) {
@@ -88,13 +69,34 @@ struct Manifest {
 
 Manifest read_manifest(const std::string& dir) {
   const std::string path = (fs::path(dir) / kManifest).string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
+  // A missing manifest is an incomplete checkpoint; one that exists but cannot be read
+  // (permission, a directory, an I/O error) is an IoError: it is not known to be damaged.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0 && errno == ENOENT)
     throw CheckpointError("checkpoint '" + dir + "': no " + kManifest +
                           " (the write did not complete on every rank)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  if (fd < 0) throw IoError("checkpoint manifest '" + path + "': cannot open: " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    const bool dir_entry = S_ISDIR(st.st_mode);
+    ::close(fd);
+    throw IoError("checkpoint manifest '" + path + "': cannot read: " +
+                  (dir_entry ? std::strerror(EISDIR) : std::string("not a regular file")));
+  }
+  std::string text;
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const std::string err = std::strerror(errno);
+      ::close(fd);
+      throw IoError("checkpoint manifest '" + path + "': read error: " + err);
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
   const auto crc_at = text.rfind(kCrcPrefix);
   if (crc_at == std::string::npos || crc_at == 0 || text[crc_at - 1] != '\n')
     throw CheckpointError("checkpoint manifest '" + path + "': the last line must be '" + kCrcPrefix + "<hex>'");
@@ -143,9 +145,11 @@ void save_sharded_checkpoint(const std::string& path, const CheckpointMeta& meta
   const std::string partial = path + ".partial";
   if (group.rank() == 0) {
     std::error_code ec;
-    fs::remove_all(partial, ec);
-    fs::create_directories(partial, ec);
-    if (ec) throw IoError("checkpoint '" + partial + "': cannot create the directory: " + ec.message());
+    fs::remove_all(partial, ec);  // a link planted at the name is removed, never followed
+    // mkdir(2), not create_directories: a directory or link that appears at the name in
+    // between is an error, never a place to write into.
+    if (::mkdir(partial.c_str(), 0755) != 0)
+      throw IoError("checkpoint '" + partial + "': cannot create the directory: " + std::strerror(errno));
   }
   group.barrier("barrier(checkpoint directory created)");
   std::vector<NamedTensor> mine;
@@ -179,7 +183,7 @@ void save_sharded_checkpoint(const std::string& path, const CheckpointMeta& meta
     fs::remove_all(path, ec);  // a checkpoint of the same step (a resumed run saving again)
     fs::rename(partial, path, ec);
     if (ec) throw IoError("checkpoint '" + path + "': rename from '" + partial + "' failed: " + ec.message());
-    fsync_path(fs::path(path).parent_path().string(), O_RDONLY | O_DIRECTORY);
+    fsync_directory(fs::path(path).parent_path().string());
   }
   group.barrier("barrier(checkpoint complete)");
 }

@@ -33,7 +33,8 @@ void save_sharded_checkpoint(const std::string& path, const CheckpointMeta& meta
 
 // Checks the manifest (CRC, fields) and every rank file it lists (structure and CRC);
 // a path ending in ".hck" is a single-process checkpoint and is verified as one.
-// Throws CheckpointError naming the file and what is wrong.
+// Throws CheckpointError naming the file and what is wrong, IoError naming the file and
+// the OS error when one cannot be read.
 CheckpointMeta verify_sharded_checkpoint(const std::string& path);
 
 // Copies the checkpoint at `path` (sharded directory or single-process file) into this
@@ -43,8 +44,9 @@ CheckpointMeta load_sharded_checkpoint(const std::string& path, DistributedModel
 // Sharded checkpoint directories and single-process files of `dir`, newest step first.
 std::vector<std::string> list_distributed_checkpoints(const std::string& dir);
 
-// Rank 0: removes "*.d.partial" directories (writes interrupted by a failure) and all
-// but the newest `keep` checkpoints.
+// Rank 0, holding the directory's lock (train/checkpoint_dir_lock.h), so that no live run
+// writes there: removes "*.d.partial" directories (writes interrupted by a failure) and
+// all but the newest `keep` checkpoints.
 void remove_partial_checkpoints(const std::string& dir, const Logger& log);
 void prune_distributed_checkpoints(const std::string& dir, int64_t keep, const Logger& log);
 

@@ -2,7 +2,9 @@
 // The training loop: batches from the data pipeline, the model's fused train step, the
 // MLPerf learning-rate schedule, periodic evaluation (exact AUC and log-loss over the
 // whole evaluation set), JSON-lines metrics, a live progress line, atomic checkpoints and
-// exact resume.
+// exact resume. A run holds its checkpoint directory's lock (train/checkpoint_dir_lock.h)
+// for its whole life, and stops with a NumericError when it diverges (train/divergence.h:
+// the loss every step, the state before every checkpoint write).
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -205,7 +205,8 @@ TEST(KillResume, FiftyKillsNeverTearACheckpointAndResumesFinishExactly) {
       if (has_temporary_file_of(ckpt, run->pid())) ++kills_during_write;
       for (const std::string& path : hetrec::list_checkpoints(ckpt.string()))
         EXPECT_NO_THROW(hetrec::verify_checkpoint(path)) << "after kill " << kills << ": " << path;
-      // Keep the torn file of this kill, which the next run must walk past; drop older ones.
+      // Keep the torn file of this kill, which the next run must walk past (and removes at
+      // start, its owner being dead); drop older ones.
       for (const fs::path& tmp : temporary_files(ckpt))
         if (!is_temporary_file_of(tmp, run->pid())) fs::remove(tmp);
       continue;
@@ -214,6 +215,8 @@ TEST(KillResume, FiftyKillsNeverTearACheckpointAndResumesFinishExactly) {
     // run ended, bit for bit.
     ASSERT_EQ(run->exit_code(), 0) << log;
     EXPECT_EQ(read_text(final_path), reference) << "chain " << chains << " ended in another final state";
+    // The last kill's torn file was removed at this run's start; its own were renamed.
+    EXPECT_TRUE(temporary_files(ckpt).empty()) << "run " << runner.runs << " left a temporary file";
     ++chains;
     fs::remove_all(ckpt);
   }
