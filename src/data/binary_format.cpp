@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <string_view>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <vector>
 #include <utility>
@@ -15,6 +16,7 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/exclusive_file.h"
 #include "data/chunked_work.h"
 
 namespace hetrec {
@@ -59,7 +61,8 @@ std::string printable(const char* bytes, std::size_t size) {
 int64_t padded_to_4(int64_t bytes) { return (bytes + 3) / 4 * 4; }
 
 // A group is read and checksummed in pieces of at least this size, one per reader
-// thread at most: below it a thread costs more to start than it saves.
+// thread at most: below it a thread costs more to start than it saves. check_group
+// reads pieces of this size too, so it holds no more than this of a group at a time.
 constexpr std::size_t kMinPieceBytes = std::size_t{4} << 20;
 
 std::size_t piece_count(std::size_t size, int threads) {
@@ -95,7 +98,34 @@ void validate_header(const BinaryHeader& h, const std::string& path) {
     throw ConfigError(fmt::format("{}: {} samples per row group: expected 1 to 2^31-1", path, h.group_samples));
 }
 
+// What kind of file a stat(2) mode describes, for the message refusing to replace it.
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 }  // namespace
+
+void check_binary_output(const std::string& output, const std::vector<NamedPath>& inputs) {
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return;  // nothing there (or not reachable: creating the temporary says why)
+  if (!S_ISREG(out.st_mode))
+    throw ConfigError(fmt::format("{}: the output exists and is {}: refusing to replace it with a data file; "
+                                  "nothing was written",
+                                  output, file_kind(out.st_mode)));
+  for (const NamedPath& input : inputs) {
+    struct stat in {};
+    if (::stat(input.path.c_str(), &in) != 0) continue;
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino)
+      throw ConfigError(fmt::format("{}: the output is the same file as {} '{}': refusing to write over the file "
+                                    "being read; nothing was written",
+                                    output, input.what, input.path));
+  }
+}
 
 const char* id_mapping_name(IdMapping mapping) {
   switch (mapping) {
@@ -117,8 +147,8 @@ BinaryWriter::BinaryWriter(std::string path, BinaryHeader header) : path_(std::m
   lengths_.resize(static_cast<std::size_t>(header_.num_tables()));
   ids_.resize(static_cast<std::size_t>(header_.num_tables()));
 
-  file_ = std::fopen(path_.c_str(), "wb");
-  if (file_ == nullptr) throw IoError(fmt::format("{}: cannot create: {}", path_, std::strerror(errno)));
+  check_binary_output(path_);
+  file_ = std::make_unique<ExclusiveFile>(path_);
   std::vector<char> bytes;
   bytes.insert(bytes.end(), kBinaryMagic, kBinaryMagic + sizeof(kBinaryMagic));
   put<uint32_t>(bytes, header_.version);
@@ -133,14 +163,17 @@ BinaryWriter::BinaryWriter(std::string path, BinaryHeader header) : path_(std::m
   write_bytes(bytes.data(), bytes.size());
 }
 
-BinaryWriter::~BinaryWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-}
+BinaryWriter::~BinaryWriter() = default;  // an unfinished temporary is removed with file_
 
 void BinaryWriter::write_bytes(const void* data, std::size_t size) {
   if (file_ == nullptr) throw InternalError(path_ + ": write after finish()");
-  if (size > 0 && std::fwrite(data, 1, size, file_) != size)
-    throw IoError(fmt::format("{}: write failed after {} bytes: {}", path_, bytes_, std::strerror(errno)));
+  try {
+    file_->write(data, size);
+  } catch (const IoError& e) {
+    throw IoError(fmt::format("{}: write failed after {} bytes ({}); the unfinished temporary file is removed, {} "
+                              "is untouched",
+                              path_, bytes_, e.what(), path_));
+  }
   bytes_ += static_cast<int64_t>(size);
 }
 
@@ -222,13 +255,8 @@ void BinaryWriter::finish() {
   put<uint32_t>(trailer, 0);  // reserved
   trailer.insert(trailer.end(), kBinaryEndMagic, kBinaryEndMagic + sizeof(kBinaryEndMagic));
   write_bytes(trailer.data(), trailer.size());
-  std::FILE* file = std::exchange(file_, nullptr);
-  if (std::fflush(file) != 0 || std::ferror(file) != 0) {
-    const int err = errno;
-    std::fclose(file);
-    throw IoError(fmt::format("{}: write failed: {}", path_, std::strerror(err)));
-  }
-  if (std::fclose(file) != 0) throw IoError(fmt::format("{}: close failed: {}", path_, std::strerror(errno)));
+  const std::unique_ptr<ExclusiveFile> file = std::move(file_);
+  file->commit();  // on failure the temporary goes with `file`
 }
 
 // ---------------------------------------------------------------------------- reader
@@ -340,30 +368,40 @@ void BinaryFile::read_at(int64_t offset, void* data, std::size_t size) {
                               std::ferror(file_) ? std::strerror(errno) : "unexpected end of file"));
 }
 
-void BinaryFile::read_at_parallel(int64_t offset, char* data, std::size_t size, int threads) {
-  const std::size_t pieces = piece_count(size, threads);
-  if (pieces <= 1) return read_at(offset, data, size);
+std::string BinaryFile::pread_range(int64_t offset, char* data, std::size_t size) const {
   const int fd = fileno(file_);
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t got = pread(fd, data + done, size - done, static_cast<off_t>(offset + static_cast<int64_t>(done)));
+    if (got > 0) {
+      done += static_cast<std::size_t>(got);
+    } else if (got < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return fmt::format("{}: cannot read {} bytes at byte {}: {}", path_, size - done,
+                         offset + static_cast<int64_t>(done), got < 0 ? std::strerror(errno) : "unexpected end of file");
+    }
+  }
+  return {};
+}
+
+void BinaryFile::read_at_parallel(int64_t offset, char* data, std::size_t size, int threads) const {
+  const std::size_t pieces = piece_count(size, threads);
   std::vector<std::string> errors(pieces);
-#pragma omp parallel for num_threads(threads) schedule(static, 1)
+#pragma omp parallel for num_threads(threads) schedule(static, 1) if (pieces > 1)
   for (std::size_t k = 0; k < pieces; ++k) {
     const std::size_t from = size * k / pieces, to = size * (k + 1) / pieces;
-    std::size_t done = from;
-    while (done < to) {
-      const ssize_t got = pread(fd, data + done, to - done, static_cast<off_t>(offset + static_cast<int64_t>(done)));
-      if (got > 0) {
-        done += static_cast<std::size_t>(got);
-      } else if (got < 0 && errno == EINTR) {
-        continue;
-      } else {
-        errors[k] = fmt::format("{}: cannot read {} bytes at byte {}: {}", path_, to - done,
-                                offset + static_cast<int64_t>(done), got < 0 ? std::strerror(errno) : "unexpected end of file");
-        break;
-      }
-    }
+    errors[k] = pread_range(offset + static_cast<int64_t>(from), data + from, to - from);
   }
   for (const std::string& e : errors)
     if (!e.empty()) throw IoError(e);
+}
+
+int64_t BinaryFile::group_bytes(int64_t g) const {
+  HETREC_CHECK(g >= 0 && g < groups(), "row group index out of range");
+  const auto sg = static_cast<std::size_t>(g);
+  const int64_t end = g + 1 < groups() ? static_cast<int64_t>(group_offsets_[sg + 1]) : index_offset_;
+  return end - static_cast<int64_t>(group_offsets_[sg]);
 }
 
 std::string BinaryFile::group_name(int64_t g) const {
@@ -372,36 +410,67 @@ std::string BinaryFile::group_name(int64_t g) const {
   return fmt::format("{}: row group {} (samples {}..{})", path_, g, first, last);
 }
 
-void BinaryFile::read_group(int64_t g, RowGroup& out, int threads) {
-  HETREC_CHECK(g >= 0 && g < groups(), "row group index out of range");
-  threads = std::max(threads, 1);
-  const auto sg = static_cast<std::size_t>(g);
-  const auto begin = static_cast<int64_t>(group_offsets_[sg]);
-  const int64_t end = g + 1 < groups() ? static_cast<int64_t>(group_offsets_[sg + 1]) : index_offset_;
-  const int64_t bytes = end - begin;
-  buffer_.resize(static_cast<std::size_t>(bytes));
-  read_at_parallel(begin, buffer_.data(), buffer_.size(), threads);
-  const char* p = buffer_.data();
-
-  if (std::memcmp(p, kRowGroupMagic, sizeof(kRowGroupMagic)) != 0)
+void BinaryFile::check_group_head(int64_t g, const char* head, int64_t bytes) const {
+  if (std::memcmp(head, kRowGroupMagic, sizeof(kRowGroupMagic)) != 0)
     throw DataError(fmt::format("{}: bad row group marker '{}' (corrupt file)", group_name(g),
-                                printable(p, sizeof(kRowGroupMagic))));
-  const int64_t n = get<uint32_t>(p + 4);
-  const auto first = static_cast<int64_t>(get<uint64_t>(p + 8));
-  const auto payload = static_cast<int64_t>(get<uint64_t>(p + 16));
+                                printable(head, sizeof(kRowGroupMagic))));
+  const auto payload = static_cast<int64_t>(get<uint64_t>(head + 16));
   if (payload != bytes - kGroupHeaderBytes - 4)  // payload comes from the file: adding to it could overflow
     throw DataError(fmt::format("{}: {} payload bytes recorded, {} stored (corrupt file)", group_name(g), payload,
                                 bytes - kGroupHeaderBytes - 4));
-  const uint32_t stored = get<uint32_t>(p + bytes - 4);
-  const uint32_t computed = crc32c_parallel(p, static_cast<std::size_t>(bytes - 4), threads);
+}
+
+void BinaryFile::check_group_seal(int64_t g, const char* head, uint32_t stored, uint32_t computed) const {
   if (stored != computed)
     throw DataError(fmt::format("{}: checksum mismatch (stored {:#010x}, computed {:#010x})", group_name(g), stored,
                                 computed));
+  const int64_t n = get<uint32_t>(head + 4);
+  const auto first = static_cast<int64_t>(get<uint64_t>(head + 8));
   const int64_t expected_n = g + 1 < groups() ? header_.group_samples : samples_ - g * header_.group_samples;
   // `first` comes from the file: the message does no arithmetic on it.
   if (n != expected_n || first != g * header_.group_samples)
     throw DataError(fmt::format("{}: holds {} samples from sample {}, expected {} from sample {}", group_name(g), n,
                                 first, expected_n, g * header_.group_samples));
+}
+
+void BinaryFile::check_group(int64_t g, std::vector<char>& scratch) const {
+  const int64_t begin = static_cast<int64_t>(group_offsets_[static_cast<std::size_t>(g)]);
+  const int64_t bytes = group_bytes(g);  // at least a group header and a CRC: the trailer check ensures it
+  char head[kGroupHeaderBytes];
+  std::string error = pread_range(begin, head, sizeof(head));
+  if (!error.empty()) throw IoError(error);
+  check_group_head(g, head, bytes);
+  uint32_t computed = crc32c(head, sizeof(head));
+  const int64_t body_end = begin + bytes - 4;
+  scratch.resize(static_cast<std::size_t>(std::min<int64_t>(static_cast<int64_t>(kMinPieceBytes), bytes)));
+  for (int64_t at = begin + kGroupHeaderBytes; at < body_end;) {
+    const auto size = static_cast<std::size_t>(std::min<int64_t>(body_end - at, static_cast<int64_t>(scratch.size())));
+    error = pread_range(at, scratch.data(), size);
+    if (!error.empty()) throw IoError(error);
+    computed = crc32c(scratch.data(), size, computed);
+    at += static_cast<int64_t>(size);
+  }
+  char seal[4];
+  error = pread_range(body_end, seal, sizeof(seal));
+  if (!error.empty()) throw IoError(error);
+  check_group_seal(g, head, get<uint32_t>(seal), computed);
+}
+
+void BinaryFile::read_group(int64_t g, RowGroup& out, int threads) {
+  HETREC_CHECK(g >= 0 && g < groups(), "row group index out of range");
+  threads = std::max(threads, 1);
+  const auto begin = static_cast<int64_t>(group_offsets_[static_cast<std::size_t>(g)]);
+  const int64_t bytes = group_bytes(g);
+  buffer_.resize(static_cast<std::size_t>(bytes));
+  read_at_parallel(begin, buffer_.data(), buffer_.size(), threads);
+  const char* p = buffer_.data();
+
+  check_group_head(g, p, bytes);
+  const int64_t n = get<uint32_t>(p + 4);
+  const auto first = static_cast<int64_t>(get<uint64_t>(p + 8));
+  const auto payload = static_cast<int64_t>(get<uint64_t>(p + 16));
+  check_group_seal(g, p, get<uint32_t>(p + bytes - 4),
+                   crc32c_parallel(p, static_cast<std::size_t>(bytes - 4), threads));
 
   const char* cursor = p + kGroupHeaderBytes;
   const char* const payload_end = cursor + payload;

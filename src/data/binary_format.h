@@ -9,12 +9,15 @@
 // reader of headers, trailers and groups shared by BinarySource and inspect_binary.
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "data/batch.h"
 
 namespace hetrec {
+
+class ExclusiveFile;
 
 inline constexpr char kBinaryMagic[8] = {'H', 'R', 'E', 'C', 'D', 'A', 'T', 'A'};
 inline constexpr char kBinaryEndMagic[8] = {'H', 'R', 'E', 'C', 'T', 'A', 'I', 'L'};
@@ -56,12 +59,29 @@ struct RowGroup {
   std::vector<std::vector<int32_t>> ids;        // per table
 };
 
-// Streams samples into a file in constant memory (one row group is staged).
+// A file a command reads while it writes a binary file ("--input", "train.tsv").
+struct NamedPath {
+  std::string what;
+  std::string path;
+};
+
+// The checks made before a binary file is written, before anything is created: throws
+// ConfigError naming the path when `output` exists and is not a regular file (a
+// directory, a device node, a FIFO), or is the same file as one of `inputs` (same
+// device and inode, whatever the path, symbolic or hard link that leads there). Nothing
+// is opened or created.
+void check_binary_output(const std::string& output, const std::vector<NamedPath>& inputs = {});
+
+// Streams samples into a file in constant memory (one row group is staged). The file is
+// written to the temporary "<path>.tmp-<pid>" beside `path` (core/exclusive_file.h) and
+// renamed over `path` only by finish(): until then `path` is never opened, truncated or
+// removed, and whatever happens, a reader sees the old file or the finished new one.
 class BinaryWriter {
  public:
-  // Creates (truncates) `path` and writes the header. Throws IoError / ConfigError.
+  // Checks `path` (check_binary_output), creates the temporary and writes the header.
+  // Throws ConfigError (a bad header, an output that is not a regular file) or IoError.
   BinaryWriter(std::string path, BinaryHeader header);
-  // Closes the file; without finish() it has no trailer and readers reject it as truncated.
+  // Without finish(), removes the temporary: `path` stays as it was.
   ~BinaryWriter();
   BinaryWriter(const BinaryWriter&) = delete;
   BinaryWriter& operator=(const BinaryWriter&) = delete;
@@ -69,7 +89,8 @@ class BinaryWriter {
   // Appends every sample of `batch`. Throws DataError when its shape differs from the
   // header or an id is outside its table.
   void append(const Batch& batch);
-  // Writes the last group and the trailer, and closes the file.
+  // Writes the last group and the trailer, syncs the temporary to disk and renames it
+  // over `path`. Throws IoError (the temporary is then removed, `path` untouched).
   void finish();
 
   int64_t samples() const { return samples_; }
@@ -83,7 +104,7 @@ class BinaryWriter {
 
   std::string path_;
   BinaryHeader header_;
-  std::FILE* file_ = nullptr;
+  std::unique_ptr<ExclusiveFile> file_;
   int64_t samples_ = 0;
   int64_t bytes_ = 0;
   std::vector<uint64_t> group_offsets_;
@@ -111,6 +132,8 @@ class BinaryFile {
   int64_t groups() const { return static_cast<int64_t>(group_offsets_.size()); }
   int64_t file_bytes() const { return file_bytes_; }
   const std::string& path() const { return path_; }
+  // Bytes of row group g in the file (its header, payload and checksum).
+  int64_t group_bytes(int64_t g) const;
 
   // Reads, checks (CRC-32C, sizes, labels in {0,1}, finite dense values, ids in range)
   // and decodes group g. Throws DataError naming the file, the group and, for a bad
@@ -118,11 +141,23 @@ class BinaryFile {
   // checksum and decode the tables in parallel.
   void read_group(int64_t g, RowGroup& out, int threads = 1);
 
+  // Checks group g's frame without decoding it: marker, recorded payload size, CRC-32C,
+  // sample count and first sample, the checks read_group makes first, with the same
+  // DataError. Reads in pieces of at most 4 MiB into `scratch` by positioned reads, so
+  // it may run on another thread while read_group runs (and uses no other state).
+  void check_group(int64_t g, std::vector<char>& scratch) const;
+
  private:
   void read_at(int64_t offset, void* data, std::size_t size);
   // The same in pieces read by `threads` threads (positioned reads of the descriptor).
-  void read_at_parallel(int64_t offset, char* data, std::size_t size, int threads);
+  void read_at_parallel(int64_t offset, char* data, std::size_t size, int threads) const;
+  // Positioned read of [offset, offset + size): the error message, empty on success.
+  std::string pread_range(int64_t offset, char* data, std::size_t size) const;
   std::string group_name(int64_t g) const;
+  // The checks of a group's 24-byte header against its size in the file (marker,
+  // payload size), then of its stored and computed CRC and its sample range.
+  void check_group_head(int64_t g, const char* head, int64_t bytes) const;
+  void check_group_seal(int64_t g, const char* head, uint32_t stored, uint32_t computed) const;
 
   std::string path_;
   std::FILE* file_ = nullptr;

@@ -1,7 +1,12 @@
 #include "data/binary_source.h"
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -9,12 +14,56 @@
 
 namespace hetrec {
 
+// Checks every row group's frame and checksum (BinaryFile::check_group) in file order on
+// a thread of its own and keeps the first failure. One group piece (4 MiB) in memory.
+class RowGroupChecker {
+ public:
+  explicit RowGroupChecker(const BinaryFile& file) : file_(file), thread_([this] { run(); }) {}
+  ~RowGroupChecker() {
+    stop_ = true;
+    thread_.join();
+  }
+  RowGroupChecker(const RowGroupChecker&) = delete;
+  RowGroupChecker& operator=(const RowGroupChecker&) = delete;
+
+  // Throws the first failure found so far, if any.
+  void rethrow_failure() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_) std::rethrow_exception(failure_);
+  }
+
+ private:
+  void run() {
+    std::vector<char> scratch;
+    std::exception_ptr failure;
+    try {
+      for (int64_t g = 0; g < file_.groups() && !stop_; ++g) file_.check_group(g, scratch);
+    } catch (const DataError& e) {
+      failure = std::make_exception_ptr(
+          DataError(std::string(e.what()) + " (found by the checksum pass that runs ahead of the reader)"));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    std::lock_guard<std::mutex> lock(mutex_);
+    failure_ = failure;
+  }
+
+  const BinaryFile& file_;
+  std::atomic<bool> stop_{false};
+  mutable std::mutex mutex_;
+  std::exception_ptr failure_;
+  std::thread thread_;  // last: starts once the members above exist
+};
+
 BinarySource::BinarySource(std::string path, const std::string& what, int threads)
     : file_(std::move(path), what), threads_(std::max(threads, 1)) {
   assembler_.set_threads(threads_);
 }
 
-BinarySource::BinarySource(std::string path, const FeatureSpec& model, const std::string& what, int threads)
+BinarySource::~BinarySource() = default;
+
+BinarySource::BinarySource(std::string path, const FeatureSpec& model, const std::string& what, int threads,
+                           bool check_ahead)
     : BinarySource(std::move(path), what, threads) {
   const BinaryHeader& h = file_.header();
   if (h.num_dense != model.num_dense || h.num_tables() != model.num_tables())
@@ -27,10 +76,12 @@ BinarySource::BinarySource(std::string path, const FeatureSpec& model, const std
       throw DataError(fmt::format("{}: table {} holds ids up to {} rows, more than model.tables[{}] ({}).rows = {}",
                                   file_.path(), t, h.rows[static_cast<std::size_t>(t)], t, table.name, table.rows));
   }
+  if (check_ahead) checker_ = std::make_unique<RowGroupChecker>(file_);
 }
 
 bool BinarySource::next(Batch& batch, int64_t batch_size) {
   if (batch_size < 1) throw ConfigError(fmt::format("batch size {}: expected >= 1", batch_size));
+  if (checker_) checker_->rethrow_failure();
   const BinaryHeader& h = file_.header();
   const int64_t first = position_;
   assembler_.begin(h.num_dense, h.num_tables());

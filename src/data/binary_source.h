@@ -2,7 +2,14 @@
 // Reads a hetrec binary columnar file (see data/binary_format.h). Seeking is O(1): the
 // trailer indexes the row groups and every group but the last is full. One decoded
 // group is held in memory at a time.
+//
+// Every group's checksum is verified before any of its samples is delivered (read_group).
+// Opened for a model (training, evaluation), the source also checks every group's
+// checksum ahead of the reader, on a thread of its own, from the first group to the last:
+// a damaged group late in the file stops the run as soon as that pass reaches it, not when
+// the epoch does.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "data/batch_assembler.h"
@@ -12,6 +19,8 @@
 
 namespace hetrec {
 
+class RowGroupChecker;
+
 class BinarySource final : public BatchSource {
  public:
   // Opens and validates `path` (see BinaryFile); `what` names its origin in errors
@@ -19,8 +28,13 @@ class BinarySource final : public BatchSource {
   // the tables of a batch in parallel.
   explicit BinarySource(std::string path, const std::string& what = "", int threads = 1);
   // Also checks the file fits the model: same numbers of dense features and tables,
-  // and no table of the file larger than the model's (DataError otherwise).
-  BinarySource(std::string path, const FeatureSpec& model, const std::string& what = "", int threads = 1);
+  // and no table of the file larger than the model's (DataError otherwise). With
+  // `check_ahead`, starts the pass over every group's checksum: next() then throws the
+  // first failure it found (the DataError of BinaryFile::check_group, or an IoError) as
+  // soon as it is known, before delivering any further sample.
+  BinarySource(std::string path, const FeatureSpec& model, const std::string& what = "", int threads = 1,
+               bool check_ahead = true);
+  ~BinarySource() override;
 
   bool next(Batch& batch, int64_t batch_size) override;
   int64_t position() const override { return position_; }
@@ -37,6 +51,7 @@ class BinarySource final : public BatchSource {
   int64_t position_ = 0;
   RowGroup group_;
   BatchAssembler assembler_;
+  std::unique_ptr<RowGroupChecker> checker_;  // last: stopped before the file it reads is closed
 };
 
 }  // namespace hetrec

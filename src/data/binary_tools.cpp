@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,17 +14,6 @@
 namespace hetrec {
 namespace {
 
-// Runs `write` and removes `path` if it throws, so no unfinished file is left behind.
-template <class Write>
-ConvertReport removing_on_error(const std::string& path, Write&& write) {
-  try {
-    return write();
-  } catch (...) {
-    std::remove(path.c_str());
-    throw;
-  }
-}
-
 IdMapping mapping_of(CategoricalMapping mapping) {
   return mapping == CategoricalMapping::modulo ? IdMapping::modulo : IdMapping::hash;
 }
@@ -31,19 +22,25 @@ IdMapping mapping_of(CategoricalMapping mapping) {
 
 ConvertReport convert_tsv_to_binary(const std::string& in_path, const std::string& out_path,
                                     const CriteoLayout& layout, const ConvertOptions& options) {
+  check_binary_output(out_path, {{"the input", in_path}});
   CriteoTsvSource source(in_path, layout, options.on_error, options.threads);
   BinaryHeader header;
   header.num_dense = layout.num_dense;
   header.rows = layout.rows;
   header.group_samples = options.group_samples;
   header.mapping = mapping_of(layout.mapping);
-  return removing_on_error(out_path, [&] {
-    BinaryWriter writer(out_path, header);
-    Batch batch;
-    while (source.next(batch, kConvertBatchSamples)) writer.append(batch);
-    writer.finish();
-    return ConvertReport{writer.samples(), source.counters().skipped_lines, writer.groups(), writer.bytes()};
-  });
+  BinaryWriter writer(out_path, header);
+  Batch batch;
+  while (source.next(batch, kConvertBatchSamples)) writer.append(batch);
+  const int64_t skipped = source.counters().skipped_lines;
+  if (!options.allow_empty && writer.samples() == 0)
+    throw DataError(skipped > 0 ? fmt::format("{}: no sample to write: all {} lines were malformed and skipped "
+                                              "(data.on_error = \"skip\"); {} was not written",
+                                              in_path, skipped, out_path)
+                                : fmt::format("{}: no sample to write: the file holds no lines; {} was not written",
+                                              in_path, out_path));
+  writer.finish();
+  return ConvertReport{writer.samples(), skipped, writer.groups(), writer.bytes()};
 }
 
 ConvertReport write_binary(BatchSource& source, int64_t first, int64_t samples, const std::string& out_path,
@@ -61,21 +58,19 @@ ConvertReport write_binary(BatchSource& source, int64_t first, int64_t samples, 
       }
     }
   } restore{source, source.position()};
-  return removing_on_error(out_path, [&] {
-    BinaryWriter writer(out_path, header);
-    source.seek(first);
-    Batch batch;
-    int64_t left = samples;
-    while (left > 0 && source.next(batch, std::min(left, kConvertBatchSamples))) {
-      writer.append(batch);
-      left -= batch.size;
-    }
-    if (left > 0)
-      throw DataError(fmt::format("{}: the source ({}) ended {} samples short of the {} requested", out_path,
-                                  source.describe(), left, samples));
-    writer.finish();
-    return ConvertReport{writer.samples(), source.counters().skipped_lines, writer.groups(), writer.bytes()};
-  });
+  BinaryWriter writer(out_path, header);
+  source.seek(first);
+  Batch batch;
+  int64_t left = samples;
+  while (left > 0 && source.next(batch, std::min(left, kConvertBatchSamples))) {
+    writer.append(batch);
+    left -= batch.size;
+  }
+  if (left > 0)
+    throw DataError(fmt::format("{}: the source ({}) ended {} samples short of the {} requested", out_path,
+                                source.describe(), left, samples));
+  writer.finish();
+  return ConvertReport{writer.samples(), source.counters().skipped_lines, writer.groups(), writer.bytes()};
 }
 
 ConvertReport write_synthetic_binary(SyntheticSource& source, int64_t samples, const std::string& out_path,
@@ -91,7 +86,7 @@ ConvertReport write_synthetic_binary(SyntheticSource& source, int64_t samples, c
   return write_binary(source, 0, samples, out_path, header);
 }
 
-std::string inspect_binary(const std::string& path) {
+BinaryInspection inspect_binary_file(const std::string& path) {
   BinaryFile file(path);
   const BinaryHeader& h = file.header();
   const auto tables = static_cast<std::size_t>(h.num_tables());
@@ -141,7 +136,70 @@ std::string inspect_binary(const std::string& path) {
     out += fmt::format("checksums: {} of {} row groups failed\n", failures.size(), file.groups());
     for (const std::string& f : failures) out += "  " + f + "\n";
   }
-  return out;
+  return BinaryInspection{std::move(out), std::move(failures)};
+}
+
+std::string inspect_binary(const std::string& path) { return inspect_binary_file(path).text; }
+
+VerifyReport verify_binary(const std::string& path, const FeatureSpec& model, int threads,
+                           const std::function<void(const VerifyProgress&)>& progress) {
+  VerifyReport report;
+  std::unique_ptr<BinaryFile> opened;
+  try {
+    opened = std::make_unique<BinaryFile>(path);
+  } catch (const DataError& e) {
+    report.failures.emplace_back(e.what());
+    return report;
+  }
+  const BinaryFile& file = *opened;
+  const BinaryHeader& h = file.header();
+  report.samples = file.samples();
+  report.groups = file.groups();
+  report.bytes = file.file_bytes();
+
+  // The file against the model, as training checks it (BinarySource), then the ids of
+  // every table whose declared rows exceed the model's, against the model's rows.
+  const bool shapes_fit = h.num_dense == model.num_dense && h.num_tables() == model.num_tables();
+  if (!shapes_fit)
+    report.failures.push_back(fmt::format("{}: holds {} dense features and {} tables, the config (model.num_dense, "
+                                          "model.tables) has {} and {}",
+                                          path, h.num_dense, h.num_tables(), model.num_dense, model.num_tables()));
+  std::vector<int> narrower;  // tables whose ids are checked against the model's rows
+  for (int t = 0; shapes_fit && t < h.num_tables(); ++t) {
+    const TableConfig& table = model.tables[static_cast<std::size_t>(t)];
+    if (h.rows[static_cast<std::size_t>(t)] <= table.rows) continue;
+    narrower.push_back(t);
+    report.failures.push_back(fmt::format("{}: table {} is declared with {} rows, more than model.tables[{}] ({}).rows "
+                                          "= {}",
+                                          path, t, h.rows[static_cast<std::size_t>(t)], t, table.name, table.rows));
+  }
+
+  VerifyProgress at{0, file.groups(), 0, file.file_bytes()};
+  RowGroup group;
+  for (int64_t g = 0; g < file.groups(); ++g) {
+    try {
+      opened->read_group(g, group, threads);
+      for (int t : narrower) {
+        const auto st = static_cast<std::size_t>(t);
+        const int64_t rows = model.tables[st].rows;
+        const auto& ids = group.ids[st];
+        const auto bad = std::find_if(ids.begin(), ids.end(), [rows](int32_t id) { return id >= rows; });
+        if (bad == ids.end()) continue;
+        const auto k = bad - ids.begin();
+        const auto& begin = group.bag_begin[st];
+        const auto i = std::upper_bound(begin.begin(), begin.end(), k) - begin.begin() - 1;
+        throw DataError(fmt::format("{}: row group {}, sample {}, table {}: id {} outside model.tables[{}] ({}).rows "
+                                    "= {}",
+                                    path, g, group.first_sample + i, t, *bad, t, model.tables[st].name, rows));
+      }
+    } catch (const DataError& e) {
+      report.failures.emplace_back(e.what());
+    }
+    at.groups_done = g + 1;
+    at.bytes_done += file.group_bytes(g);
+    if (progress) progress(at);
+  }
+  return report;
 }
 
 }  // namespace hetrec
