@@ -67,7 +67,6 @@ struct SmallFloat {
 };
 
 constexpr SmallFloat kF16{5, 10, true, 65504.0, 0x7E00};
-constexpr SmallFloat kBF16{8, 7, true, 3.3895313892515355e38, 0x7FC0};
 constexpr SmallFloat kE4M3{4, 3, false, 448.0, 0x7F};
 constexpr SmallFloat kE5M2{5, 2, true, 57344.0, 0x7E};
 
