@@ -35,7 +35,7 @@ NamedTensor step_tensor() {
 
 }  // namespace
 
-TEST(Divergence, LossBoundIsAHundredTimesTheConstantPredictor) {
+TEST(DivergenceRule, LossBoundIsAHundredTimesTheConstantPredictor) {
   EXPECT_NEAR(kLossBound, 100.0 * std::log(2.0), 1e-12);
   EXPECT_FALSE(loss_diverged(0.69));
   EXPECT_FALSE(loss_diverged(kLossBound));
@@ -44,7 +44,7 @@ TEST(Divergence, LossBoundIsAHundredTimesTheConstantPredictor) {
   EXPECT_TRUE(loss_diverged(std::numeric_limits<double>::infinity()));
 }
 
-TEST(Divergence, OptimizerSlotsAreToldFromParametersByTheirNames) {
+TEST(DivergenceRule, OptimizerSlotsAreToldFromParametersByTheirNames) {
   for (const char* slot : {"bottom_mlp.0.weight.sum", "top_mlp.1.bias.exp_avg", "cross_net.kernels.0.exp_avg_sq",
                            "embedding.t0.accumulator", "embedding.t0.accumulator@128,0"})
     EXPECT_TRUE(is_optimizer_slot(slot)) << slot;
@@ -53,14 +53,14 @@ TEST(Divergence, OptimizerSlotsAreToldFromParametersByTheirNames) {
     EXPECT_FALSE(is_optimizer_slot(param)) << param;
 }
 
-TEST(Divergence, AHealthyStateHasNoViolation) {
+TEST(DivergenceRule, AHealthyStateHasNoViolation) {
   EXPECT_FALSE(find_state_violation({f32("bottom_mlp.0.weight", {0.5f, -3.0f, 9999.0f}),
                                      f32("bottom_mlp.0.weight.sum", {1e30f}),  // an Adagrad sum may be large
                                      half("embedding.t0.weight", DType::bf16, {-9000.0f, 2.0f}),
                                      half("embedding.t1.weight", DType::f16, {0.25f}), step_tensor()}));
 }
 
-TEST(Divergence, TheFirstOffendingElementIsNamed) {
+TEST(DivergenceRule, TheFirstOffendingElementIsNamed) {
   const auto big = find_state_violation({f32("a.weight", {1.0f}), f32("b.weight", {0.0f, 2e4f, NAN})});
   ASSERT_TRUE(big);
   EXPECT_EQ(big->tensor, "b.weight");
