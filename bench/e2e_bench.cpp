@@ -1,6 +1,6 @@
 // End-to-end training-step benchmark of the GPU model: median step time over N steps on
 // synthetic batches of a config file's model, optional per-phase device times, and the
-// analytical floor of the step. Writes one JSON results file (DESIGN.md "Results
+// analytical floor of the step. Writes one JSON results file (bench/README.md "Results
 // files", benchmark "e2e"); bench/e2e_compare.py adds the PyTorch baseline.
 //
 //   e2e_bench --config configs/dlrm_dcnv2_capped.toml --batch 65536 --steps 20 --precision tf32

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Summarises data-parallel e2e_bench runs (DESIGN.md "Results files", benchmark "multigpu").
+"""Summarises data-parallel e2e_bench runs (benchmark "multigpu", bench/README.md).
 
 Each run is an e2e_bench results file written under `mpirun -np N` (world_size N), the
 planner's prediction for the same recipe (`hetrec plan --evaluate ... --json`), and the

@@ -126,7 +126,7 @@ void gemm_cache_seeds(const fs::path& corpus, const fs::path& scratch) {
   const Hardware hw = load_hardware(std::string(HETREC_SOURCE_DIR) + "/hw/h200_sxm.toml");
   const GemmSelector selector = GemmSelector::for_hardware(hw, GemmModelParams{});
   GemmSelectionCache cache(fuzz::fuzz_cache_validators());
-  // Shapes of the reference workload's MLPs at batch 4096 (DESIGN.md), bf16 and fp32.
+  // Shapes of the reference workload's MLPs at batch 4096 (configs/dlrm_dcnv2_mlperf.toml), bf16 and fp32.
   for (const auto& [m, n, k] : {std::tuple{4096, 512, 13}, std::tuple{4096, 1024, 3456}, std::tuple{4096, 1, 256}}) {
     GemmProblem p;
     p.m = m, p.n = n, p.k = k;

@@ -297,7 +297,7 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
                           {"p5_max", spread.p5_max},
                           {"heuristic_geomean_mean", spread.heuristic_geomean_mean}};
   }
-  // The results-file metrics of the selection benchmark (DESIGN.md's names).
+  // The results-file metrics of the selection benchmark (the `gemm-selection` names of bench/README.md).
   j["metrics"] = {{"shapes", c.shapes.size()},
                   {"heldout_shapes", r.held_out_shapes},
                   {"heldout_geomean", r.held_out_after.geomean_ratio},

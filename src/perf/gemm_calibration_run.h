@@ -96,7 +96,7 @@ FoldSpread fold_spread(std::span<const GemmCalibrationRun::Fold> folds);
 void compare_heuristic_lists(GemmCalibrationRun& run, const GemmOracle& oracle, const GemmOracle& lists,
                              const std::string& lists_path);
 
-// The results record (DESIGN.md's results-file fields plus the statistics above).
+// The results record (the common results-file fields plus the statistics above).
 std::string gemm_calibration_json(const GemmCalibrationRun& run, const GemmOracle& oracle, const std::string& oracle_path,
                                   const std::string& command, const std::string& commit, const std::string& date);
 

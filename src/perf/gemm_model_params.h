@@ -13,7 +13,8 @@ namespace hetrec {
 
 // ---- generic starting values (used when no hw/params/<arch>.toml exists) ----
 // Vendor GEMM libraries sustain roughly 70-85% of the datasheet dense rate on large
-// shapes (DESIGN.md: 770-800 of 989 TFLOP/s bf16 measured on an H200).
+// shapes (790 of 989 TFLOP/s bf16 measured on an H200 by `hetrec hw probe`,
+// bench/results/probe-20261130-h200.json).
 inline constexpr double kDefaultMatrixEfficiency = 0.80;
 // Share of the pipe's sustained rate that the previous generation's warp-level matrix
 // instruction reaches on a GPU whose newest instruction has a wider issue scope (Hopper
@@ -43,7 +44,8 @@ inline constexpr double kMaxL2RateFactor = 8.0;
 // rest being lost to set conflicts and the output stream. Generic guess.
 inline constexpr double kDefaultL2UsableFraction = 0.5;
 inline constexpr double kDefaultLlcUsableFraction = 0.5;
-// Achievable share of datasheet HBM bandwidth: DESIGN.md measured 4.3 of 4.8 TB/s (H200 copy).
+// Achievable share of datasheet HBM bandwidth: 4.26 of 4.8 TB/s measured on the H200
+// (device copy, bench/results/probe-20261130-h200.json).
 inline constexpr double kDefaultHbmEfficiency = 0.90;
 // Achievable share of the memory-side cache's peak bandwidth. Generic guess.
 inline constexpr double kDefaultLlcEfficiency = 0.80;

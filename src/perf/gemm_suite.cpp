@@ -9,7 +9,7 @@ namespace hetrec {
 
 namespace {
 
-// Batches 1K..128K, powers of two (DESIGN.md's range of per-GPU batches).
+// Batches 1K..128K, powers of two (the per-GPU batches the planner considers).
 constexpr int64_t kMinBatch = 1024;
 constexpr int64_t kMaxBatch = 128 * 1024;
 // cuBLASLt's FP8 matmuls need K and the output width (column-major leading dimensions)

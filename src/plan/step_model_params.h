@@ -56,7 +56,8 @@ bool step_factor_is_overhead(StepFactor f);
 // ---- generic starting values (before calibration) ----
 // Trust the GEMM model, which carries its own per-architecture efficiencies (hw/params).
 inline constexpr double kDefaultGemmFactor = 1.0;
-// Streaming kernels: DESIGN.md measured a 4.3 TB/s device copy on the 4.8 TB/s H200.
+// Streaming kernels: `hetrec hw probe` measured a 4.26 TB/s device copy on the 4.8 TB/s H200
+// (bench/results/probe-20261130-h200.json).
 inline constexpr double kDefaultStreamEfficiency = 0.896;
 // Pinned host-to-device copies reach about 80% of a PCIe link's per-direction rate
 // (CUDA bandwidthTest on Gen4 x16: about 25 of 32 GB/s). Estimate for Gen5.

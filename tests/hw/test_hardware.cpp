@@ -76,7 +76,7 @@ std::string load_error(const std::string& from, const std::string& to,
   return load_error_of_text(replace_once(read_text(kHwDir + "/h100_sxm.toml"), from, to), file_name);
 }
 
-// The DESIGN.md hardware table, row by row.
+// The datasheet figures of each shipped GPU, row by row.
 struct DesignRow {
   const char* name;
   double hbm_gb, hbm_tbs, bf16, fp8;

@@ -48,7 +48,7 @@ TEST(GemmModelParams, ShippedFilesLoadForEveryArchitecture) {
     EXPECT_FALSE(p.calibrated);
     EXPECT_NE(p.note.find("starting values"), std::string::npos);
   }
-  // Hopper's bf16 efficiency and HBM efficiency come from DESIGN.md's H200 measurements.
+  // Hopper's bf16 efficiency and HBM efficiency come from the H200 measurements (bench/results/probe-20261130-h200.json).
   const GemmModelParams hopper = load_gemm_params(kParamsDir + "/sm_90.toml");
   EXPECT_NEAR(hopper.hbm_efficiency, 4.3 / 4.8, 0.001);
 }

@@ -1,5 +1,5 @@
 #pragma once
-// Shared helpers of the planner tests: the reference workloads (DESIGN.md, "Reference
+// Shared helpers of the planner tests: the reference workloads (configs/dlrm_dcnv2_mlperf.toml and the capped variant, "Reference
 // workload") built in code (the plan layer sits below the config parser), the shipped
 // hardware files and a target for each.
 #include <gtest/gtest.h>

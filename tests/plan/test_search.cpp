@@ -1,5 +1,5 @@
 // The recipe search: constraints are respected, the memory model filters, and the chosen
-// recipes differ where the hardware differs (DESIGN.md, "Hardware-model co-design").
+// recipes differ where the hardware differs (docs/planner.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
