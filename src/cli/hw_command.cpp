@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/hw_dir.h"
 #include "core/error.h"
+#include "core/exclusive_file.h"
 #include "gemm/device_probe.h"
 #include "gemm/gemm_bench.h"
 #include "hw/hardware.h"
@@ -272,9 +273,8 @@ void add_gemm_command(CLI::App& app, Action& action) {
                                     (cal->heuristic_lists.empty() ? "" : " --heuristic-lists " + cal->heuristic_lists) +
                                     (cal->repeat_oracle.empty() ? "" : " --repeat-oracle " + cal->repeat_oracle) +
                                     " --report " + cal->report;
-        std::ofstream out(cal->report);
-        out << gemm_calibration_json(r, oracle, cal->oracle, command, commit ? commit : "unknown", date);
-        if (!out) throw IoError("cannot write " + cal->report);
+        write_file_atomically(cal->report,
+                              gemm_calibration_json(r, oracle, cal->oracle, command, commit ? commit : "unknown", date));
         std::printf("report -> %s\n", cal->report.c_str());
       }
     };

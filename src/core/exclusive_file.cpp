@@ -96,6 +96,15 @@ void write_file_atomically(const std::string& path, const std::string& text, mod
   file.commit();
 }
 
+int open_for_appending(const std::string& path, const std::string& what, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, mode);
+  if (fd >= 0) return fd;
+  const int err = errno;
+  if (err == ELOOP)
+    throw IoError(what + " '" + path + "': is a symbolic link; refusing to write through it (name a regular file)");
+  throw IoError(what + " '" + path + "': cannot open for appending: " + std::strerror(err));
+}
+
 void fsync_directory(const std::string& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return;

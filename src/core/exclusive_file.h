@@ -54,6 +54,11 @@ class ExclusiveFile {
 // Writes `text` to `path` through an ExclusiveFile (the whole-file form of the above).
 void write_file_atomically(const std::string& path, const std::string& text, mode_t mode = 0644);
 
+// Opens `path` for appending (created with `mode` when missing) without following a
+// symbolic link at its name: a link planted there is refused, not written through.
+// Returns the descriptor (O_CLOEXEC); throws IoError naming `what` and the path.
+int open_for_appending(const std::string& path, const std::string& what, mode_t mode = 0644);
+
 // fsync of a directory, so a rename inside it survives a power cut (best effort: a
 // directory that cannot be opened is skipped, the rename itself is already atomic).
 void fsync_directory(const std::string& dir);

@@ -7,6 +7,7 @@
 
 #include "core/checksum.h"
 #include "core/error.h"
+#include "core/exclusive_file.h"
 #include "hw/toml_reader.h"
 
 namespace hetrec {
@@ -172,12 +173,7 @@ GemmModelParams load_gemm_params(const std::string& path) {
 }
 
 void save_gemm_params(const GemmModelParams& params, const std::string& path) {
-  const std::string text = serialize(params);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw IoError(path + ": cannot open for writing");
-  out << text;
-  out.flush();
-  if (!out) throw IoError(path + ": write failed");
+  write_file_atomically(path, serialize(params));
 }
 
 GemmModelParams load_gemm_params_for(const Hardware& hw, const std::string& params_dir) {

@@ -1,10 +1,14 @@
 #include "train/metrics_log.h"
 
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/exclusive_file.h"
 
 namespace hetrec {
 
@@ -13,8 +17,13 @@ MetricsLog::MetricsLog(const std::string& path) : path_(path) {
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);  // a failure shows at fopen
-  file_ = std::fopen(path.c_str(), "ae");  // e: O_CLOEXEC
-  if (!file_) throw IoError("train.metrics_path '" + path + "': cannot open for appending: " + std::strerror(errno));
+  const int fd = open_for_appending(path, "train.metrics_path");
+  file_ = ::fdopen(fd, "a");
+  if (!file_) {
+    const int err = errno;
+    ::close(fd);
+    throw IoError("train.metrics_path '" + path + "': cannot open for appending: " + std::strerror(err));
+  }
 }
 
 MetricsLog::~MetricsLog() {

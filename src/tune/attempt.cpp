@@ -2,9 +2,13 @@
 
 #include <chrono>
 #include <ctime>
-#include <fstream>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "core/error.h"
+#include "core/exclusive_file.h"
 
 namespace hetrec::tune {
 
@@ -47,15 +51,17 @@ nlohmann::json to_json(const Attempt& a) {
 }
 
 AttemptLog::AttemptLog(std::string path) : path_(std::move(path)) {
-  std::ofstream f(path_, std::ios::app);
-  if (!f) throw IoError("tune: cannot open the attempt log " + path_ + " for appending");
+  ::close(open_for_appending(path_, "tune: the attempt log"));
 }
 
 void AttemptLog::append(const Attempt& a) {
-  std::ofstream f(path_, std::ios::app);
-  f << to_json(a).dump() << '\n';
-  f.flush();
-  if (!f) throw IoError("tune: cannot append to the attempt log " + path_);
+  const std::string line = to_json(a).dump() + "\n";
+  const int fd = open_for_appending(path_, "tune: the attempt log");
+  const ssize_t n = ::write(fd, line.data(), line.size());  // one append of one line
+  const int err = errno;
+  ::close(fd);
+  if (n != static_cast<ssize_t>(line.size()))
+    throw IoError("tune: cannot append to the attempt log " + path_ + ": " + (n < 0 ? std::strerror(err) : "short write"));
 }
 
 }  // namespace hetrec::tune

@@ -148,5 +148,28 @@ TEST(ExclusiveFile, TemporaryOwnerAliveTellsLiveFromDeadWriters) {
   EXPECT_TRUE(temporary_owner_alive("f.tmp-x")) << "a name without a pid is not ours to judge";
 }
 
+
+TEST(OpenForAppending, AppendsToARegularFileAndRefusesALink) {
+  Scratch dir("append");
+  const std::string log = dir.file("run.jsonl"), target = dir.file("precious.txt"), link = dir.file("planted.jsonl");
+  for (int i = 0; i < 2; ++i) {  // created, then appended to
+    const int fd = open_for_appending(log, "the log");
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::write(fd, "line\n", 5), 5);
+    ::close(fd);
+  }
+  EXPECT_EQ(read_all(log), "line\nline\n");
+  { std::ofstream(target) << "keep me"; }
+  fs::create_symlink(target, link);
+  try {
+    open_for_appending(link, "train.metrics_path");
+    FAIL() << "a symbolic link was opened";
+  } catch (const IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("train.metrics_path '" + link + "': is a symbolic link"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(read_all(target), "keep me");
+}
+
 }  // namespace
 }  // namespace hetrec
