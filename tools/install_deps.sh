@@ -16,7 +16,10 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       # Distributed training over MPI (src/dist/, mpirun in the tests).
       openmpi-bin libopenmpi-dev
       # The model-backed kernel proposer's HTTPS client (src/tune/http_client.cpp).
-      libcurl4-openssl-dev)
+      libcurl4-openssl-dev
+      # The GEMM ranker: trained by tools/train_gemm_ranker.py, loaded through XGBoost's C API
+      # (src/perf/gemm_ranker.cpp).
+      python3-xgboost libxgboost-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
