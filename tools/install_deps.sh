@@ -11,8 +11,9 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       # OpenMP runtime, and the pthreads OpenBLAS so that libomp is the only OpenMP runtime.
       clang libclang-rt-14-dev libomp-dev libopenblas-pthread-dev
       # The HIP build (tools/hip_build.sh): Debian's hipcc 5.2, the HIP runtime headers
-      # and the AMD GPU device libraries.
-      hipcc libamdhip64-dev rocm-device-libs
+      # and the AMD GPU device libraries; rocPRIM's headers for the library sort
+      # (src/kernels/library_sort.cu).
+      hipcc libamdhip64-dev rocm-device-libs librocprim-dev
       # Distributed training over MPI (src/dist/, mpirun in the tests).
       openmpi-bin libopenmpi-dev
       # The model-backed kernel proposer's HTTPS client (src/tune/http_client.cpp).

@@ -47,7 +47,7 @@ constexpr EmbeddingBackwardLayout embedding_backward_layout(int64_t max_ids, int
   l.partial = l.owner + workspace_aligned(static_cast<std::size_t>(l.max_chunks) * sizeof(uint32_t));
   l.scratch = l.partial + workspace_aligned(static_cast<std::size_t>(l.max_chunks) * static_cast<std::size_t>(dim) *
                                             sizeof(float));
-  const std::size_t sort = radix_sort_workspace_bytes(l.capacity);
+  const std::size_t sort = sort_workspace_bytes(l.capacity);  // either sort (kernels/sort_pairs.h)
   const std::size_t scan = exclusive_scan_workspace_bytes(l.capacity);
   l.scratch_bytes = sort > scan ? sort : scan;
   l.bytes = l.scratch + l.scratch_bytes;

@@ -12,6 +12,7 @@
 #include "kernels/launch.h"
 #include "kernels/long_rows.h"
 #include "kernels/radix_sort.h"
+#include "kernels/sort_pairs.h"
 #include "kernels/row_vector.cuh"
 #include "kernels/scan.h"
 #include "kernels/sparse_update_kernel.cuh"
@@ -370,7 +371,8 @@ SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const
   HETREC_GPU_CHECK_LAUNCH("build_sort_keys_kernel");
 
   const int key_bits = embedding_sort_key_bits(tables.total_rows);
-  const bool in_primary = radix_sort_pairs(w.sort, num_items, capacity, key_bits, w.scratch, w.scratch_bytes, stream);
+  const bool in_primary =
+      sort_pairs(optimizer.sort, w.sort, num_items, capacity, key_bits, w.scratch, w.scratch_bytes, stream);
   const uint32_t* sorted_keys = in_primary ? w.sort.keys : w.sort.keys_alt;
   const uint32_t* sorted_bags = in_primary ? w.sort.values : w.sort.values_alt;
   // The ping-pong partner is free now: it holds the segment heads and their scan.

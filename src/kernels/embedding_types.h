@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "kernels/sort_choice.h"
 #include "kernels/sparse_update_types.h"
 #include "kernels/step_scalars.h"
 
@@ -71,6 +72,9 @@ struct SparseOptimizerParams {
   // Device memory: the learning rate (sparse_lr), the step, and skip_update (no row is
   // touched when it is set).
   const StepScalars* scalars = nullptr;
+  // The sort that orders the occurrences (model.sort; kernels/sort_pairs.h). Either gives
+  // the same result.
+  SortImpl sort = SortImpl::automatic;
 };
 
 // One batch's occurrences sorted by row and summarised per unique row, as the

@@ -33,6 +33,35 @@ constexpr std::size_t radix_sort_workspace_bytes(int64_t capacity) {
          exclusive_scan_workspace_bytes(counts);
 }
 
+// Bytes of scratch the library sort (kernels/library_sort.h) may ask for, for `capacity`
+// pairs of keys of up to 32 bits, as CUB's onesweep lays it out
+// (cub/device/dispatch/dispatch_radix_sort.cuh): per portion of up to 2^28 pairs and per
+// pass (8-bit digits, at most 4 passes) a histogram of 256 counters, and the look-back
+// counters of the largest portion, 256 per tile; each part on its own 256-byte boundary.
+// Its tiles hold 384 x 21 pairs on the A100 (Policy800) and are tuned per key and value
+// size from the H100 on; the bound assumes tiles of kLibrarySortMinTile pairs, the engine
+// sort's. The library's own query is checked against it before every sort
+// (kernels/library_sort.cu), and by a GPU test over many capacities.
+inline constexpr int64_t kLibrarySortMinTile = 4096;
+inline constexpr int64_t kLibrarySortPortion = (int64_t{1} << 28) - kLibrarySortMinTile;
+inline constexpr int kLibrarySortMaxPasses = 4;
+constexpr std::size_t library_sort_workspace_bound(int64_t capacity) {
+  const int64_t n = capacity > 0 ? capacity : 1;
+  const int64_t portions = blocks_of(n, kLibrarySortPortion);
+  const int64_t largest = n < kLibrarySortPortion ? n : kLibrarySortPortion;
+  const auto counters = [](int64_t c) { return static_cast<std::size_t>(c) * sizeof(uint32_t) + 256; };
+  return counters(portions * kLibrarySortMaxPasses * kSortDigits) +          // histograms
+         counters(blocks_of(largest, kLibrarySortMinTile) * kSortDigits) +  // look-back
+         counters(portions * kLibrarySortMaxPasses) + 512;                  // pass counters, alignment
+}
+
+// Scratch that serves either sort (kernels/sort_pairs.h).
+constexpr std::size_t sort_workspace_bytes(int64_t capacity) {
+  const std::size_t engine = radix_sort_workspace_bytes(capacity);
+  const std::size_t library = library_sort_workspace_bound(capacity);
+  return engine > library ? engine : library;
+}
+
 // Digit passes over keys of `key_bits` bits.
 constexpr int radix_sort_passes(int key_bits) { return static_cast<int>(blocks_of(key_bits, kSortDigitBits)); }
 

@@ -19,6 +19,11 @@ enum class Arch { dlrm, dcnv2 };
 // (gemm/cublaslt_model_choice.h), with no kernel timed.
 enum class GemmSelection { library, model };
 
+// GPU: the sort of the embedding backward's occurrences (kernels/sort_pairs.h). engine:
+// the engine's radix sort; library: CUB's (CUDA) or rocPRIM's (HIP); automatic: the one
+// measured faster on the platform. Both give the same result bit for bit.
+enum class SortSelection { automatic, engine, library };
+
 // The inputs (num_dense, tables) come from FeatureSpec, which the data layer shares.
 struct ModelConfig : FeatureSpec {
   Arch arch = Arch::dlrm;
@@ -34,6 +39,7 @@ struct ModelConfig : FeatureSpec {
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32
   GemmSelection gemm_selection = GemmSelection::library;
+  SortSelection sort = SortSelection::automatic;
   // GPU, gemm_selection = model: the hardware description (hw/<name>.toml) the model
   // predicts for; empty: the one whose display name starts with the device's name.
   std::string gemm_hardware;

@@ -297,6 +297,9 @@ void parse_model(Section m, ModelConfig& model) {
       parse_dtype(m.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), m.key_name("dense_dtype"));
   model.allow_tf32 = m.boolean("allow_tf32", false);
   model.gemm_selection = parse_gemm_selection(m);
+  const std::string sort = m.choice("sort", "auto", {"auto", "engine", "library"});
+  model.sort = sort == "engine" ? SortSelection::engine : sort == "library" ? SortSelection::library
+                                                                            : SortSelection::automatic;
   model.gemm_hardware = m.string("gemm_hardware", "");
   model.gemm_params = m.string("gemm_params", "");
   model.gemm_cache = m.string("gemm_cache", "");

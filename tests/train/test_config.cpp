@@ -86,6 +86,15 @@ TEST(Config, HostTablesAndTimingKeys) {
   expect_config_error(kBase, {"model.host_tables=[1]"}, {"'model.host_tables'", "array of strings"});
 }
 
+// model.sort: the embedding backward's sort (kernels/sort_pairs.h).
+TEST(Config, SortKey) {
+  EXPECT_EQ(parse_run_config(kBase, "test.toml").model.sort, SortSelection::automatic);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.sort=engine"}).model.sort, SortSelection::engine);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.sort=library"}).model.sort, SortSelection::library);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.sort=auto"}).model.sort, SortSelection::automatic);
+  expect_config_error(kBase, {"model.sort=cub"}, {"'model.sort'", "expected one of auto, engine, library"});
+}
+
 TEST(Config, LossScaleKeys) {
   RunConfig c = parse_run_config(kBase, "test.toml", {"model.dense_dtype=fp16", "optim.loss_scale=1024",
                                                       "optim.loss_scale_growth_interval=50"});

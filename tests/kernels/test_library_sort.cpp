@@ -1,0 +1,156 @@
+// The vendor library's radix sort (kernels/library_sort.h) against the engine's
+// (kernels/radix_sort.h) and a host stable sort: the same pairs in the same order, on
+// fresh random keys, with poisoned outputs and stale scratch, at counts that are no
+// multiple of either sort's tile.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "../gpu/device_test_support.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "kernels/library_sort.h"
+#include "kernels/radix_sort.h"
+#include "kernels/radix_sort_geometry.h"
+#include "kernels/sort_pairs.h"
+
+namespace hetrec {
+namespace {
+
+constexpr uint32_t kPoison = 0xDEADBEEFu;
+
+struct Sorted {
+  std::vector<uint32_t> keys, values;  // the whole capacity of the result buffers
+};
+
+// Sorts keys (the capacity) with values i ^ salt, the first n pairs by count on the device
+// (or all, with the count on the host), with the alternates poisoned and the scratch
+// stale.
+Sorted run_sort(kernels::SortImpl impl, const std::vector<uint32_t>& keys, int64_t n, int key_bits, bool device_count,
+                uint32_t salt) {
+  const auto capacity = static_cast<int64_t>(keys.size());
+  std::vector<uint32_t> values(keys.size());
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint32_t>(i) ^ salt;
+  gpu::DeviceBuffer k = testing::to_device(keys), v = testing::to_device(values);
+  gpu::DeviceBuffer k2 = testing::to_device(std::vector<uint32_t>(keys.size(), kPoison));
+  gpu::DeviceBuffer v2 = testing::to_device(std::vector<uint32_t>(keys.size(), kPoison));
+  gpu::DeviceBuffer count = testing::to_device(std::vector<int32_t>{static_cast<int32_t>(n)});
+  const std::size_t ws_bytes = kernels::sort_workspace_bytes(capacity);
+  gpu::DeviceBuffer ws = testing::to_device(std::vector<uint8_t>(ws_bytes, 0xFF));
+  const kernels::SortBuffers bufs{k.as<uint32_t>(), v.as<uint32_t>(), k2.as<uint32_t>(), v2.as<uint32_t>()};
+  const bool primary = kernels::sort_pairs(impl, bufs, device_count ? count.as<int32_t>() : nullptr, capacity,
+                                           key_bits, ws.get(), ws_bytes, nullptr);
+  return {testing::to_host<uint32_t>(primary ? k : k2, keys.size()),
+          testing::to_host<uint32_t>(primary ? v : v2, keys.size())};
+}
+
+// Random full 32-bit keys (bits above key_bits differ between keys that tie), or, when
+// `skewed`, keys from a pool of 64 where key j has probability about 2^-(j+1) (long runs
+// of ties: the order of equal keys' values shows).
+std::vector<uint32_t> random_keys(int64_t count, bool skewed, Rng& rng) {
+  std::vector<uint32_t> pool(64);
+  for (auto& p : pool) p = rng.next_u32();
+  std::vector<uint32_t> keys(static_cast<std::size_t>(count));
+  for (auto& k : keys)
+    k = skewed ? pool[static_cast<std::size_t>(std::countr_zero(rng.next_u64() | (uint64_t{1} << 63)))]
+               : rng.next_u32();
+  return keys;
+}
+
+void expect_same_sort(const std::vector<uint32_t>& keys, int64_t n, int key_bits, bool device_count, Rng& rng) {
+  SCOPED_TRACE("key_bits=" + std::to_string(key_bits) + " n=" + std::to_string(n) +
+               " capacity=" + std::to_string(keys.size()) + (device_count ? " (device count)" : " (host count)"));
+  const uint32_t salt = rng.next_u32();
+  const Sorted engine = run_sort(kernels::SortImpl::engine, keys, n, key_bits, device_count, salt);
+  const Sorted library = run_sort(kernels::SortImpl::library, keys, n, key_bits, device_count, salt);
+  // The stable order on the low key_bits bits, on the host.
+  const uint32_t mask = key_bits == 32 ? 0xFFFFFFFFu : ((1u << key_bits) - 1u);
+  std::vector<uint32_t> order(static_cast<std::size_t>(n));
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return (keys[a] & mask) < (keys[b] & mask); });
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    ASSERT_EQ(library.keys[i], keys[order[i]]) << "library key at i=" << i;
+    ASSERT_EQ(library.values[i], order[i] ^ salt) << "library value at i=" << i;
+    ASSERT_EQ(engine.keys[i], library.keys[i]) << "engine key at i=" << i;
+    ASSERT_EQ(engine.values[i], library.values[i]) << "engine value at i=" << i;
+  }
+  // Past the count the library's result holds the all-ones padding.
+  for (std::size_t i = order.size(); i < keys.size(); ++i)
+    ASSERT_EQ(library.keys[i], 0xFFFFFFFFu) << "padding at i=" << i;
+}
+
+TEST(LibrarySort, SameOrderAsTheEngineSortWithDeviceCount) {
+  HETREC_REQUIRE_GPU();
+  Rng rng(71);
+  // One to four passes, last passes of fewer than 8 bits; counts off every tile (the
+  // engine's 4096, CUB's onesweep tiles) and the library's single-tile path (small n).
+  for (int key_bits : {1, 7, 12, 17, 28, 32}) {
+    for (int64_t n : {int64_t{1}, int64_t{333}, int64_t{4097}, int64_t{8065}, int64_t{123457}, int64_t{1000003}}) {
+      for (bool skewed : {false, true}) expect_same_sort(random_keys(n + 777, skewed, rng), n, key_bits, true, rng);
+    }
+  }
+}
+
+TEST(LibrarySort, SameOrderAsTheEngineSortWithHostCount) {
+  HETREC_REQUIRE_GPU();
+  Rng rng(72);
+  for (int key_bits : {9, 28}) {
+    for (int64_t n : {int64_t{2}, int64_t{5001}, int64_t{3000017}})
+      for (bool skewed : {false, true}) expect_same_sort(random_keys(n, skewed, rng), n, key_bits, false, rng);
+  }
+}
+
+TEST(LibrarySort, PaddedKeysTieWithAllOnesKeysAndStayLast) {
+  HETREC_REQUIRE_GPU();
+  Rng rng(73);
+  // Real keys whose low bits are all ones tie with the padding: they must come before it.
+  for (int key_bits : {5, 28}) {
+    std::vector<uint32_t> keys = random_keys(50000, false, rng);
+    for (std::size_t i = 0; i < keys.size(); i += 3) keys[i] |= (key_bits == 32 ? 0xFFFFFFFFu : (1u << key_bits) - 1u);
+    expect_same_sort(keys, 40000, key_bits, true, rng);
+  }
+}
+
+TEST(LibrarySort, WorkspaceBoundCoversTheLibrarysQuery) {
+  HETREC_REQUIRE_GPU();
+  for (int64_t capacity : {int64_t{1}, int64_t{100}, int64_t{4095}, int64_t{4097}, int64_t{20000}, int64_t{1} << 20,
+                           int64_t{28050000}, int64_t{300000000}}) {
+    for (int key_bits : {1, 8, 28, 32}) {
+      EXPECT_LE(kernels::library_sort_workspace_query(capacity, key_bits), kernels::sort_workspace_bytes(capacity))
+          << "capacity=" << capacity << " key_bits=" << key_bits;
+    }
+  }
+}
+
+TEST(LibrarySort, RefusesBadArgumentsAndASmallWorkspace) {
+  HETREC_REQUIRE_GPU();
+  gpu::DeviceBuffer k(4096 * 4), v(4096 * 4), k2(4096 * 4), v2(4096 * 4);
+  const kernels::SortBuffers bufs{k.as<uint32_t>(), v.as<uint32_t>(), k2.as<uint32_t>(), v2.as<uint32_t>()};
+  gpu::DeviceBuffer ws(1 << 20);
+  EXPECT_THROW(kernels::library_sort_pairs(bufs, nullptr, 4096, 33, ws.get(), 1 << 20, nullptr), InternalError);
+  EXPECT_THROW(kernels::library_sort_pairs(bufs, nullptr, int64_t{1} << 31, 28, ws.get(), 1 << 20, nullptr),
+               InternalError);
+  const std::size_t need = kernels::library_sort_workspace_query(4096, 28);
+  ASSERT_GT(need, 0u);
+  try {
+    kernels::library_sort_pairs(bufs, nullptr, 4096, 28, ws.get(), need - 1, nullptr);
+    ADD_FAILURE() << "a workspace one byte short was accepted";
+  } catch (const InternalError& e) {
+    EXPECT_NE(std::string(e.what()).find("bytes of scratch"), std::string::npos) << e.what();
+  }
+}
+
+TEST(LibrarySort, AutomaticIsTheLibraryOnCuda) {
+  EXPECT_EQ(kernels::resolved_sort(kernels::SortImpl::automatic), kernels::SortImpl::library);
+  EXPECT_EQ(kernels::resolved_sort(kernels::SortImpl::engine), kernels::SortImpl::engine);
+  EXPECT_EQ(kernels::resolved_sort(kernels::SortImpl::library), kernels::SortImpl::library);
+}
+
+}  // namespace
+}  // namespace hetrec
