@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/exclusive_file.h"
 #include "data/pipeline.h"
+#include "model/batch_stream.h"
 #include "data/bayes_auc.h"
 #include "data/make_source.h"
 #include "data/synthetic.h"
@@ -368,8 +369,10 @@ void TrainingRun::resume() {
 void TrainingRun::loop() {
   if (tc_.checkpoint_at_start && step_ == 0) save("initial");
 
-  Batch batch, next;  // next: read ahead, so the model can stage it while `batch` trains
-  bool have_next = false;
+  // The stream reads each batch's successor ahead and names it to the model, which may
+  // stage it while `batch` trains (model/batch_stream.h).
+  BatchStream batches(*pipeline_, *model_);
+  Batch batch;
   const auto t_start = Clock::now();
   auto t_window = t_start;
   int64_t window_samples = 0, run_steps = 0;
@@ -378,21 +381,14 @@ void TrainingRun::loop() {
   double rate = 0.0;
   while (total_steps_ < 0 || step_ < total_steps_) {
     const auto iter_start = Clock::now();
-    if (have_next) {
-      std::swap(batch, next);
-      have_next = false;
-    } else if (!pipeline_->next(batch)) {
+    // Another batch after this one within the step budget (the epoch ends where the data does).
+    if (!batches.next(batch, total_steps_ < 0 || step_ + 1 < total_steps_)) {
       if (position_ == 0) throw DataError("training data is empty: " + pipeline_->describe());
       ++epoch_;
       position_ = 0;
       if (tc_.steps == 0 && epoch_ >= tc_.epochs) break;
-      pipeline_->seek(0);
+      batches.seek(0);
       continue;
-    }
-    // The batch after this one, within the epoch and the step budget.
-    if ((total_steps_ < 0 || step_ + 1 < total_steps_) && pipeline_->next(next)) {
-      have_next = true;
-      model_->prepare_next(next);
     }
     const StepRates rates = scheduled_rates(cfg_.optim, step_);
     // Steps count from 1, as checkpoints and metrics do: step N is the one that ends
