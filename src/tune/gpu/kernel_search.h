@@ -1,0 +1,106 @@
+#pragma once
+// The tuner's search over one kernel and shape (propose, prune, order by the kernel's
+// model, compile with NVRTC, check resources, verify, time, keep the winner) and the
+// registry of tunable kernel families it runs. Each family's adapter (tune/gpu/*_tuning.cpp)
+// binds its kernel, variant space, cost model and bench into a KernelProblem and says
+// which shapes of a run it tunes; `hetrec tune` iterates tunable_families().
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gpu/device.h"
+#include "gpu/rtc.h"
+#include "hw/hardware.h"
+#include "tune/attempt.h"
+#include "tune/gate.h"
+#include "tune/gpu/embedding_forward_bench.h"  // ForwardCheck, what every bench's verification returns
+#include "tune/gpu/tune_session.h"
+#include "tune/variant_space.h"
+#include "tune/winners.h"
+
+namespace hetrec::tune {
+
+using Clock = std::chrono::steady_clock;
+
+std::string fmt_us(double us);
+uint64_t fresh_seed();
+
+struct DeviceFacts {
+  gpu::DeviceProperties props;
+  int driver = 0;
+  std::string cc() const { return std::to_string(props.compute_major) + "." + std::to_string(props.compute_minor); }
+};
+
+// A compiled candidate loaded on the device, bound to its workload.
+class LoadedCandidate {
+ public:
+  virtual ~LoadedCandidate() = default;
+  virtual gpu::KernelResources resources() const = 0;
+  virtual ForwardCheck verify() = 0;
+  virtual double median_us(int reps) = 0;
+};
+
+// What the search needs of one kernel and shape.
+struct KernelProblem {
+  std::string kernel;
+  std::string shape;
+  std::string workload;
+  std::string header;     // the kernel header a model candidate rewrites
+  std::string signature;  // what a rewrite must keep
+  std::string source_hash;  // the winners' validator: empty for kernels::rtc_sources_hash()
+  double floor_us = 0.0;
+  double default_us = 0.0;
+  ParameterSet default_params;
+  VariantSpace space;
+  std::function<std::string(const ParameterSet&)> static_problem;
+  std::function<std::pair<double, double>(const ParameterSet&)> rank;  // (prediction, tie-break), lower first
+  std::function<int(const ParameterSet&)> block_threads;
+  std::function<std::size_t(const ParameterSet&)> dynamic_shared_bytes;
+  std::function<gpu::RtcProgram(const ParameterSet&, const std::string& header)> program;
+  std::function<std::unique_ptr<LoadedCandidate>(const ParameterSet&, const gpu::RtcBinary&)> load;
+  // A model candidate's extra verification (tune/gate.h verification_sets): the compiled
+  // candidate on a fresh bench of one input set; reads_bags adds the edge shapes.
+  bool reads_bags = false;
+  std::function<ForwardCheck(const ParameterSet&, const gpu::RtcBinary&, const VerificationSet&)> verify_set;
+};
+
+inline SetCheck set_check(const ForwardCheck& c) { return {c.ok, c.reason, c.max_abs_error}; }
+// Proposes, compiles, checks, verifies, times and keeps, for one kernel and shape.
+nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const KernelProblem& k, WinnersStore& store,
+                      AttemptLog& log, Clock::time_point deadline, std::ostream& progress);
+
+// What a family's jobs share: the run's options, the device, the winners and the log.
+struct TuningContext {
+  const TuneOptions& options;
+  const DeviceFacts& device;
+  WinnersStore& store;
+  AttemptLog& log;
+  std::ostream& progress;
+};
+// One (kernel, shape) search, run within its deadline; returns its results JSON.
+using TuningJob = std::function<nlohmann::json(Clock::time_point deadline)>;
+
+// A tunable kernel: its name (as --kernel and the winners file give it) and the jobs of a run.
+struct TunableFamily {
+  std::string kernel;
+  std::function<std::vector<TuningJob>(const TuningContext&)> jobs;
+};
+
+// The families, one adapter each (tune/gpu/<family>_tuning.cpp), in the order `all` runs them.
+TunableFamily embedding_forward_family();
+TunableFamily dot_forward_family();
+TunableFamily sparse_update_family();
+TunableFamily dot_backward_family();
+TunableFamily cross_forward_family();
+TunableFamily cross_backward_family();
+TunableFamily small_gemm_family();
+const std::vector<TunableFamily>& tunable_families();
+
+}  // namespace hetrec::tune
