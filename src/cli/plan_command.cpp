@@ -16,12 +16,14 @@
 
 #include "cli/commands.h"
 #include "cli/hw_dir.h"
+#include "cli/plan_support.h"
 #include "core/error.h"
 #include "core/exclusive_file.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
 #include "plan/breakdown_svg.h"
 #include "plan/calibration.h"
+#include "plan/constraints_toml.h"
 #include "plan/e2e_record.h"
 #include "plan/evaluation_json.h"
 #include "plan/planner_record.h"
@@ -56,18 +58,10 @@ struct PlanOptions {
   int gpus = 0;          // GPUs of one host (0: one, or with --evaluate the recipe's own gpus)
   std::string evaluate;  // a recipe file to predict instead of searching
   std::string json_out;  // where --evaluate writes its JSON (empty: stdout)
-};
-
-// Older e2e records name e2e_bench's presets instead of a config file.
-struct Preset {
-  const char* name;
-  const char* file;
-  const char* arch_override;  // nullptr: the file's own arch
-};
-constexpr Preset kE2ePresets[] = {
-    {"mlperf-dcnv2", "configs/dlrm_dcnv2_mlperf.toml", nullptr},
-    {"mlperf-dcnv2-capped", "configs/dlrm_dcnv2_capped.toml", nullptr},
-    {"mlperf-dlrm-capped", "configs/dlrm_dcnv2_capped.toml", "model.arch=\"dlrm\""},
+  std::string constraints_file;  // a [plan] table of quality constraints (plan/constraints_toml.h)
+  // The constraint flags given on the command line (they override the constraints file).
+  bool given_headroom = false, given_max_batch = false, given_min_batch = false, given_dense = false,
+       given_rows = false, given_gain = false;
 };
 
 std::string fmt_list(const std::vector<std::string>& items) {
@@ -76,127 +70,28 @@ std::string fmt_list(const std::vector<std::string>& items) {
   return s;
 }
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-// The config a record names (a file, or an e2e preset name), found as given or under the
-// source tree.
-std::optional<RunConfig> record_config(const std::string& config, std::vector<std::string> extra_overrides = {}) {
-  std::string file;
-  std::vector<std::string> overrides = std::move(extra_overrides);
-  if (ends_with(config, ".toml")) {
-    file = config;
-  } else {
-    for (const Preset& p : kE2ePresets)
-      if (config == p.name) {
-        file = p.file;
-        if (p.arch_override) overrides.push_back(p.arch_override);
-      }
-  }
-  if (file.empty()) return std::nullopt;
-  for (const std::string& candidate : {file, std::string(HETREC_SOURCE_DIR) + "/" + file})
-    if (std::filesystem::exists(candidate)) return load_run_config(candidate, overrides);
-  return std::nullopt;
-}
-
-// The hardware description a record's GPU name belongs to ("NVIDIA H200" -> h200_sxm):
-// the one whose display name starts with it, when exactly one does.
-std::optional<Hardware> record_hardware(const std::string& gpu, const std::vector<Hardware>& all) {
-  std::optional<Hardware> found;
-  for (const Hardware& h : all)
-    if (h.display_name.rfind(gpu, 0) == 0) {
-      if (found) return std::nullopt;
-      found = h;
-    }
-  return found;
-}
-
-// Step-model parameters per architecture, fitted to the recorded measurements.
-std::map<std::string, StepModelParams> calibrate_from_records(const PlanOptions& o) {
-  std::map<std::string, StepModelParams> fitted;
-  if (o.no_calibration) return fitted;
-  if (!std::filesystem::is_directory(o.measurements)) {
-    std::printf("step model: no measurements folder '%s'; generic factors everywhere\n", o.measurements.c_str());
-    return fitted;
-  }
-  std::vector<Hardware> all;
-  for (const std::string& name : list_hardware(o.hw_dir)) all.push_back(load_hardware_by_name(name, o.hw_dir));
-  // e2e records (bench/e2e_bench) and planner records (bench/plan_recipes.py).
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(o.measurements)) {
-    const std::string name = entry.path().filename().string();
-    if ((name.rfind("e2e-", 0) == 0 || name.rfind("planner-", 0) == 0) && ends_with(name, ".json"))
-      files.push_back(entry.path().string());
-  }
-  std::sort(files.begin(), files.end());
-  std::map<std::string, std::vector<StepMeasurement>> by_arch;
-  std::map<std::string, Hardware> arch_hardware;
-  std::map<std::string, GemmSelector> selectors;  // by hardware name
-  const auto selector_for = [&](const Hardware& hw) -> const GemmSelector& {
-    auto sel = selectors.find(hw.name);
-    if (sel == selectors.end())
-      sel = selectors.emplace(hw.name, GemmSelector::for_hardware(hw, load_gemm_params_for(hw, o.hw_dir + "/params"))).first;
-    return sel->second;
-  };
-  for (const std::string& f : files) {
-    // A record that cannot be used is reported and left out; the plan goes on without it.
-    try {
-      const bool planner = f.substr(f.find_last_of('/') + 1).rfind("planner-", 0) == 0;
-      if (planner) {
-        const PlannerRecord r = read_planner_record(f);
-        const std::optional<Hardware> hw = record_hardware(r.gpu, all);
-        if (!hw) throw ConfigError("no single hardware file for GPU '" + r.gpu + "'");
-        for (const PlannerRun& run : r.runs) {
-          const std::optional<RunConfig> cfg = record_config(run.config);
-          if (!cfg) throw ConfigError("config '" + run.config + "' not found");
-          // The runs trained on the config's synthetic data: its Zipf ids.
-          const IdDistribution ids{IdLaw::zipf, cfg->data.synthetic.zipf_exponent};
-          by_arch[hw->arch].push_back(planner_measurement(run, cfg->model, cfg->optim, ids, selector_for(*hw)));
-        }
-        arch_hardware.emplace(hw->arch, *hw);
-        continue;
-      }
-      const E2eRecord r = read_e2e_record(f);
-      const std::optional<Hardware> hw = record_hardware(r.gpu, all);
-      if (!hw) throw ConfigError("no single hardware file for GPU '" + r.gpu + "'");
-      const std::optional<RunConfig> cfg = record_config(r.config, r.overrides);
-      if (!cfg) throw ConfigError("config '" + r.config + "' not found");
-      by_arch[hw->arch].push_back(e2e_measurement(r, cfg->model, cfg->optim, selector_for(*hw)));
-      arch_hardware.emplace(hw->arch, *hw);
-    } catch (const ConfigError& e) {
-      std::printf("step model: leaving out %s: %s\n", f.c_str(), e.what());
-    }
-  }
-  for (const auto& [arch, ms] : by_arch) {
-    const CalibrationFit fit = calibrate_step_model(ms, default_step_model_params(arch_hardware.at(arch)));
-    std::printf("step model %s: calibrated on %zu recorded steps; rms error %.1f%%, largest step error %.1f%%\n",
-                arch.c_str(), ms.size(), 100.0 * fit.rms_log_error, 100.0 * fit.max_step_error);
-    std::string factors;
-    for (StepFactor f : kAllStepFactors)
-      factors += " " + std::string(step_factor_name(f)) + "=" + std::to_string(fit.params.at(f)).substr(0, 6);
-    std::printf("  factors:%s\n", factors.c_str());
-    fitted[arch] = fit.params;
-  }
-  return fitted;
-}
-
 PlanConstraints constraints_of(const PlanOptions& o) {
   PlanConstraints c;
-  c.headroom = o.headroom;
-  c.max_batch = o.max_batch;
-  c.min_batch = o.min_batch;
-  c.dense.clear();
-  for (const std::string& d : o.dense) c.dense.push_back(parse_dense_precision(d, "--dense"));
-  c.rows.clear();
-  for (const std::string& r : o.rows) {
-    const DType t = parse_dtype(r, "--rows");
-    if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
-      throw ConfigError("--rows: expected fp32, fp16 or bf16, got '" + r + "'");
-    c.rows.push_back(t);
+  if (!o.constraints_file.empty()) apply_constraints_file(o.constraints_file, c);
+  const bool file = !o.constraints_file.empty();
+  if (!file || o.given_headroom) c.headroom = o.headroom;
+  if (!file || o.given_max_batch) c.max_batch = o.max_batch;
+  if (!file || o.given_min_batch) c.min_batch = o.min_batch;
+  if (!file || o.given_dense) {
+    c.dense.clear();
+    for (const std::string& d : o.dense) c.dense.push_back(parse_dense_precision(d, "--dense"));
   }
-  c.allow_host_tables = o.allow_host_tables;
-  c.lower_precision_gain = o.lower_precision_gain;
+  if (!file || o.given_rows) {
+    c.rows.clear();
+    for (const std::string& r : o.rows) {
+      const DType t = parse_dtype(r, "--rows");
+      if (t != DType::f32 && t != DType::f16 && t != DType::bf16)
+        throw ConfigError("--rows: expected fp32, fp16 or bf16, got '" + r + "'");
+      c.rows.push_back(t);
+    }
+  }
+  if (!file || o.given_gain) c.lower_precision_gain = o.lower_precision_gain;
+  c.allow_host_tables = c.allow_host_tables || o.allow_host_tables;
   c.gpus = o.gpus > 0 ? o.gpus : 1;
   validate_constraints(c);
   return c;
@@ -231,11 +126,9 @@ void run_evaluate(const PlanOptions& o) {
   validate_constraints(constraints);
   Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
   if (!o.ids.empty()) w.ids = parse_id_distribution(o.ids, "--ids");
-  const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o);
-  const Hardware hw = load_hardware_by_name(o.hardware.front(), o.hw_dir);
-  const auto it = fitted.find(hw.arch);
-  const PlanTarget target{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, o.hw_dir + "/params")),
-                          it != fitted.end() ? it->second : default_step_model_params(hw)};
+  const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o.measurements, o.hw_dir, o.no_calibration);
+  const PlanTarget target = make_plan_target(o.hardware.front(), o.hw_dir, fitted);
+  const Hardware& hw = target.hw();
   Recipe recipe = recipe_of_model(cfg.model, cfg.train.batch_size, hw.name);
   // The GPUs: --gpus, else the recipe's own `gpus`, else one. Their sharding is the
   // config's and recipe's [recipe.sharding], resolved as `mpirun -np N hetrec train` does.
@@ -271,15 +164,10 @@ void run_plan(const PlanOptions& o) {
     names.insert(names.begin(), o.port_from);
   if (names.empty()) throw ConfigError("--hw: expected at least one hardware name (see `hetrec hw list`)");
 
-  const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o);
+  const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o.measurements, o.hw_dir, o.no_calibration);
   std::vector<std::unique_ptr<PlanTarget>> targets;
-  for (const std::string& name : names) {
-    const Hardware hw = load_hardware_by_name(name, o.hw_dir);
-    const auto it = fitted.find(hw.arch);
-    targets.push_back(std::make_unique<PlanTarget>(
-        PlanTarget{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, o.hw_dir + "/params")),
-                   it != fitted.end() ? it->second : default_step_model_params(hw)}));
-  }
+  for (const std::string& name : names)
+    targets.push_back(std::make_unique<PlanTarget>(make_plan_target(name, o.hw_dir, fitted)));
   std::vector<PlanResult> plans;
   std::vector<const PlanTarget*> target_list;
   for (const auto& t : targets) {
@@ -312,22 +200,24 @@ void run_plan(const PlanOptions& o) {
   }
 
   std::printf("\n");
-  std::vector<std::pair<std::string, StepPrediction>> bars;
+  std::vector<ChartBar> bars;
   std::size_t planned = 0;
   for (const PlanResult& p : plans) planned += p.ranked.empty() ? 0 : 1;
-  for (const PlanResult& p : plans) {
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    const PlanResult& p = plans[i];
     if (p.ranked.empty()) continue;
     const RecipeEvaluation& best = p.best();
-    bars.emplace_back(p.hardware + (best.recipe.gpus > 1 ? " x" + std::to_string(best.recipe.gpus) : std::string()) +
-                          " (batch " + std::to_string(best.recipe.batch) + ", " +
-                          std::string(dense_precision_name(best.recipe.dense)) + ", " +
-                          std::string(dtype_name(best.recipe.row_dtype)) + " rows)",
-                      best.step);
+    bars.push_back({targets[i]->hw().display_name +
+                        (best.recipe.gpus > 1 ? " x" + std::to_string(best.recipe.gpus) : std::string()),
+                    p.hardware + ", batch " + std::to_string(best.recipe.batch) + ", " +
+                        std::string(dense_precision_name(best.recipe.dense)) + ", " +
+                        std::string(dtype_name(best.recipe.row_dtype)) + " rows",
+                    best.step, best.memory.device_bytes(), best.memory.usable_bytes});
     if (!o.out.empty())
       write_file(per_hardware_path(o.out, p.hardware, planned > 1), recipe_to_toml(best.recipe, best.step, w.model),
                  "recipe file");
   }
-  if (!o.svg.empty()) write_file(o.svg, breakdown_svg("Predicted step of " + o.config, bars), "chart file");
+  if (!o.svg.empty()) write_file(o.svg, breakdown_svg(o.config, bars), "chart file");
   std::string unplanned;
   for (const PlanResult& p : plans)
     if (p.ranked.empty()) unplanned += (unplanned.empty() ? "" : ", ") + p.hardware;
@@ -350,7 +240,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", o->out, "write the recipe TOML here (plan-<hw>.toml style names for several)");
   cmd->add_option("--svg", o->svg, "write an SVG chart of the predicted step breakdown here");
   cmd->add_option("--headroom", o->headroom, "fraction of device memory kept free")->capture_default_str();
-  cmd->add_option("--max-batch", o->max_batch, "largest batch size tried")->capture_default_str();
+  cmd->add_option("--max-batch", o->max_batch, "largest batch size tried (65536: MLPerf's hyperparameters)")->capture_default_str();
   cmd->add_option("--min-batch", o->min_batch, "smallest batch size tried")->capture_default_str();
   cmd->add_option("--dense", o->dense, "allowed GEMM precisions: fp32, tf32, bf16, fp16")->delimiter(',')->capture_default_str();
   cmd->add_option("--rows", o->rows, "allowed embedding row precisions: fp32, fp16, bf16")
@@ -375,7 +265,18 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--evaluate", o->evaluate,
                   "predict this recipe file (a [recipe] table applied to --config) on the one --hw instead of searching");
   cmd->add_option("--json", o->json_out, "with --evaluate: write the prediction JSON here instead of stdout");
-  cmd->callback([o, &action] { action = [o] { run_plan(*o); }; });
+  cmd->add_option("--constraints", o->constraints_file,
+                  "quality constraints file: a [plan] table with max_batch, min_batch, rows, dense, headroom, "
+                  "allow_host_tables, lower_precision_gain (flags given on the command line override it)");
+  cmd->callback([o, cmd, &action] {
+    o->given_headroom = cmd->count("--headroom") > 0;
+    o->given_max_batch = cmd->count("--max-batch") > 0;
+    o->given_min_batch = cmd->count("--min-batch") > 0;
+    o->given_dense = cmd->count("--dense") > 0;
+    o->given_rows = cmd->count("--rows") > 0;
+    o->given_gain = cmd->count("--lower-precision-gain") > 0;
+    action = [o] { run_plan(*o); };
+  });
 }
 
 }  // namespace hetrec::cli

@@ -10,8 +10,10 @@ namespace fs = std::filesystem;
 TEST(CliPlan, RecipeRunsUnchangedInTrain) {
   const auto dir = scratch_dir("plan");
   // fp32 and tf32 GEMMs only: the H100 recipe drives a CPU training run below, and the
-  // CPU backend computes the dense layers in fp32 (a bf16 recipe is refused there).
-  auto r = run_hetrec("plan --config configs/dlrm_dcnv2_mlperf.toml --hw h100_sxm,h200_sxm --dense fp32,tf32 --out '" +
+  // CPU backend computes the dense layers in fp32 (a bf16 recipe is refused there). MLPerf's
+  // batch, and a lower precision must gain 10%: the H200 keeps fp32 rows.
+  auto r = run_hetrec("plan --config configs/dlrm_dcnv2_mlperf.toml --hw h100_sxm,h200_sxm --dense fp32,tf32 "
+                      "--max-batch 65536 --lower-precision-gain 0.1 --out '" +
                           (dir / "plan.toml").string() + "' --svg '" + (dir / "plan.svg").string() + "'",
                       dir);
   ASSERT_EQ(r.code, 0) << r.err << r.out;
@@ -26,7 +28,8 @@ TEST(CliPlan, RecipeRunsUnchangedInTrain) {
   // The recipe planned for the H100 drives a (small, CPU) training run as is.
   r = run_hetrec("train --config configs/demo.toml --recipe '" + (dir / "plan-h100_sxm.toml").string() +
                      "' --set train.steps=2 --set train.progress=off --set train.log_level=warn"
-                     " --set train.eval_samples=1000 --set train.checkpoint_dir='" + (dir / "ckpt").string() + "'",
+                     " --set train.eval_samples=1000 --set train.checkpoint_dir='" + (dir / "ckpt").string() +
+                     "' --set train.metrics_path='" + (dir / "metrics.jsonl").string() + "'",
                  dir);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("steps             2 (131072 samples"), std::string::npos) << r.out;
@@ -100,7 +103,9 @@ TEST(CliPlan, RecipeMeasurementScriptWritesThePlannerResults) {
   const std::string cmd = std::string("cd ") + HETREC_SOURCE_DIR + " && python3 bench/plan_recipes.py --hetrec " +
                           HETREC_EXE + " --out-dir '" + (dir / "out").string() +
                           "' --device cpu --steps 3 --warmup 1 --run configs/demo.toml '" + (dir / "r.toml").string() +
-                          "' --planned configs/demo.toml --tag test >'" + (dir / "log.txt").string() + "' 2>&1";
+                          "' --planned configs/demo.toml --tag test"
+                          " --plan-args '--dense fp32,tf32,bf16 --allow-host-tables --max-batch 65536"
+                          " --lower-precision-gain 0.1' >'" + (dir / "log.txt").string() + "' 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir / "log.txt");
   std::string results;
   for (const auto& e : fs::directory_iterator(dir / "out"))

@@ -1,0 +1,24 @@
+#pragma once
+// What `hetrec plan` and `hetrec bench port` share: the step model calibrated on the
+// recorded measurements (bench/results/e2e-*.json and planner-*.json) of every
+// architecture that has some, and the planning target of one hardware description.
+#include <map>
+#include <string>
+
+#include "plan/step_model_params.h"
+#include "plan/workload.h"
+
+namespace hetrec::cli {
+
+// Step-model parameters per architecture (Hardware::arch), fitted to the records in
+// `measurements`; empty with `no_calibration` or without the folder. Prints the fit and
+// every record it leaves out (with the reason).
+std::map<std::string, StepModelParams> calibrate_from_records(const std::string& measurements, const std::string& hw_dir,
+                                                            bool no_calibration);
+
+// The target for hardware `name` (hw/<name>.toml): its GEMM selector and its
+// architecture's fitted step parameters, or the generic ones.
+PlanTarget make_plan_target(const std::string& name, const std::string& hw_dir,
+                            const std::map<std::string, StepModelParams>& fitted);
+
+}  // namespace hetrec::cli

@@ -1,0 +1,101 @@
+// `hetrec bench port` and `hetrec plan --constraints` through the real program: the
+// direct-port benchmark end to end on the CPU backend (the demo config, a few steps), its
+// results file's fields, and its errors (unknown hardware, missing config, no local
+// hardware description on the CPU); the quality constraints reaching the plan.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../cli/cli_test_support.h"
+
+namespace hetrec::test {
+namespace {
+
+// Small enough for a CI test: two steps of 8192 samples each run, 8192 eval samples.
+const std::string kQuick =
+    "bench port --config configs/demo.toml --to h200_sxm --samples 16384 --max-batch 8192 "
+    "--set data.synthetic.eval_samples=8192 --set train.device=cpu --no-calibration";
+
+TEST(BenchPortCli, TrainsBothRecipesAndWritesTheResultsFile) {
+  const auto dir = scratch_dir("bench_port");
+  const auto out = dir / "direct-port.json";
+  const RunResult r = run_hetrec(kQuick + " --components --out " + out.string(), dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("hetrec / port = "), std::string::npos) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  for (const char* key : {"what", "date", "hardware", "commit", "baseline", "ratio", "floor", "from", "to",
+                          "port_samples_per_s", "hetrec_samples_per_s", "auc_port", "auc_hetrec", "logloss_port",
+                          "logloss_hetrec", "predicted_ratio", "components", "runs"})
+    EXPECT_TRUE(j.contains(key)) << key;
+  EXPECT_EQ(j["from"], "h100_sxm");
+  EXPECT_EQ(j["to"], "h200_sxm");
+  EXPECT_EQ(j["runs"].size(), 4u);  // port, recipe alone, + GEMM selection, hetrec
+  EXPECT_EQ(j["runs"][0]["name"], "port");
+  EXPECT_EQ(j["runs"][3]["name"], "hetrec");
+  for (const auto& run : j["runs"]) {
+    EXPECT_EQ(run["samples"], 16384);  // equal samples
+    EXPECT_GT(run["samples_per_s"].get<double>(), 0.0);
+    EXPECT_GT(run["auc"].get<double>(), 0.0);
+    EXPECT_LT(run["auc"].get<double>(), 1.0);
+    EXPECT_GT(run["log_loss"].get<double>(), 0.0);
+  }
+  EXPECT_NEAR(j["ratio"].get<double>(),
+              j["hetrec_samples_per_s"].get<double>() / j["port_samples_per_s"].get<double>(), 1e-9);
+}
+
+TEST(BenchPortCli, RejectsWhatItCannotRun) {
+  const auto dir = scratch_dir("bench_port_errors");
+  RunResult r = run_hetrec(kQuick + " --from no_such_gpu --out " + (dir / "x.json").string(), dir);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("no_such_gpu"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("available"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir / "x.json"));
+
+  r = run_hetrec("bench port --config configs/no_such_config.toml --to h200_sxm", dir);
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("no_such_config.toml"), std::string::npos) << r.err;
+
+  // The CPU has no hardware description: without --to the run says so.
+  r = run_hetrec("bench port --config configs/demo.toml --set train.device=cpu --no-calibration", dir);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--to"), std::string::npos) << r.err;
+
+  r = run_hetrec("bench port --config configs/demo.toml --to h100_sxm --set train.device=cpu --no-calibration", dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("local hardware"), std::string::npos) << r.err;
+}
+
+TEST(PlanCli, ConstraintsFileAndFlagsBoundThePlan) {
+  const auto dir = scratch_dir("plan_constraints");
+  const auto file = dir / "constraints.toml";
+  std::ofstream(file) << "[plan]\nmax_batch = 65536\nrows = [\"fp32\"]\n";
+  const std::string plan = "plan --config configs/dlrm_dcnv2_mlperf.toml --hw h200_sxm --no-calibration ";
+  RunResult r = run_hetrec(plan + "--constraints " + file.string() + " --out " + (dir / "a.toml").string(), dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::string recipe = slurp(dir / "a.toml");
+  EXPECT_NE(recipe.find("batch_size = 65536"), std::string::npos) << recipe;
+  EXPECT_NE(recipe.find("row_dtype = \"fp32\""), std::string::npos) << recipe;
+  // A flag overrides the file.
+  r = run_hetrec(plan + "--constraints " + file.string() + " --rows bf16 --out " + (dir / "b.toml").string(), dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  recipe = slurp(dir / "b.toml");
+  EXPECT_NE(recipe.find("row_dtype = \"bf16\""), std::string::npos) << recipe;
+  EXPECT_NE(recipe.find("batch_size = 65536"), std::string::npos) << recipe;
+  // Defaults: past MLPerf's batch, bf16 rows.
+  r = run_hetrec(plan + "--out " + (dir / "c.toml").string(), dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  recipe = slurp(dir / "c.toml");
+  EXPECT_NE(recipe.find("row_dtype = \"bf16\""), std::string::npos) << recipe;
+  EXPECT_EQ(recipe.find("batch_size = 65536"), std::string::npos) << recipe;
+
+  std::ofstream(dir / "bad.toml") << "[plan]\nrows = [\"int4\"]\n";
+  r = run_hetrec(plan + "--constraints " + (dir / "bad.toml").string(), dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("plan.rows"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace hetrec::test
