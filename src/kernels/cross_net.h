@@ -25,6 +25,13 @@ class TunedCrossForward;
 void cross_forward(const CrossShape& s, const float* x0, const float* x, const void* z, float* out, void* out_op,
                    DType op_type, gpu::stream_t stream, const TunedCrossForward* tuned = nullptr);
 
+// The 16-bit residual stream (model.cross_residual = "16bit"): x0, x and z are all in
+// op_type (bf16 or fp16), v = x0 * z + x is formed in fp32 and written rounded to out_op,
+// and in fp32 to out when out is given (kernels/cross_net_stream16.cu). Half the bytes of
+// cross_forward: no fp32 copy of the stream is read or written.
+void cross_forward_16bit_stream(const CrossShape& s, const void* x0, const void* x, const void* z, float* out,
+                                void* out_op, DType op_type, gpu::stream_t stream);
+
 // One layer's backward, given the chain gradient of its output in pieces: G = g + h
 // (h, the layer above's term through its own input, may be null: G = g).
 //   dz = G * x0, written in op_type (the GEMMs' operand), and bias_grad = sum over the

@@ -35,6 +35,9 @@ struct ModelConfig : FeatureSpec {
   // DCNv2 cross network on the concatenation [bottom output, pooled embeddings].
   int cross_layers = 3;
   int cross_rank = 0;  // 0 = full-rank cross layers; >0 = low-rank U (V^T x)
+  // GPU, 16-bit GEMMs: the cross net's residual stream x_l kept in the GEMM operand type
+  // ("16bit") instead of fp32 ("fp32"); model/gpu/gpu_cross_net.h. fp32 GEMMs ignore it.
+  bool cross_residual_16bit = false;
   DType row_dtype = DType::f32;    // embedding row storage: fp32, fp16 or bf16
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32

@@ -292,6 +292,7 @@ void parse_model(Section m, ModelConfig& model) {
   model.interaction_self = m.boolean("interaction_self", false);
   model.cross_layers = static_cast<int>(m.integer("cross_layers", 3, 0, 64));
   model.cross_rank = static_cast<int>(m.integer("cross_rank", 0, 0, 1 << 20));
+  model.cross_residual_16bit = m.choice("cross_residual", "fp32", {"fp32", "16bit"}) == "16bit";
   model.row_dtype = parse_dtype(m.choice("row_dtype", "fp32", {"fp32", "fp16", "bf16"}), m.key_name("row_dtype"));
   model.dense_dtype =
       parse_dtype(m.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), m.key_name("dense_dtype"));
@@ -438,6 +439,8 @@ void apply_recipe(Section r, RunConfig& cfg) {
     cfg.model.dense_dtype =
         parse_dtype(r.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), r.key_name("dense_dtype"));
   if (r.has("allow_tf32")) cfg.model.allow_tf32 = r.boolean("allow_tf32", false);
+  if (r.has("cross_residual"))
+    cfg.model.cross_residual_16bit = r.choice("cross_residual", "fp32", {"fp32", "16bit"}) == "16bit";
   if (r.has("gemm_selection")) cfg.model.gemm_selection = parse_gemm_selection(r);
   if (r.has("host_tables")) cfg.model.host_tables = parse_host_tables(r, cfg.model);
   if (r.has("gpus")) cfg.recipe_gpus = static_cast<int>(r.integer("gpus", 1, 1, 1 << 20));

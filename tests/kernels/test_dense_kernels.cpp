@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../gpu/device_test_support.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/rng.h"
 #include "kernels/bce_loss.h"
 #include "kernels/column_sum.h"
@@ -136,6 +138,50 @@ TEST(CrossNetKernels, ForwardWritesTheSumAndItsOperandCopy) {
     for (std::size_t e = 0; e < n; ++e) ASSERT_EQ(oc2[e], oc[e]);
     for (float v : testing::to_host<float>(out2, n)) ASSERT_TRUE(std::isnan(v));
   }
+}
+
+// The 16-bit residual stream: x0, x and z in the operand type, v = x0 * z + x in fp32,
+// written rounded (and in fp32 when asked). Widths that are not a multiple of the 8-wide
+// vector, and operands one element off 16-byte alignment (the element-by-element path).
+TEST(CrossNetKernels, SixteenBitStreamForwardAgainstDoubleReference) {
+  HETREC_REQUIRE_GPU();
+  for (DType op : {DType::bf16, DType::f16}) {
+    for (auto [batch, width, offset] : {std::tuple<int64_t, int64_t, int64_t>{300, 257, 0}, {77, 3456, 0},
+                                        {129, 64, 1}, {5, 3, 0}}) {
+      const std::size_t n = static_cast<std::size_t>(batch * width);
+      const auto x0 = representable(normals(n + 1, 71 + width), op), x = representable(normals(n + 1, 72 + width), op),
+                 z = representable(normals(n + 1, 73 + width), op);
+      gpu::DeviceBuffer dx0 = typed_to_device(x0, op), dx = typed_to_device(x, op), dzv = typed_to_device(z, op);
+      gpu::DeviceBuffer out = testing::poisoned_floats(n + 1), out_op = poisoned_typed(n + 1, op);
+      const std::size_t eb = dtype_size(op);
+      auto at = [&](gpu::DeviceBuffer& b, std::size_t bytes) { return static_cast<char*>(b.get()) + offset * bytes; };
+      kernels::cross_forward_16bit_stream({batch, width}, at(dx0, eb), at(dx, eb), at(dzv, eb),
+                                          reinterpret_cast<float*>(at(out, 4)), at(out_op, eb), op, nullptr);
+      const auto o = testing::to_host<float>(out, n + 1);
+      const auto oc = typed_to_host(out_op, n + 1, op);
+      for (std::size_t e = 0; e < n; ++e) {
+        const std::size_t i = e + static_cast<std::size_t>(offset);
+        const double ref = static_cast<double>(x0[i]) * z[i] + x[i];
+        ASSERT_NEAR(o[i], ref, 1e-6 * (1 + std::fabs(ref))) << dtype_name(op) << " width=" << width << " e=" << e;
+        ASSERT_EQ(oc[i], round_to(o[i], op)) << dtype_name(op) << " width=" << width << " e=" << e;
+      }
+      // Nothing outside the n elements was written.
+      const std::size_t outside = offset ? 0 : n;
+      ASSERT_TRUE(std::isnan(o[outside])) << "wrote past the output";
+      ASSERT_TRUE(std::isnan(oc[outside])) << "wrote past the operand copy";
+      // Only the 16-bit copy: the same bits.
+      gpu::DeviceBuffer out_op2 = poisoned_typed(n + 1, op);
+      kernels::cross_forward_16bit_stream({batch, width}, at(dx0, eb), at(dx, eb), at(dzv, eb), nullptr,
+                                          at(out_op2, eb), op, nullptr);
+      const auto oc2 = typed_to_host(out_op2, n + 1, op);
+      for (std::size_t e = 0; e < n; ++e)
+        ASSERT_EQ(oc2[e + static_cast<std::size_t>(offset)], oc[e + static_cast<std::size_t>(offset)]);
+    }
+  }
+  gpu::DeviceBuffer b = testing::poisoned_floats(16);
+  EXPECT_THROW(kernels::cross_forward_16bit_stream({2, 4}, b.get(), b.get(), b.get(), nullptr, b.get(), DType::f32,
+                                                   nullptr),
+               InternalError);
 }
 
 // The three positions of a layer in the backward: the top one (no term from above, no

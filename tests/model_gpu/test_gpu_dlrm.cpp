@@ -118,9 +118,17 @@ INSTANTIATE_TEST_SUITE_P(
         ParityCase{"dcn_lowrank_adagrad_rowwise_f16", Arch::dcnv2, 8, DType::f16, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-4, 2e-3}),
     [](const ::testing::TestParamInfo<ParityCase>& param_info) { return std::string(param_info.param.name); });
 
-TEST(GpuModel, GraphReplayEqualsEagerBitForBit) {
+// fp32 GEMMs, and bf16 GEMMs with the fused ReLU-backward epilogues and the 16-bit
+// cross residual stream.
+class GpuModelGraph : public ::testing::TestWithParam<bool> {};
+
+TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
   HETREC_REQUIRE_GPU();
-  const ModelConfig m = small_model(Arch::dcnv2, DType::bf16, 8);
+  ModelConfig m = small_model(Arch::dcnv2, DType::bf16, 8);
+  if (GetParam()) {
+    m.dense_dtype = DType::bf16;
+    m.cross_residual_16bit = true;
+  }
   OptimConfig o;
   o.adagrad_initial_accumulator = 0.1;
   GpuModelOptions eager_opts;
@@ -139,6 +147,9 @@ TEST(GpuModel, GraphReplayEqualsEagerBitForBit) {
   for (std::size_t i = 0; i < a.size(); ++i)
     EXPECT_EQ(0, std::memcmp(a[i].tensor.raw(), b[i].tensor.raw(), a[i].tensor.nbytes())) << a[i].name;
 }
+
+INSTANTIATE_TEST_SUITE_P(Dense, GpuModelGraph, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "bf16" : "fp32"; });
 
 TEST(GpuModel, BatchesPackedAheadTrainExactlyAsStagedOnes) {
   HETREC_REQUIRE_GPU();
@@ -246,12 +257,14 @@ TEST(GpuModel, OutOfRangeIdIsADataErrorAndNothingChanges) {
 // input is rounded to bf16 (2^-9 relative), so the losses may differ by up to 2% relative
 // and the parameters after 6 steps by up to 5% of their largest magnitude. The initial
 // state is identical (the masters are fp32), and the bf16 path really runs: its first
-// loss differs from the fp32 GPU model's.
+// loss differs from the fp32 GPU model's. The cases with a 16-bit cross residual stream
+// (model.cross_residual = "16bit") must meet the same tolerance as the fp32 stream.
 struct Bf16Case {
   const char* name;
   Arch arch;
   int cross_rank;
   OptimizerKind dense;
+  bool residual16 = false;
 };
 
 class GpuModelBf16 : public ::testing::TestWithParam<Bf16Case> {};
@@ -262,6 +275,7 @@ TEST_P(GpuModelBf16, TracksTheCpuFp32ModelWithinBf16Tolerance) {
   const ModelConfig m = small_model(c.arch, DType::f32, c.cross_rank);
   ModelConfig m16 = m;
   m16.dense_dtype = DType::bf16;
+  m16.cross_residual_16bit = c.residual16;
   OptimConfig o;
   o.dense = c.dense;
   o.sparse = OptimizerKind::rowwise_adagrad;
@@ -316,7 +330,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Bf16Case{"dlrm_adagrad", Arch::dlrm, 0, OptimizerKind::adagrad},
                       Bf16Case{"dcn_lowrank_adagrad", Arch::dcnv2, 8, OptimizerKind::adagrad},
                       Bf16Case{"dcn_fullrank_sgd", Arch::dcnv2, 0, OptimizerKind::sgd},
-                      Bf16Case{"dcn_lowrank_adam", Arch::dcnv2, 8, OptimizerKind::adam}),
+                      Bf16Case{"dcn_lowrank_adam", Arch::dcnv2, 8, OptimizerKind::adam},
+                      Bf16Case{"dcn_lowrank_adagrad_residual16", Arch::dcnv2, 8, OptimizerKind::adagrad, true},
+                      Bf16Case{"dcn_fullrank_sgd_residual16", Arch::dcnv2, 0, OptimizerKind::sgd, true}),
     [](const ::testing::TestParamInfo<Bf16Case>& param_info) { return std::string(param_info.param.name); });
 
 // Tables in mapped host memory run the same kernels through per-table pointers: losses

@@ -95,6 +95,15 @@ TEST(Config, SortKey) {
   expect_config_error(kBase, {"model.sort=cub"}, {"'model.sort'", "expected one of auto, engine, library"});
 }
 
+TEST(Config, CrossResidualKey) {
+  EXPECT_FALSE(parse_run_config(kBase, "test.toml").model.cross_residual_16bit);
+  EXPECT_TRUE(parse_run_config(kBase, "test.toml", {"model.cross_residual=\"16bit\""}).model.cross_residual_16bit);
+  EXPECT_FALSE(parse_run_config(kBase, "test.toml", {"model.cross_residual=\"fp32\""}).model.cross_residual_16bit);
+  EXPECT_TRUE(
+      parse_run_config(kBase, "test.toml", {}, "[recipe]\ncross_residual = \"16bit\"\n", "plan.toml").model.cross_residual_16bit);
+  expect_config_error(kBase, {"model.cross_residual=\"bf16\""}, {"'model.cross_residual'", "expected one of fp32, 16bit"});
+}
+
 TEST(Config, LossScaleKeys) {
   RunConfig c = parse_run_config(kBase, "test.toml", {"model.dense_dtype=fp16", "optim.loss_scale=1024",
                                                       "optim.loss_scale_growth_interval=50"});

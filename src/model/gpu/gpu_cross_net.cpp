@@ -46,6 +46,11 @@ void GpuCrossNet::set_output_16bit_only(bool only) {
   output_16bit_only_ = only && half();
 }
 
+void GpuCrossNet::set_residual_16bit(bool on) {
+  if (capacity_ > 0) throw InternalError("GpuCrossNet::set_residual_16bit after reserve");
+  residual_16bit_ = on && half();
+}
+
 void GpuCrossNet::reserve(int64_t batch, Allocator& device) {
   if (batch <= capacity_) return;
   const std::size_t layers = layers_.size();
@@ -55,7 +60,8 @@ void GpuCrossNet::reserve(int64_t batch, Allocator& device) {
   vxs_.clear();
   for (std::size_t l = 0; l < layers; ++l) {
     const bool last = l + 1 == layers;
-    xs_.push_back(last && output_16bit_only_ ? Tensor() : Tensor::empty({batch, width_}, DType::f32, device));
+    const bool fp32_copy = last ? !output_16bit_only_ : !residual_16bit_;
+    xs_.push_back(fp32_copy ? Tensor::empty({batch, width_}, DType::f32, device) : Tensor());
     zs_.push_back(Tensor::empty({batch, width_}, op_type_, device));
     if (rank_ > 0) vxs_.push_back(Tensor::empty({batch, rank_}, op_type_, device));
   }
@@ -115,7 +121,10 @@ const float* GpuCrossNet::forward(cublaslt::Gemm& gemm, const float* x0, int64_t
     }
     float* out = xs_[l].defined() ? xs_[l].data<float>() : nullptr;
     void* out_op = half() ? xs_op_[l + 1].raw() : nullptr;
-    kernels::cross_forward({batch, n}, x0, x(li, x0), z, out, out_op, op_type_, stream, tuned_forward_);
+    if (residual_16bit_)
+      kernels::cross_forward_16bit_stream({batch, n}, xs_op_[0].raw(), xl_op, z, out, out_op, op_type_, stream);
+    else
+      kernels::cross_forward({batch, n}, x0, x(li, x0), z, out, out_op, op_type_, stream, tuned_forward_);
   }
   if (layers_.empty()) return x0;
   return xs_.back().defined() ? xs_.back().data<float>() : nullptr;

@@ -11,7 +11,11 @@
 // and the bottom layer's term into dL/dx0. The element-wise passes write the other
 // operands where they are produced (the forward x_{l+1} and its 16-bit copy, the backward
 // dz in 16 bits); only x_0 is rounded by a separate pass. The residual stream x_l, the
-// chain and direct gradients of x0 and every parameter gradient stay fp32.
+// chain and direct gradients of x0 and every parameter gradient stay fp32, unless
+// set_residual_16bit(true) (model.cross_residual = "16bit"): then x_{l+1} = x0 * z_l + x_l
+// is formed in fp32 from the 16-bit x0, z_l and x_l and kept only in 16 bits (the GEMM
+// operand it already was), which halves the forward's element-wise bytes; the backward,
+// its gradients and its fp32 x0 are unchanged.
 //
 // The backward keeps the chain gradient through x_l as the sum g + h of the running fp32
 // gradient and the layer above's GEMM term, added inside the next element-wise pass, so
@@ -39,6 +43,10 @@ class GpuCrossNet {
   // 16-bit mode: the consumer reads x_L only through output16(), so its fp32 copy is
   // neither stored nor written. Call before reserve().
   void set_output_16bit_only(bool only);
+  // 16-bit mode: keep the residual stream x_1 .. x_L in 16 bits only (x_L also in fp32
+  // unless set_output_16bit_only). Ignored in fp32 mode. Call before reserve().
+  void set_residual_16bit(bool on);
+  bool residual_16bit() const { return residual_16bit_; }
 
   void reserve(int64_t batch, Allocator& device);
 
@@ -95,9 +103,10 @@ class GpuCrossNet {
   cublaslt::Precision precision_;
   DType op_type_ = DType::f32;  // the GEMM operand type: f32, or bf16 / f16 in 16-bit mode
   bool output_16bit_only_ = false;
+  bool residual_16bit_ = false;
   std::vector<Layer> layers_;
   int64_t capacity_ = 0;
-  std::vector<Tensor> xs_;     // fp32 x_1 .. x_L (x_L left out when output_16bit_only_)
+  std::vector<Tensor> xs_;     // fp32 x_1 .. x_L (x_L left out when output_16bit_only_, the others with residual_16bit_)
   std::vector<Tensor> zs_;     // z_0 .. z_{L-1} in the operand type
   std::vector<Tensor> xs_op_;  // 16-bit: copies of x_0 .. x_L
   std::vector<Tensor> vxs_;    // low rank: V_l x_l in the operand type

@@ -107,12 +107,60 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
     inputs16_.push_back(l.half && !handed ? Tensor::empty({batch, l.in}, half_type_, device) : Tensor());
     any_half = any_half || l.half;
   }
-  grad16_ = any_half ? Tensor::empty({batch, max_width()}, half_type_, device) : Tensor();
+  for (Tensor& g16 : grad16_) g16 = any_half ? Tensor::empty({batch, max_width()}, half_type_, device) : Tensor();
+  aux_.clear();
+  for (std::size_t i = 0; i < layers_.size(); ++i)
+    aux_.push_back(fusable(static_cast<int>(i))
+                       ? Tensor::empty({static_cast<int64_t>(cublaslt::relu_aux_bytes(batch, layers_[i].out))},
+                                       DType::u8, device)
+                       : Tensor());
   std::size_t workspace = 0;
   for (const SmallGemmUse& u : small_gemms_) workspace = std::max(workspace, u.kernel->workspace_floats());
   small_gemm_workspace_ =
       workspace > 0 ? Tensor::empty({static_cast<int64_t>(workspace)}, DType::f32, device) : Tensor();
   capacity_ = batch;
+}
+
+bool GpuMlp::fusable(int i) const {
+  const std::size_t li = static_cast<std::size_t>(i);
+  return li + 1 < layers_.size() && layers_[li].relu && layers_[li].half && layers_[li + 1].half;
+}
+
+const std::vector<char>& GpuMlp::fused_layers(cublaslt::Gemm& gemm, int64_t batch) {
+  auto it = fused_at_.find(batch);
+  if (it != fused_at_.end()) return it->second;
+  std::vector<char> fused(layers_.size(), 0);
+  for (std::size_t i = 0; i < layers_.size(); ++i) {
+    if (!fusable(static_cast<int>(i))) continue;
+    const Layer& l = layers_[i];
+    const Layer& next = layers_[i + 1];
+    // Layer i's forward GEMM, storing its ReLU mask...
+    cublaslt::Problem f;
+    f.m = batch;
+    f.n = l.out;
+    f.k = l.in;
+    f.trans_b = true;
+    f.lda = l.in;
+    f.ldb = l.in;
+    f.ldd = l.out;
+    f.d_type = half_type_;
+    f.precision = precision_;
+    f.epilogue = cublaslt::Epilogue::relu_aux_bias;
+    f.bias_type = half_type_;
+    // ...and layer i + 1's input-gradient GEMM, applying it.
+    cublaslt::Problem b;
+    b.m = batch;
+    b.n = next.in;
+    b.k = next.out;
+    b.lda = next.out;
+    b.ldb = next.in;
+    b.ldd = l.out;
+    b.d_type = half_type_;
+    b.precision = precision_;
+    b.epilogue = cublaslt::Epilogue::drelu_bgrad;
+    fused[i] = gemm.supported(f) && gemm.supported(b) ? 1 : 0;
+  }
+  return fused_at_.emplace(batch, std::move(fused)).first->second;
 }
 
 float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_t batch, float* out, int64_t ld_out,
@@ -123,6 +171,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
   const float* input = x;
   int64_t ld_in = ldx;
   const void* input16 = input_16bit_ ? x16 : nullptr;  // the input's 16-bit copy when one exists
+  fused_ = fused_layers(gemm, batch);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     const bool last = i + 1 == layers_.size();
@@ -138,7 +187,9 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     p.ldd = ld_y;
     p.d_type = l.out16 ? half_type_ : DType::f32;
     p.precision = l.half ? precision_ : fp32_precision();
-    p.epilogue = l.relu ? cublaslt::Epilogue::relu_bias : cublaslt::Epilogue::bias;
+    p.epilogue = fused_[i] ? cublaslt::Epilogue::relu_aux_bias
+                 : l.relu  ? cublaslt::Epilogue::relu_bias
+                           : cublaslt::Epilogue::bias;
     cublaslt::Operands o;
     o.a = input;
     o.b = l.weight;
@@ -155,6 +206,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     }
     o.d = y;
     o.bias = l.bias;
+    if (fused_[i]) o.aux = aux_[i].raw();
     if (l.out16) {
       // A 16-bit output adds the bias's 16-bit copy, as an autocast Linear does.
       p.bias_type = half_type_;
@@ -183,6 +235,8 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
   float* grad = dy;
   int64_t ld_grad = ld_dy;
   int pingpong = 0;
+  int g16 = 0;             // the grad16_ buffer that holds the current layer's 16-bit dz
+  bool dz_ready = false;   // the layer above's input-gradient GEMM wrote dz and the bias gradient
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     const std::size_t li = static_cast<std::size_t>(i);
     const Layer& l = layers_[li];
@@ -198,10 +252,12 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     void* dz_operand = grad;
     int64_t ld_dz = ld_grad;
     if (l.half) {
-      dz_operand = grad16_.raw();
+      dz_operand = grad16_[g16].raw();
       ld_dz = l.out;
     }
-    if (l.relu) {
+    if (dz_ready) {
+      // Done by the epilogue of the layer above's input-gradient GEMM.
+    } else if (l.relu) {
       const kernels::TypedMatrix y_in{y, l.out16 ? half_type_ : DType::f32, ld_y};
       const kernels::TypedMatrix dz_out{dz_operand, l.half ? half_type_ : DType::f32, ld_dz};
       kernels::relu_backward_column_sum(grad, ld_grad, y_in, dz_out, batch, l.out, l.grad_bias, scratch.data,
@@ -209,7 +265,8 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     } else {
       kernels::column_sum(grad, batch, l.out, ld_grad, l.grad_bias, scratch.data, scratch.bytes, stream);
       if (l.half)
-        kernels::f32_to_16bit_matrix(grad, ld_grad, grad16_.data<uint16_t>(), l.out, batch, l.out, half_type_, stream);
+        kernels::f32_to_16bit_matrix(grad, ld_grad, grad16_[g16].data<uint16_t>(), l.out, batch, l.out, half_type_,
+                                     stream);
     }
 
     // The weight GEMM reads the layer's input: the forward's 16-bit operand for a 16-bit layer.
@@ -241,7 +298,34 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       gemm.run(pw, ow, stream);
     }
 
-    // dx (batch x in) = dz W.
+    // dx (batch x in) = dz W; where layer i - 1's epilogues fuse, its dz = dx * relu'
+    // (the forward's mask) in 16 bits and its bias gradient instead.
+    if (i > 0 && fused_[li - 1]) {
+      const Layer& below = layers_[li - 1];
+      cublaslt::Problem px;
+      px.m = batch;
+      px.n = l.in;
+      px.k = l.out;
+      px.lda = ld_dz;
+      px.ldb = l.in;
+      px.ldd = below.out;
+      px.d_type = half_type_;
+      px.precision = precision;
+      px.epilogue = cublaslt::Epilogue::drelu_bgrad;
+      cublaslt::Operands ox;
+      ox.a = dz_operand;
+      ox.b = l.weight16;
+      ox.d = grad16_[g16 ^ 1].raw();
+      ox.aux = aux_[li - 1].raw();
+      ox.bias_grad = below.grad_bias;
+      gemm.run(px, ox, stream);
+      g16 ^= 1;
+      dz_ready = true;
+      grad = nullptr;
+      ld_grad = 0;
+      continue;
+    }
+    dz_ready = false;
     float* next = nullptr;
     int64_t ld_next = 0;
     if (i > 0) {

@@ -13,7 +13,10 @@
 //    backward masks with that copy (rounding keeps every sign; only values below fp16's
 //    smallest subnormal become zero);
 //  - the ReLU and bias-gradient pass writes a 16-bit layer's output gradient straight in
-//    16 bits;
+//    16 bits; where a 16-bit ReLU layer feeds another 16-bit layer and cuBLASLt fuses the
+//    epilogues, there is no such pass: the forward GEMM stores the ReLU mask as bits
+//    (RELU_AUX_BIAS) and the successor's input-gradient GEMM applies it, writes the 16-bit
+//    output gradient and sums the bias gradient (DRELU_BGRAD);
 //  - an input from elsewhere is rounded by kernels/convert.h unless the caller hands in
 //    its 16-bit copy.
 // The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first
@@ -104,7 +107,14 @@ class GpuMlp {
   Tensor grad_buffers_[2];           // ping-pong gradients between layers
   std::vector<Tensor> inputs16_;     // [i]: 16-bit copy of layer i's input, where this MLP rounds it
   std::vector<const void*> operands16_;  // [i]: layer i's 16-bit input operand in the last forward
-  Tensor grad16_;                    // the current layer's output gradient in 16 bits
+  Tensor grad16_[2];                 // the current layer's output gradient in 16 bits (ping-pong)
+  std::vector<Tensor> aux_;          // [i]: layer i's ReLU mask bits, where its epilogues can fuse
+  // [i]: whether the last forward stored layer i's mask, so that the backward's input-
+  // gradient GEMM of layer i + 1 applies it (decided per batch: `fused_at_`).
+  std::vector<char> fused_;
+  std::map<int64_t, std::vector<char>> fused_at_;
+  const std::vector<char>& fused_layers(cublaslt::Gemm& gemm, int64_t batch);
+  bool fusable(int i) const;
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
   // The small-GEMM kernel that runs layer i's pass at this batch, or null (cuBLASLt, which
