@@ -20,7 +20,9 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       libcurl4-openssl-dev
       # The GEMM ranker: trained by tools/train_gemm_ranker.py, loaded through XGBoost's C API
       # (src/perf/gemm_ranker.cpp).
-      python3-xgboost libxgboost-dev)
+      python3-xgboost libxgboost-dev
+      # The Python module (src/python/, docs/python.md) and its tests (tests/python/).
+      pybind11-dev python3-pybind11 python3-dev python3-pytest)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,7 +19,7 @@
 #include "perf/gemm_problem.h"
 #include "perf/gemm_report.h"
 #include "perf/gemm_selector.h"
-#include "tune/small_gemm_selection.h"
+#include "tune/gemm_select_text.h"
 
 namespace hetrec::cli {
 
@@ -81,9 +81,8 @@ void add_hw_command(CLI::App& app, Action& action) {
 
 void add_gemm_command(CLI::App& app, Action& action) {
   struct Options {
-    std::string hw = "h200_sxm", hw_dir = default_hw_dir(), dtype = "bf16", out_dtype, epilogue = "none";
-    int64_t m = 0, n = 0, k = 0, batch = 1;
-    bool trans_a = false, trans_b = false, tf32 = false;
+    std::string hw = "h200_sxm", hw_dir = default_hw_dir();
+    tune::GemmSelectRequest request;
   };
   auto o = std::make_shared<Options>();
   CLI::App* gemm = app.add_subcommand("gemm", "the analytical GEMM model and selector");
@@ -91,44 +90,22 @@ void add_gemm_command(CLI::App& app, Action& action) {
   CLI::App* select = gemm->add_subcommand("select", "choose a kernel configuration for a GEMM, with no warm-up runs");
   select->add_option("--hw", o->hw, "hardware description name")->capture_default_str();
   select->add_option("--hw-dir", o->hw_dir, "folder of hardware description files")->capture_default_str();
-  select->add_option("--m", o->m, "rows of C")->required()->check(CLI::PositiveNumber);
-  select->add_option("--n", o->n, "columns of C")->required()->check(CLI::PositiveNumber);
-  select->add_option("--k", o->k, "reduction depth")->required()->check(CLI::PositiveNumber);
-  select->add_option("--batch", o->batch, "batched GEMMs")->check(CLI::PositiveNumber);
-  select->add_option("--dtype", o->dtype, "A and B type: fp32, bf16, fp16, fp8_e4m3")->capture_default_str();
-  select->add_option("--out-dtype", o->out_dtype, "C type (default: fp32 for fp32 inputs, bf16 otherwise)");
-  select->add_option("--epilogue", o->epilogue, "none, bias or bias_relu")->capture_default_str();
-  select->add_flag("--trans-a", o->trans_a, "A is stored K x M");
-  select->add_flag("--trans-b", o->trans_b, "B is stored N x K");
-  select->add_flag("--tf32", o->tf32, "fp32 inputs may use the TF32 matrix pipe");
+  select->add_option("--m", o->request.m, "rows of C")->required()->check(CLI::PositiveNumber);
+  select->add_option("--n", o->request.n, "columns of C")->required()->check(CLI::PositiveNumber);
+  select->add_option("--k", o->request.k, "reduction depth")->required()->check(CLI::PositiveNumber);
+  select->add_option("--batch", o->request.batch, "batched GEMMs")->check(CLI::PositiveNumber);
+  select->add_option("--dtype", o->request.dtype, "A and B type: fp32, bf16, fp16, fp8_e4m3")->capture_default_str();
+  select->add_option("--out-dtype", o->request.out_dtype, "C type (default: fp32 for fp32 inputs, bf16 otherwise)");
+  select->add_option("--epilogue", o->request.epilogue, "none, bias or bias_relu")->capture_default_str();
+  select->add_flag("--trans-a", o->request.trans_a, "A is stored K x M");
+  select->add_flag("--trans-b", o->request.trans_b, "B is stored N x K");
+  select->add_flag("--tf32", o->request.tf32, "fp32 inputs may use the TF32 matrix pipe");
   select->callback([o, &action] {
     action = [o] {
       const Hardware hw = load_hardware_by_name(o->hw, o->hw_dir);
       const GemmModelParams params = load_gemm_params_for(hw, o->hw_dir + "/params");
-      GemmProblem p;
-      p.m = o->m;
-      p.n = o->n;
-      p.k = o->k;
-      p.batch = o->batch;
-      p.trans_a = o->trans_a;
-      p.trans_b = o->trans_b;
-      p.a_type = p.b_type = parse_dtype(o->dtype, "--dtype");
-      p.c_type = o->out_dtype.empty() ? (p.a_type == DType::f32 ? DType::f32 : DType::bf16)
-                                      : parse_dtype(o->out_dtype, "--out-dtype");
-      p.allow_tf32 = o->tf32;
-      p.epilogue = parse_epilogue(o->epilogue, "--epilogue");
-      if (p.a_type == DType::f8e4m3 || p.a_type == DType::f8e5m2) p.fp8_scaling = Fp8Scaling::per_tensor;
-      std::fputs(gemm_select_report(hw, p, params).c_str(), stdout);
-      // Our small-GEMM kernels compete where a dimension is at most 16.
-      if (!tune::small_gemm_workloads(p).empty()) {
-        double cublaslt_us = 0.0;
-        try {
-          cublaslt_us = GemmSelector::for_hardware(hw, params).select(p).estimate.time_us;
-        } catch (const ConfigError&) {
-          // no library configuration runs it: the small-GEMM kernel is the only candidate
-        }
-        std::fputs(tune::small_gemm_select_report(hw, p, params, cublaslt_us).c_str(), stdout);
-      }
+      const GemmProblem p = tune::gemm_problem_of(o->request, "--");
+      std::fputs(tune::gemm_select_text(hw, p, params).c_str(), stdout);
     };
   });
 

@@ -19,6 +19,7 @@
 #include "cli/plan_support.h"
 #include "core/error.h"
 #include "core/exclusive_file.h"
+#include "core/install_paths.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
 #include "plan/breakdown_svg.h"
@@ -52,7 +53,7 @@ struct PlanOptions {
   double lower_precision_gain = kDefaultLowerPrecisionGain;
   std::string port_from;
   std::string ids;
-  std::string measurements = std::string(HETREC_SOURCE_DIR) + "/bench/results";
+  std::string measurements = data_dir() + "/bench/results";  // core/install_paths.h
   bool no_calibration = false;
   std::size_t candidates = 0;
   int gpus = 0;          // GPUs of one host (0: one, or with --evaluate the recipe's own gpus)

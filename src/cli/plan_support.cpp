@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/install_paths.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
 #include "plan/calibration.h"
@@ -49,7 +50,7 @@ std::optional<RunConfig> record_config(const std::string& config, std::vector<st
       }
   }
   if (file.empty()) return std::nullopt;
-  for (const std::string& candidate : {file, std::string(HETREC_SOURCE_DIR) + "/" + file})
+  for (const std::string& candidate : {file, data_dir() + "/" + file})
     if (std::filesystem::exists(candidate)) return load_run_config(candidate, overrides);
   return std::nullopt;
 }

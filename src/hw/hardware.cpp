@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "core/install_paths.h"
 #include "hw/toml_reader.h"
 
 namespace hetrec {
@@ -375,7 +376,9 @@ std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_g
 std::vector<std::string> list_hardware(const std::string& dir) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
-  if (ec) throw IoError(dir + ": cannot list hardware directory: " + ec.message());
+  if (ec)
+    throw IoError(dir + ": cannot list hardware directory: " + ec.message() +
+                  " (set HETREC_HW_DIR or --hw-dir to a folder of hardware descriptions)");
   std::vector<std::string> names;
   for (const auto& entry : it) {
     if (entry.is_regular_file() && entry.path().extension() == ".toml")
@@ -398,7 +401,7 @@ Hardware load_hardware_by_name(std::string_view name, const std::string& search_
 
 std::string default_hardware_dir() {
   if (const char* env = std::getenv("HETREC_HW_DIR")) return env;
-  return std::string(HETREC_SOURCE_DIR) + "/hw";
+  return (std::filesystem::path(data_dir()) / "hw").string();
 }
 
 Hardware hardware_for_device(std::string_view device_name, const std::string& dir, std::string_view key) {

@@ -158,8 +158,9 @@ Hardware load_hardware_by_name(std::string_view name, const std::string& search_
 // Names (file stems) of the hardware files in `dir`, sorted.
 std::vector<std::string> list_hardware(const std::string& dir);
 
-// Where the hardware descriptions live: $HETREC_HW_DIR when set, else the repository's
-// hw/ folder this build was configured from.
+// Where the hardware descriptions live: $HETREC_HW_DIR when set, else hw/ in the data
+// folder (core/install_paths.h: <prefix>/share/hetrec/hw when installed, the source tree's
+// hw/ for a binary in its build tree).
 std::string default_hardware_dir();
 // The description of a local GPU from the driver's device name (e.g. "NVIDIA H200"): the one
 // file in `dir` whose display name starts with it. ConfigError naming `key` (the setting

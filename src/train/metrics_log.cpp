@@ -31,10 +31,12 @@ MetricsLog::~MetricsLog() {
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
-  if (!file_) return;
-  const std::string line = record.dump() + "\n";
-  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-    throw IoError("train.metrics_path '" + path_ + "': write failed: " + std::strerror(errno));
+  if (file_) {
+    const std::string line = record.dump() + "\n";
+    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+      throw IoError("train.metrics_path '" + path_ + "': write failed: " + std::strerror(errno));
+  }
+  if (observer_) observer_(record);
 }
 
 }  // namespace hetrec

@@ -2,10 +2,14 @@
 // Metrics as JSON lines: one object per line, flushed as written, so a crashed run keeps
 // everything it logged.
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
 namespace hetrec {
+
+// Sees every record as it is written (the Python module's training callback).
+using MetricsObserver = std::function<void(const nlohmann::json& record)>;
 
 class MetricsLog {
  public:
@@ -13,11 +17,14 @@ class MetricsLog {
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;
   MetricsLog& operator=(const MetricsLog&) = delete;
+  // Writes the record to the file (when there is one), then shows it to the observer.
   void write(const nlohmann::json& record);
+  void set_observer(MetricsObserver observer) { observer_ = std::move(observer); }
 
  private:
   std::string path_;
   std::FILE* file_ = nullptr;
+  MetricsObserver observer_;
 };
 
 }  // namespace hetrec

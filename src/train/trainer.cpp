@@ -169,6 +169,8 @@ class TrainingRun {
  public:
   TrainingRun(const RunConfig& cfg, const Logger& log);
   TrainSummary run();
+  void observe(MetricsObserver observer) { metrics_->set_observer(std::move(observer)); }
+  std::unique_ptr<Model> release_model() { return group_ ? nullptr : std::move(model_); }
 
  private:
   void lock_checkpoint_dir();
@@ -424,7 +426,7 @@ void TrainingRun::loop() {
     const double window_s = seconds_since(t_window);
     if (window_s > 0) rate = static_cast<double>(window_samples) / window_s;
     if (step_ % tc_.log_every == 0 || step_ == total_steps_) {
-      metrics_->write({{"type", "train"}, {"step", step_}, {"epoch", epoch_},
+      metrics_->write({{"type", "train"}, {"step", step_}, {"epoch", epoch_}, {"samples", summary_.samples},
                        {"loss", window_loss / static_cast<double>(window_steps)}, {"last_loss", loss},
                        {"dense_lr", rates.dense_lr}, {"sparse_lr", rates.sparse_lr}, {"samples_per_s", rate},
                        {"elapsed_s", seconds_since(t_start)}, {"skipped_lines", pipeline_->counters().skipped_lines}});
@@ -557,7 +559,10 @@ std::string TrainingRun::last_good_note() const {
 
 TrainSummary Trainer::run() {
   TrainingRun run(cfg_, log_);
-  return run.run();
+  run.observe(observer_);
+  const TrainSummary summary = run.run();
+  model_ = run.release_model();
+  return summary;
 }
 
 }  // namespace hetrec

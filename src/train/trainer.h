@@ -14,6 +14,7 @@
 #include "data/source.h"
 #include "model/model.h"
 #include "train/config.h"
+#include "train/metrics_log.h"
 
 namespace hetrec {
 
@@ -67,10 +68,17 @@ class Trainer {
  public:
   Trainer(RunConfig config, const Logger& log);
   TrainSummary run();
+  // Every metrics record of the run (train, eval, checkpoint, final) as it is written.
+  void set_observer(MetricsObserver observer) { observer_ = std::move(observer); }
+  // After run() in a single process: the trained model (nullptr before, or for a
+  // distributed job, whose model lives only as long as its process groups).
+  std::unique_ptr<Model> take_model() { return std::move(model_); }
 
  private:
   RunConfig cfg_;
   const Logger& log_;
+  MetricsObserver observer_;
+  std::unique_ptr<Model> model_;
 };
 
 }  // namespace hetrec
