@@ -30,6 +30,7 @@
 #include "gpu/stream.h"
 #include "kernels/output_compare.h"
 #include "kernels/stream_gate.h"
+#include "perf/gemm_corpus.h"
 #include "perf/gemm_oracle.h"
 #include "perf/gemm_suite.h"
 
@@ -276,7 +277,7 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
   buf.d_stride = sb.d;
   buf.copies = sb.copies;
 
-  json j{{"id", s.id},          {"m", s.m},
+  json j{{"id", s.id},          {"family", s.model}, {"m", s.m},
          {"n", s.n},            {"k", s.k},
          {"trans_a", s.trans_a}, {"trans_b", s.trans_b},
          {"precision", s.precision}, {"epilogue", s.epilogue},
@@ -351,7 +352,27 @@ json Bench::bench_shape(const GemmSuiteShape& s, const ShapeBytes& sb, double al
     progress = "skipped (heuristic timing failed)";
     return j;
   }
+  // Each returned algorithm timed as the struct the library returned (a configuration rebuilt
+  // from its attributes may run another kernel), with its rank in the list.
+  json returned = json::array();
+  for (std::size_t rank = 0; rank < heuristic_list.size(); ++rank) {
+    const cublasLtMatmulAlgo_t& algo = heuristic_list[rank];
+    const auto checked = cublaslt::check_algo(handle_, *desc, algo, kWorkspaceBytes);
+    if (!checked) continue;
+    gpu::memset_async(buf.d, 0xFF, d_bytes, stream_.get());
+    if (launch(*desc, algo, buf, 0) != CUBLAS_STATUS_SUCCESS) continue;
+    const kernels::CompareResult r = compare_with_ref();
+    const double err = r.max_abs_ref > 0 ? r.max_abs_diff / r.max_abs_ref : r.max_abs_diff;
+    if (r.nonfinite != 0 || !(err <= tolerance(s.precision))) continue;
+    const auto t = rank == 0 && cublaslt::read_algo_config(algo) == heuristic_config ? heuristic_timing
+                                                                                    : time_algo(*desc, algo, buf);
+    if (!t) continue;
+    cublaslt::EnumeratedAlgo as_returned = *checked;
+    as_returned.algo = algo;
+    returned.push_back(json{{"rank", rank}, {"row", candidate_row(as_returned, *t, err)}});
+  }
   j["heuristic"] = json{{"key", cublaslt::algo_key(heuristic_config)},
+                        {"returned", std::move(returned)},
                         {"enumerated", heuristic_enumerated},
                         {"outside_bounds", outside_bounds},
                         {"index", -1},
@@ -441,10 +462,14 @@ void Bench::run() {
 
   std::vector<GemmSuiteShape> shapes;
   const std::regex filter(opt_.filter.empty() ? std::string(".*") : opt_.filter, std::regex::ECMAScript);
-  for (auto& s : gemm_suite())
-    if ((opt_.suite == "all" || s.model == opt_.suite) && std::regex_search(s.id, filter)) shapes.push_back(std::move(s));
+  for (auto& s : opt_.suite == "corpus" ? gemm_corpus(opt_.families) : gemm_suite())
+    if ((opt_.suite == "all" || opt_.suite == "corpus" || s.model == opt_.suite) && std::regex_search(s.id, filter))
+      shapes.push_back(std::move(s));
+  shapes = gemm_shard(std::move(shapes), opt_.shard_index, opt_.shard_count);
   if (shapes.empty())
-    throw ConfigError("--suite '" + opt_.suite + "' with --filter '" + opt_.filter + "' selects no shape of the suite");
+    throw ConfigError("--suite '" + opt_.suite + "' with --filter '" + opt_.filter + "' and --shard " +
+                      std::to_string(opt_.shard_index) + "/" + std::to_string(opt_.shard_count) +
+                      " selects no shape of the suite");
 
   // Pools sized for the largest shape of each operand type.
   std::map<DType, std::size_t> in_bytes;
@@ -473,6 +498,8 @@ void Bench::run() {
                {"cuda_runtime", version_text(gpu::runtime_version())},
                {"commit", std::getenv("HETREC_COMMIT") ? std::getenv("HETREC_COMMIT") : ""},
                {"command", opt_.command},
+               {"suite", opt_.suite},
+               {"shard", std::to_string(opt_.shard_index) + "/" + std::to_string(opt_.shard_count)},
                {"launches", opt_.launches},
                {"warmup", opt_.warmup},
                {"timing", "gated: each candidate's timed launches run back to back behind a stream gate, "
@@ -533,11 +560,16 @@ void run_gemm_bench(const GemmBenchOptions& options) {
   if (options.warmup < 0) throw ConfigError("--warmup must be >= 0");
   if (options.max_candidates_per_shape < 0) throw ConfigError("--max-candidates-per-shape must be >= 0");
   if (options.out.empty()) throw ConfigError("--out is required");
-  bool known_suite = options.suite == "all";
+  if (options.suite != "corpus" && !options.families.empty())
+    throw ConfigError("--families applies to --suite corpus only, found --suite '" + options.suite + "'");
+  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
+    throw ConfigError("--shard: expected i/n with 0 <= i < n");
+  if (options.suite == "corpus") (void)gemm_corpus(options.families);  // names every unknown family
+  bool known_suite = options.suite == "all" || options.suite == "corpus";
   for (const auto& l : gemm_suite_layers()) known_suite = known_suite || l.model == options.suite;
   if (!known_suite)
-    throw ConfigError("--suite '" + options.suite + "' is not 'all' or a model of the suite (demo, dlrm_mlperf, " +
-                      "dcnv2_mlperf, wide, narrow)");
+    throw ConfigError("--suite '" + options.suite + "' is not 'all', 'corpus' or a model of the suite (demo, " +
+                      "dlrm_mlperf, dcnv2_mlperf, wide, narrow)");
   try {
     (void)std::regex(options.filter, std::regex::ECMAScript);
   } catch (const std::regex_error& e) {

@@ -2,13 +2,18 @@
 // `hetrec gemm bench`: the cuBLASLt oracle. For every shape of the suite (perf/gemm_suite.h)
 // it enumerates cuBLASLt's algorithm configurations (gemm/cublaslt_algos.h), checks each
 // one's output against the heuristic's, times it, and writes the results as JSON (format in
-// docs/perf_model.md; perf/gemm_oracle.h reads it back).
+// docs/perf_model.md; perf/gemm_oracle.h reads it back). The heuristic's returned algorithms
+// are timed as the structs it returns, each with its list rank (`heuristic.returned`), beside
+// the enumerated configurations rebuilt from their attributes.
 #include <string>
+#include <vector>
 
 namespace hetrec {
 
 struct GemmBenchOptions {
-  std::string suite = "all";  // "all" or one model of the suite (perf/gemm_suite.h): demo, dlrm_mlperf, ...
+  std::string suite = "all";  // "all", one model of the suite (perf/gemm_suite.h), or "corpus" (perf/gemm_corpus.h)
+  std::vector<std::string> families;  // --suite corpus only: these families (empty: all)
+  int shard_index = 0, shard_count = 1;  // every shard_count-th shape from shard_index (after the filter)
   std::string filter;   // ECMAScript regex matched (search) against shape ids; empty: the whole suite
   std::string out;      // results file (written atomically, also during the run)
   int launches = 25;    // timed launches per candidate (at least 20)

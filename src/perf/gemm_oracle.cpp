@@ -138,6 +138,12 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
     const json& s = shapes[i];
     OracleShape sh;
     sh.id = get_string(s, "id", where, p);
+    if (s.contains("family")) {
+      sh.family = get_string(s, "family", where, p);
+    } else {
+      const auto first = sh.id.find('.');
+      sh.family = sh.id.substr(0, first == std::string::npos ? first : sh.id.find('.', first + 1));
+    }
     sh.m = get_number<int64_t>(s, "m", where, p);
     sh.n = get_number<int64_t>(s, "n", where, p);
     sh.k = get_number<int64_t>(s, "k", where, p);
@@ -164,6 +170,17 @@ GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where) 
         sh.heuristic_listed.push_back(listed[l].get<std::string>());
       }
       sh.heuristic_list_query_us = get_number<double>(h, "list_query_us", where, p + ".heuristic");
+    }
+    if (h.contains("returned")) {
+      const std::string hp = p + ".heuristic";
+      const json& returned = get_array(h, "returned", where, hp);
+      for (std::size_t r = 0; r < returned.size(); ++r) {
+        const std::string rp = hp + ".returned[" + std::to_string(r) + "]";
+        OracleCandidate c = parse_candidate(field(returned[r], "row", where, rp), where, rp + ".row");
+        c.returned_rank = get_number<int>(returned[r], "rank", where, rp);
+        if (c.returned_rank < 0) bad(where, rp + ".rank", "expected a rank >= 0");
+        sh.returned.push_back(std::move(c));
+      }
     }
     const json& cands = get_array(s, "candidates", where, p);
     for (std::size_t c = 0; c < cands.size(); ++c) {

@@ -31,6 +31,9 @@ struct OracleCandidate {
   double min_us = 0;
   double max_error = 0;  // relative max error against the heuristic's output
   GemmConfig config;     // the configuration in the model's terms
+  // Its rank in the heuristic's returned list when it was timed as the struct the library
+  // returned (OracleShape::returned); -1 for an enumerated configuration.
+  int returned_rank = -1;
 };
 
 inline constexpr const char* kOracleCandidateColumns[] = {
@@ -51,6 +54,8 @@ struct OracleRejected {
 
 struct OracleShape {
   std::string id;
+  // The layer family (the file's `family`; else the id's first two parts, "<model>.<layer>").
+  std::string family;
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;
   std::string precision, epilogue, d_type;
@@ -63,6 +68,9 @@ struct OracleShape {
   std::vector<std::string> heuristic_listed;
   double heuristic_list_query_us = 0;
   std::vector<OracleCandidate> candidates;
+  // The heuristic's returned algorithms timed as returned, rank order (empty in records
+  // written before they were timed).
+  std::vector<OracleCandidate> returned;
   std::vector<OracleRejected> rejected;
 };
 

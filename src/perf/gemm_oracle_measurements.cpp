@@ -394,6 +394,9 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
     }
     const double best_candidate = best_all;
     if (s.heuristic_median_us > 0.0) best_all = std::min(best_all, s.heuristic_median_us);
+    // The heuristic's algorithms timed as it returned them are measured times of the shape too.
+    for (const OracleCandidate& r : s.returned)
+      if (r.median_us > 0.0) best_all = std::min(best_all, r.median_us);
     if (m.candidates.empty()) {
       ++out.undescribed_shapes;
       continue;

@@ -1,0 +1,138 @@
+#include "cli/gemm_corpus_command.h"
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cli/hw_dir.h"
+#include "core/error.h"
+#include "core/exclusive_file.h"
+#include "core/utc_time.h"
+#include "hw/hardware.h"
+#include "perf/gemm_model_params.h"
+#include "perf/gemm_oracle.h"
+#include "perf/gemm_oracle_merge.h"
+#include "perf/gemm_ranker.h"
+#include "perf/gemm_ranker_features.h"
+
+namespace hetrec::cli {
+
+namespace {
+
+struct CorpusOptions {
+  std::string oracle, out, ranker, report, hw = "h200_sxm", hw_dir = default_hw_dir();
+  std::vector<std::string> pieces;
+};
+
+// CPU time per new shape of the features and the ranker's scoring (the heuristic's query,
+// which needs the GPU, is not included), and of a repeated shape's cache lookup.
+struct SelectionCost {
+  double features_and_score_us = 0.0;
+  double features_us = 0.0, score_us = 0.0;
+  std::size_t shapes = 0;
+};
+
+SelectionCost selection_cost(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
+                             const std::vector<RankerShape>& shapes) {
+  using Clock = std::chrono::steady_clock;
+  SelectionCost c;
+  const auto start = Clock::now();
+  double features = 0;
+  for (const RankerShape& s : shapes) {
+    const auto t0 = Clock::now();
+    const auto rows = gemm_ranker_rows(hw, params, s.problem, s.candidates);
+    features += std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+    (void)route_gemm_choice(ranker, rows, s.heuristic_candidate);
+    ++c.shapes;
+  }
+  const double n = static_cast<double>(c.shapes ? c.shapes : 1);
+  c.features_and_score_us = std::chrono::duration<double, std::micro>(Clock::now() - start).count() / n;
+  c.features_us = features / n;
+  c.score_us = c.features_and_score_us - c.features_us;
+  return c;
+}
+
+}  // namespace
+
+void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
+  auto o = std::make_shared<CorpusOptions>();
+  CLI::App* merge = gemm->add_subcommand(
+      "merge", "merge pieces of one oracle corpus (gemm bench --shard) measured alike into one results file");
+  merge->add_option("pieces", o->pieces, "results files of gemm bench (.json or .json.xz)")->required();
+  merge->add_option("--out", o->out, "the merged results file (JSON)")->required();
+  merge->callback([o, &action] {
+    action = [o] {
+      write_file_atomically(o->out, merge_gemm_oracles(o->pieces));
+      std::printf("merged %zu pieces -> %s\n", o->pieces.size(), o->out.c_str());
+    };
+  });
+
+  CLI::App* features = gemm->add_subcommand(
+      "features", "write the learned ranker's features of every candidate of an oracle (CSV, for training)");
+  features->add_option("--oracle", o->oracle, "results of hetrec gemm bench (.json or .json.xz)")->required();
+  features->add_option("--out", o->out, "the CSV file")->required();
+  features->add_option("--hw", o->hw, "hardware description name")->capture_default_str();
+  features->add_option("--hw-dir", o->hw_dir, "hardware descriptions directory")->capture_default_str();
+  features->callback([o, &action] {
+    action = [o] {
+      const Hardware hw = load_hardware_by_name(o->hw, o->hw_dir);
+      const GemmModelParams params = load_gemm_params_for(hw, o->hw_dir + "/params");
+      const auto shapes = ranker_shapes(hw, load_gemm_oracle(o->oracle));
+      write_file_atomically(o->out, gemm_ranker_csv(hw, params, shapes));
+      std::printf("%zu shapes -> %s\n", shapes.size(), o->out.c_str());
+    };
+  });
+
+  CLI::App* eval = gemm->add_subcommand(
+      "ranker-eval", "judge a trained ranker on its corpus held out by family, beside cuBLASLt's heuristic");
+  eval->add_option("--ranker", o->ranker, "the ranker file (tools/train_gemm_ranker.py)")->required();
+  eval->add_option("--oracle", o->oracle, "the corpus it was trained on")->required();
+  eval->add_option("--report", o->report, "write the results record (JSON) here");
+  eval->add_option("--hw", o->hw, "hardware description name")->capture_default_str();
+  eval->add_option("--hw-dir", o->hw_dir, "hardware descriptions directory")->capture_default_str();
+  eval->callback([o, &action] {
+    action = [o] {
+      const Hardware hw = load_hardware_by_name(o->hw, o->hw_dir);
+      const GemmModelParams params = load_gemm_params_for(hw, o->hw_dir + "/params");
+      const GemmOracle oracle = load_gemm_oracle(o->oracle);
+      const GemmRankerValidators device{oracle.gpu, oracle.driver, oracle.cublaslt_version, ""};
+      const auto shapes = ranker_shapes(hw, oracle);
+      const RankerEvaluation e = evaluate_ranker_held_out(o->ranker, device, hw, params, shapes);
+      const SelectionCost cost = selection_cost(*load_gemm_ranker(o->ranker, device), hw, params, shapes);
+      std::printf("%zu shapes held out by family: ranker geomean %.4f p5 %.4f time-weighted %.4f | routed %.4f p5 "
+                  "%.4f time-weighted %.4f (%zu learned picks) | heuristic %.4f p5 %.4f time-weighted %.4f\n"
+                  "selection cost per new shape: %.1f us of CPU (features %.1f, scoring %.1f; the heuristic's query "
+                  "is apart)\n",
+                  e.shapes, e.ranker_geomean, e.ranker_p5, e.ranker_time_weighted, e.routed_geomean, e.routed_p5,
+                  e.routed_time_weighted, e.routed_learned, e.heuristic_geomean, e.heuristic_p5,
+                  e.heuristic_time_weighted, cost.features_and_score_us, cost.features_us, cost.score_us);
+      if (o->report.empty()) return;
+      const nlohmann::json j{
+          {"what", "GEMM selection by the learned ranker and its router, held out by layer family (every shape "
+                   "predicted once by the fold model that never saw its family), beside cuBLASLt's heuristic top-1 "
+                   "as returned; zero timing"},
+          {"date", utc_time("%Y-%m-%d")},
+          {"hardware", oracle.gpu + ", driver " + oracle.driver + ", cuBLASLt " + oracle.cublaslt_version},
+          {"commit", std::getenv("HETREC_COMMIT") ? std::getenv("HETREC_COMMIT") : ""},
+          {"command", "hetrec gemm ranker-eval --ranker " + o->ranker + " --oracle " + o->oracle},
+          {"oracle", o->oracle},
+          {"ranker", o->ranker},
+          {"floor", "n/a (a selection: the oracle, the fastest measured configuration, is the ceiling 1.0)"},
+          {"shapes", e.shapes},
+          {"ranker", {{"geomean", e.ranker_geomean}, {"p5", e.ranker_p5}, {"time_weighted", e.ranker_time_weighted}}},
+          {"routed",
+           {{"geomean", e.routed_geomean}, {"p5", e.routed_p5}, {"time_weighted", e.routed_time_weighted},
+            {"learned_picks", e.routed_learned}}},
+          {"heuristic",
+           {{"geomean", e.heuristic_geomean}, {"p5", e.heuristic_p5}, {"time_weighted", e.heuristic_time_weighted}}},
+          {"routed_over_heuristic_time_weighted", e.routed_time_weighted / e.heuristic_time_weighted},
+          {"selection_cpu_us_per_new_shape_excluding_heuristic_query", cost.features_and_score_us}};
+      write_file_atomically(o->report, j.dump(2) + "\n");
+    };
+  });
+}
+
+}  // namespace hetrec::cli
