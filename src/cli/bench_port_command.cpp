@@ -25,6 +25,7 @@
 #include "cli/plan_support.h"
 #include "core/error.h"
 #include "core/exclusive_file.h"
+#include "core/install_paths.h"
 #include "core/log.h"
 #include "plan/constraints_toml.h"
 #include "plan/port_comparison.h"
@@ -51,11 +52,11 @@ struct PortOptions {
   int64_t samples = 0;
   std::string out;
   std::string hw_dir = default_hw_dir();
-  std::string measurements = std::string(HETREC_SOURCE_DIR) + "/bench/results";
+  std::string measurements = data_dir() + "/bench/results";
   bool no_calibration = false;
   std::string constraints_file;
   int64_t max_batch = 0;
-  std::string tuned_kernels = std::string(HETREC_SOURCE_DIR) + "/tune/winners.json";
+  std::string tuned_kernels = data_dir() + "/tune/winners.json";
   bool components = false;
   std::string command_line;
 };
