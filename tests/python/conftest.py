@@ -14,8 +14,8 @@ DEMO = SOURCE / "configs" / "demo.toml"
 
 def small_demo(tmp):
     """Overrides that shrink the demo to 32 steps of 512 samples and 4096 evaluation samples,
-    with its outputs under `tmp` and a fixed thread count (runs are bitwise reproducible
-    for a given thread count)."""
+    with its outputs under `tmp`, on the CPU with a fixed thread count (its runs are bitwise
+    reproducible for a given thread count)."""
     return [
         "data.synthetic.train_samples=16384",
         "data.synthetic.eval_samples=4096",
@@ -23,6 +23,7 @@ def small_demo(tmp):
         "train.eval_every=0",
         "train.log_every=8",
         "train.threads=2",
+        "train.device=cpu",  # bitwise reproducible runs on any machine
         "train.progress=off",
         "train.log_level=warn",
         f'train.metrics_path="{tmp}/metrics.jsonl"',
