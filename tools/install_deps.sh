@@ -14,6 +14,9 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       # and the AMD GPU device libraries; rocPRIM's headers for the library sort
       # (src/kernels/library_sort.cu).
       hipcc libamdhip64-dev rocm-device-libs librocprim-dev
+      # Headless Chromium: the pictures' layout test renders the planner's SVG and the run
+      # report (tests/report/check_layout.py).
+      chromium
       # Distributed training over MPI (src/dist/, mpirun in the tests).
       openmpi-bin libopenmpi-dev
       # The model-backed kernel proposer's HTTPS client (src/tune/http_client.cpp).

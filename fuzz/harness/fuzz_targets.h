@@ -38,6 +38,10 @@ void probe_cache(std::span<const uint8_t> data);
 // Byte 0 picks the mode (the rest as the whole response body, or as the message content
 // of a well-formed completion), through the model proposer's reply parser.
 void proposer_reply(std::span<const uint8_t> data);
+// Byte 0 picks the mode (a .npy file or an .npz archive, the rows per read, the order),
+// the rest is the file: the .npy header parser, the .npz table of contents and the row
+// reader over files, stored and deflated members.
+void npy_npz(std::span<const uint8_t> data);
 
 struct Target {
   std::string_view name;  // also the corpus directory: fuzz/corpus/<name>/
@@ -49,6 +53,7 @@ inline constexpr Target kTargets[] = {
     {"checkpoint", checkpoint},   {"hardware_file", hardware_file}, {"gemm_params", gemm_params},
     {"gemm_cache", gemm_cache},
     {"winners_file", winners_file}, {"probe_cache", probe_cache},     {"proposer_reply", proposer_reply},
+    {"npy_npz", npy_npz},
 };
 
 }  // namespace hetrec::fuzz

@@ -18,5 +18,6 @@ void add_tune_command(CLI::App& app, Action& action);
 void add_export_command(CLI::App& app, Action& action);
 void add_predict_command(CLI::App& app, Action& action);
 void add_bench_command(CLI::App& app, Action& action);
+void add_report_command(CLI::App& app, Action& action);
 
 }  // namespace hetrec::cli

@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   hetrec::cli::add_export_command(app, action);
   hetrec::cli::add_predict_command(app, action);
   hetrec::cli::add_bench_command(app, action);
+  hetrec::cli::add_report_command(app, action);
   // No command at all: the usage, on stderr since nothing was done.
   if (argc <= 1) {
     app.name("hetrec");

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/build_info.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -84,7 +85,7 @@ void add_train_command(CLI::App& app, Action& action) {
     action = [opts] {
       RunConfig cfg = load_run_config(opts->config, opts->overrides, opts->recipe);
       Logger log(parse_log_level(cfg.train.log_level));
-      Trainer trainer(cfg, log);
+      Trainer trainer(cfg, log, BuildIdentity{kBuildVersion, kBuildCommit});
       const TrainSummary summary = trainer.run();
       if (summary.rank == 0) print_summary(summary);  // distributed: rank 0 reports
     };

@@ -23,6 +23,7 @@
 #include "train/metrics_log.h"
 #include "train/model_factory.h"
 #include "train/progress.h"
+#include "train/run_header.h"
 #include "train/sharded_checkpoint.h"
 #include "dist/process_group.h"
 #include "model/dlrm.h"
@@ -57,7 +58,8 @@ EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64
   return r;
 }
 
-Trainer::Trainer(RunConfig config, const Logger& log) : cfg_(std::move(config)), log_(log) {}
+Trainer::Trainer(RunConfig config, const Logger& log, BuildIdentity build)
+    : cfg_(std::move(config)), log_(log), build_(std::move(build)) {}
 
 namespace {
 
@@ -167,7 +169,7 @@ std::string without_model_step_prefix(const std::string& message) {
 // checkpoints) and report (final evaluation, checkpoint and metrics).
 class TrainingRun {
  public:
-  TrainingRun(const RunConfig& cfg, const Logger& log);
+  TrainingRun(const RunConfig& cfg, const Logger& log, const BuildIdentity& build);
   TrainSummary run();
   void observe(MetricsObserver observer) { metrics_->set_observer(std::move(observer)); }
   std::unique_ptr<Model> release_model() { return group_ ? nullptr : std::move(model_); }
@@ -201,6 +203,7 @@ class TrainingRun {
   DistributedModel* dmodel_ = nullptr;
   std::unique_ptr<Pipeline> pipeline_;
   std::unique_ptr<BatchSource> eval_source_;
+  std::optional<RunHeader> header_;  // what the metrics file holds already
   std::unique_ptr<MetricsLog> metrics_;
   std::unique_ptr<ProgressLine> progress_;
   std::string signature_;
@@ -218,7 +221,7 @@ class TrainingRun {
   std::vector<int64_t> loop_samples_;
 };
 
-TrainingRun::TrainingRun(const RunConfig& cfg, const Logger& log)
+TrainingRun::TrainingRun(const RunConfig& cfg, const Logger& log, const BuildIdentity& build)
     : cfg_(cfg),
       tc_(cfg.train),
       group_(dist::launched_by_mpi() ? dist::make_process_group(cfg.train.collective_timeout_s) : nullptr),
@@ -227,6 +230,8 @@ TrainingRun::TrainingRun(const RunConfig& cfg, const Logger& log)
       log_(rank0_ ? log : rank_log_) {
   if (tc_.threads > 0) omp_set_num_threads(tc_.threads);
   lock_checkpoint_dir();
+  header_.emplace(rank0_ ? tc_.metrics_path : std::string(), build);
+  header_->refuse_unless_resuming(tc_.resume);
   build_model();
   open_data();
   metrics_ = std::make_unique<MetricsLog>(rank0_ ? tc_.metrics_path : std::string());
@@ -350,6 +355,7 @@ void TrainingRun::resume() {
   step_ = pos.step;
   epoch_ = pos.epoch;
   position_ = pos.data_position;
+  if (rank0_) metrics_->write(header_->record(cfg_, last_good_, step_, summary_.device, summary_.world_size));
 
   const int64_t train_size = pipeline_->size_hint();
   const int64_t steps_per_epoch = train_size > 0 ? (train_size + tc_.batch_size - 1) / tc_.batch_size : -1;
@@ -558,7 +564,7 @@ std::string TrainingRun::last_good_note() const {
 }  // namespace
 
 TrainSummary Trainer::run() {
-  TrainingRun run(cfg_, log_);
+  TrainingRun run(cfg_, log_, build_);
   run.observe(observer_);
   const TrainSummary summary = run.run();
   model_ = run.release_model();

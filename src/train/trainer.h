@@ -15,6 +15,7 @@
 #include "model/model.h"
 #include "train/config.h"
 #include "train/metrics_log.h"
+#include "train/run_header.h"
 
 namespace hetrec {
 
@@ -66,7 +67,8 @@ EvalResult evaluate(Model& model, BatchSource& source, int64_t batch_size, int64
 // (train/sharded_checkpoint.h) and resume with any number of ranks.
 class Trainer {
  public:
-  Trainer(RunConfig config, const Logger& log);
+  // `build` names the program in the metrics file's run header (train/run_header.h).
+  Trainer(RunConfig config, const Logger& log, BuildIdentity build = {});
   TrainSummary run();
   // Every metrics record of the run (train, eval, checkpoint, final) as it is written.
   void set_observer(MetricsObserver observer) { observer_ = std::move(observer); }
@@ -79,6 +81,7 @@ class Trainer {
   const Logger& log_;
   MetricsObserver observer_;
   std::unique_ptr<Model> model_;
+  BuildIdentity build_;
 };
 
 }  // namespace hetrec

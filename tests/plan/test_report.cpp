@@ -2,6 +2,8 @@
 // uses), the SVG chart (well-formed, one segment per non-zero phase), and the tables.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 #include <set>
 #include <string>
@@ -138,23 +140,35 @@ TEST(Report, RecipeTomlListsHostTablesAndEscapesNames) {
   EXPECT_EQ((*host)[1].value<std::string>(), "t9");
 }
 
-TEST(Report, SvgIsWellFormedWithOneSegmentPerPhase) {
-  std::vector<std::pair<std::string, StepPrediction>> bars;
+TEST(Report, SvgIsWellFormedWithOneSegmentPerPhaseAndALegendOfThePhasesShown) {
+  std::vector<ChartBar> bars;
   int segments = 0;
+  std::array<bool, kStepPhaseCount> shown{};
   for (const char* hw : {"h100_sxm", "h200_sxm"}) {
     const RecipeEvaluation e = chosen(hw);
-    bars.emplace_back(std::string(hw) + " <fp16 & more>", e.step);
-    for (double ms : e.step.phase_ms) segments += ms > 0.0;
+    bars.push_back({std::string("NVIDIA ") + hw + " <fp16 & more>", "batch 65536", e.step, 60e9, 140e9});
+    for (std::size_t i = 0; i < kStepPhaseCount; ++i) {
+      segments += e.step.phase_ms[i] > 0.0;
+      shown[i] = shown[i] || e.step.phase_ms[i] > 0.0;
+    }
   }
-  const std::string svg = breakdown_svg("DLRM-DCNv2 \"MLPerf\" step", bars);
+  const std::size_t shown_count = static_cast<std::size_t>(std::count(shown.begin(), shown.end(), true));
+  ASSERT_LT(shown_count, kStepPhaseCount);  // one GPU: no communication phases
+  const std::string svg = breakdown_svg("DLRM-DCNv2 \"MLPerf\"", bars);
   EXPECT_EQ(check_xml(svg), "svg");
   EXPECT_EQ(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\"", 0), 0u);
-  // Background, one rectangle per non-zero phase of each bar, one legend swatch per phase.
-  EXPECT_EQ(count(svg, "<rect "), 1 + static_cast<std::size_t>(segments) + kStepPhaseCount);
+  // Background, one rectangle per non-zero phase of each bar, one legend swatch per phase shown.
+  EXPECT_EQ(count(svg, "<rect "), 1 + static_cast<std::size_t>(segments) + shown_count);
   EXPECT_EQ(count(svg, "<title>"), static_cast<std::size_t>(segments));
-  EXPECT_NE(svg.find("h100_sxm &lt;fp16 &amp; more&gt;"), std::string::npos);
-  EXPECT_NE(svg.find("&quot;MLPerf&quot;"), std::string::npos);
-  for (StepPhase p : kAllStepPhases) EXPECT_NE(svg.find(std::string(step_phase_name(p))), std::string::npos);
+  EXPECT_NE(svg.find("NVIDIA h100_sxm &lt;fp16 &amp; more&gt;"), std::string::npos);
+  EXPECT_NE(svg.find("&quot;MLPerf&quot; on 2 accelerators; throughput relative to the fastest, NVIDIA h200_sxm"),
+            std::string::npos)
+      << svg;
+  EXPECT_NE(svg.find("M samples/s (1.00x)"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("peak 55.9 of 130.4 GiB"), std::string::npos) << svg;
+  for (std::size_t i = 0; i < kStepPhaseCount; ++i)
+    EXPECT_EQ(svg.find(">" + std::string(step_phase_name(kAllStepPhases[i])) + "</text>") != std::string::npos, shown[i])
+        << step_phase_name(kAllStepPhases[i]);
 }
 
 TEST(Report, TablesNameEveryHardwareAndExplainRefusals) {
