@@ -38,10 +38,10 @@ constexpr std::size_t radix_sort_workspace_bytes(int64_t capacity) {
 // (cub/device/dispatch/dispatch_radix_sort.cuh): per portion of up to 2^28 pairs and per
 // pass (8-bit digits, at most 4 passes) a histogram of 256 counters, and the look-back
 // counters of the largest portion, 256 per tile; each part on its own 256-byte boundary.
-// Its tiles hold 384 x 21 pairs on the A100 (Policy800) and are tuned per key and value
-// size from the H100 on; the bound assumes tiles of kLibrarySortMinTile pairs, the engine
-// sort's. The library's own query is checked against it before every sort
-// (kernels/library_sort.cu), and by a GPU test over many capacities.
+// Its tiles of 32-bit keys and values hold 384 x 21 pairs on the A100 (Policy800) and
+// 384 x 23 from the H100 on (Policy900); the bound assumes tiles of kLibrarySortMinTile
+// pairs, the engine sort's, about half those. The library's own query is checked against
+// it before every sort (kernels/library_sort.cu), and by a GPU test over many capacities.
 inline constexpr int64_t kLibrarySortMinTile = 4096;
 inline constexpr int64_t kLibrarySortPortion = (int64_t{1} << 28) - kLibrarySortMinTile;
 inline constexpr int kLibrarySortMaxPasses = 4;
