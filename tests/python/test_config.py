@@ -69,3 +69,5 @@ def test_a_missing_config_file_is_named(tmp_path):
     missing = tmp_path / "none.toml"
     with pytest.raises(hetrec.Error, match=str(missing)):
         hetrec.Session(missing)
+    assert issubclass(hetrec.ConfigError, hetrec.Error) and issubclass(hetrec.ConfigError, ValueError)
+    assert issubclass(hetrec.IoError, OSError) and issubclass(hetrec.NumericError, ArithmeticError)
