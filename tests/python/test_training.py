@@ -1,5 +1,7 @@
 """hetrec.Session.train: the trainer `hetrec train` runs, driven from Python."""
 import json
+import threading
+import time
 import tomllib
 
 import pytest
@@ -61,3 +63,27 @@ def test_an_exception_in_the_callback_stops_training(tmp_path):
 
     with pytest.raises(KeyError, match="stop at step 8"):
         hetrec.Session(DEMO, small_demo(tmp_path)).train(callback=stop)
+
+
+def test_other_python_threads_run_while_the_engine_trains(tmp_path):
+    # Training releases the GIL: a thread that needs it keeps counting meanwhile (with the
+    # GIL held for the whole run it could not count at all without a callback).
+    ticks, done = [0], threading.Event()
+
+    def count():
+        while not done.is_set():
+            ticks[0] += 1
+            time.sleep(0.001)
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    try:
+        before = ticks[0]
+        started = time.monotonic()
+        hetrec.Session(DEMO, small_demo(tmp_path)).train()
+        seconds = time.monotonic() - started
+        during = ticks[0] - before
+    finally:
+        done.set()
+        counter.join()
+    assert during >= 20, (during, seconds)
