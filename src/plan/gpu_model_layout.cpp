@@ -46,6 +46,7 @@ GpuModelLayout gpu_model_layout(const ModelConfig& model) {
   if (model.arch == Arch::dcnv2) {
     g.cross_layers = model.cross_layers;
     g.cross_rank = model.cross_rank;
+    g.cross_residual_16bit = model.cross_residual_16bit;
   }
   // State order of the GPU model (model/gpu/gpu_dlrm.cpp): bottom MLP, cross net, top MLP.
   add_mlp_tensors("bottom_mlp.", g.bottom, g.dense_tensors);

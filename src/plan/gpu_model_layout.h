@@ -39,6 +39,7 @@ struct GpuModelLayout {
   std::vector<LinearShape> top;     // ReLU on all but the last
   int cross_layers = 0;             // DCNv2 only; 0 = the top MLP reads the concatenation
   int cross_rank = 0;               // 0 = full rank
+  bool cross_residual_16bit = false;  // model.cross_residual = "16bit" (used when the cross net is 16-bit)
   std::vector<DenseTensorShape> dense_tensors;  // state order: bottom, cross, top
   int64_t dense_elements = 0;       // without padding
   int64_t dense_flat_elements = 0;  // with every tensor's alignment (model/gpu/dense_layout.h)
@@ -74,6 +75,13 @@ struct GpuModelLayout {
   // reads only the 16-bit copy).
   bool cross_output_fp32(bool sixteen) const {
     return !(cross_16bit(sixteen) && !top.empty() && top.front().sixteen_bit_eligible());
+  }
+  // Whether cross layer l's output x_{l+1} is kept in fp32 (gpu_cross_net.cpp: all but the
+  // last with the fp32 residual stream, none of those with the 16-bit one; the last as
+  // cross_output_fp32 says).
+  bool cross_layer_output_fp32(int l, bool sixteen) const {
+    if (l + 1 == cross_layers) return cross_output_fp32(sixteen);
+    return !(cross_16bit(sixteen) && cross_residual_16bit);
   }
 };
 

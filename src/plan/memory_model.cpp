@@ -201,7 +201,7 @@ void activations(Ledger& m, const GpuModelLayout& g, const Recipe& recipe, int64
     const std::string acts = std::string("cross net activations (x_l, z_l") + (g.cross_rank > 0 ? ", V x_l" : "") +
                              " of " + plural(g.cross_layers, "layer", "layers") + ")";
     for (int l = 0; l < g.cross_layers; ++l) {
-      if (l + 1 < g.cross_layers || g.cross_output_fp32(half)) m.device(acts, b * n * kFloatBytes);
+      if (g.cross_layer_output_fp32(l, half)) m.device(acts, b * n * kFloatBytes);
       m.device(acts, b * n * op);
       if (g.cross_rank > 0) m.device(acts, b * g.cross_rank * op);
     }

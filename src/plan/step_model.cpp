@@ -226,7 +226,9 @@ void mlp_backward(WorkBuilder& w, StepPhase phase, const std::string& name, cons
 }
 
 // GpuCrossNet::forward: X rounded once (16-bit); per layer the GEMMs (16-bit outputs in
-// 16-bit mode), then x_{l+1} = x0 * z + x_l in fp32 and its 16-bit copy in one pass.
+// 16-bit mode), then x_{l+1} = x0 * z + x_l in fp32 and its 16-bit copy in one pass; with
+// the 16-bit residual stream that pass reads x0 and x_l in 16 bits
+// (kernels/cross_net_stream16.cu) and writes x_{l+1} in fp32 only where it is kept so.
 void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const int64_t n = g.interaction_width, r = g.cross_rank;
   const auto phase = StepPhase::interaction_fwd;
@@ -242,8 +244,10 @@ void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
     } else {
       w.gemm(phase, layer, "W x + b", b, n, n, false, true, GemmEpilogue::bias, false, half, half);
     }
-    const bool fp32_out = l + 1 < g.cross_layers || g.cross_output_fp32(w.sixteen_bit());
-    const double bytes = 2 * kFloatBytes + op + (fp32_out ? kFloatBytes : 0.0) + (half ? kHalfBytes : 0.0);
+    const bool fp32_out = g.cross_layer_output_fp32(l, w.sixteen_bit());
+    const bool stream16 = half && g.cross_residual_16bit;
+    const double inputs = stream16 ? 2 * kHalfBytes : 2 * kFloatBytes;  // x0 and x_l
+    const double bytes = inputs + op + (fp32_out ? kFloatBytes : 0.0) + (half ? kHalfBytes : 0.0);
     w.hbm(phase, StepFactor::elementwise, bd * n * bytes, layer + " x0 * z + x (and its 16-bit copy)");
     if (half) w.rounded_in_pass(phase, bd * n, layer + " x0 * z + x");
     w.launches(phase, 1);

@@ -238,6 +238,19 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   EXPECT_EQ(count_terms(bw, StepPhase::bottom_mlp_fwd, StepFactor::gemm_fp32), 1);
   EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::gemm_16bit), 6);
   EXPECT_LT(predict_step(bw, h200.step).phase(StepPhase::interaction_bwd), b.phase(StepPhase::interaction_bwd));
+  // The 16-bit residual stream: each cross pass reads x0 and x_l in 16 bits and writes
+  // no fp32 x_{l+1} (the last one has none either: the top MLP reads its 16-bit copy), so
+  // the passes' bytes go from 4 + 4 + 2 + 4 + 2 (2 + 4 + 2 + 2 for the last) to 2 + 2 + 2 + 2 per element.
+  ModelConfig m16 = m;
+  m16.cross_residual_16bit = true;
+  const StepWork bw16 = step_work(m16, o, bf16, h200.gemm, IdDistribution{});
+  const double elems = 65536.0 * 27 * 128;
+  EXPECT_NEAR(phase_base(bw, StepPhase::interaction_fwd, StepFactor::elementwise) -
+                  phase_base(bw16, StepPhase::interaction_fwd, StepFactor::elementwise),
+              (2 * 8.0 + 4.0) * elems / (h200.hw().hbm_tbs * 1e6),
+              1e-9 * phase_base(bw, StepPhase::interaction_fwd, StepFactor::elementwise));
+  EXPECT_DOUBLE_EQ(phase_base(bw16, StepPhase::interaction_bwd, StepFactor::elementwise),
+                   phase_base(bw, StepPhase::interaction_bwd, StepFactor::elementwise));
   Recipe fp16 = bf16;
   fp16.dense = DensePrecision::fp16;
   const StepWork fw = step_work(m, o, fp16, h200.gemm, IdDistribution{});
