@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The planner against measurement on one H200, full MLPerf DLRM-DCNv2, from prebuilt
+# binaries (.carry/suite/suite.tar.xz, as suite.sh):
+#   1. bench/plan_recipes.py: the 12 recipes of bench/recipes/mlperf-b{32,64,128,256}k-
+#      {bf16,tf32}-{fp32,bf16}rows.toml (those that fit) and the recipes `hetrec plan` chooses
+#      for h200_sxm and for the H100 and the A100 (the direct ports), each predicted and
+#      trained for a short run (--warmup + --steps steps, median train_step, device memory);
+#      writes OUT_DIR/planner-<date>-h200-mlperf-grid.json.
+#   2. `hetrec bench port` from the H100 and from the A100 40 GB (port: the H100's plan,
+#      cuBLASLt's heuristic GEMMs, built-in kernels; hetrec: the H200's plan, the GEMM model's
+#      choices, tune/winners.json), from the H100 with --components (each component
+#      switched alone); equal samples (default 2097152), eval AUC on 262144 samples;
+#      writes OUT_DIR/direct-port-<date>-from-<hw>.json.
+# Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks them.
+# Usage: tools/gpu_machine/planner_recipes.sh OUT_DIR COMMIT [STEPS] [PORT_SAMPLES]
+set -uo pipefail
+out=$1 commit=$2 steps=${3:-20} port_samples=${4:-2097152}
+root=/tmp/hetrec-suite
+mkdir -p "$root" "$out"
+[ -x "$root/bin/hetrec" ] || tar -C "$root" -xJf .carry/suite/suite.tar.xz
+export LD_LIBRARY_PATH=$root/lib:${LD_LIBRARY_PATH:-}
+export HETREC_HW_DIR=$PWD/hw HETREC_COMMIT=$commit PYTHONUNBUFFERED=1
+bin=$root/bin
+date=$(date -u +%Y%m%d)
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+start=$(date +%s)
+echo "=== recipes ($(date +%T))"
+timeout 300 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s 270 \
+  --steps "$steps" --warmup 5 --tag h200-mlperf-grid --port-from h100_sxm,a100_sxm_40gb \
+  --plan-args "--dense fp32,tf32,bf16 --allow-host-tables" \
+  --planned configs/dlrm_dcnv2_mlperf.toml \
+  --run configs/dlrm_dcnv2_mlperf.toml bench/recipes/mlperf-b32k-*rows.toml bench/recipes/mlperf-b64k-bf16-*rows.toml \
+        bench/recipes/mlperf-b64k-tf32-bf16rows.toml bench/recipes/mlperf-b64k-tf32-fp32rows.toml \
+        bench/recipes/mlperf-b128k-*rows.toml bench/recipes/mlperf-b256k-*rows.toml \
+  > "$out/plan_recipes.out" 2>&1
+echo "plan_recipes rc=$? ($(( $(date +%s) - start )) s)"; tail -12 "$out/plan_recipes.out"
+for from in h100_sxm a100_sxm_40gb; do
+  echo "=== bench port --from $from ($(date +%T))"
+  components=""
+  [ "$from" = h100_sxm ] && components=--components
+  timeout 150 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to h200_sxm \
+    --samples "$port_samples" $components --tuned-kernels tune/winners.json \
+    --set data.synthetic.eval_samples=262144 --set data.reader_threads=15 \
+    --out "$out/direct-port-$date-from-$from.json" > "$out/bench-port-$from.log" 2>&1
+  echo "bench port rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from.log"
+done
