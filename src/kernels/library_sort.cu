@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <string>
 
-#if defined(__HIP_PLATFORM_AMD__) || defined(HETREC_WITH_HIP)
+#if defined(HETREC_GPU_HIP)  // gpu/platform.h, through kernels/library_sort.h
 #include <rocprim/device/device_radix_sort.hpp>
 #else
 #include <cub/device/device_radix_sort.cuh>
@@ -42,7 +42,7 @@ void check_arguments(int64_t capacity, int key_bits) {
                         " exceeds the library's 32-bit item count");
 }
 
-#if defined(__HIP_PLATFORM_AMD__) || defined(HETREC_WITH_HIP)
+#if defined(HETREC_GPU_HIP)
 using KeyBuffer = rocprim::double_buffer<uint32_t>;
 // rocPRIM: storage_size is written when temp is null, otherwise the sort runs. After a
 // sort, current() is the buffer holding the result.
