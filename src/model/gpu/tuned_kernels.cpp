@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 
 #include "core/error.h"
@@ -10,6 +11,8 @@
 #include "tune/dot_backward_model.h"
 #include "tune/dot_interaction_model.h"
 #include "tune/embedding_forward_model.h"
+#include "tune/kernel_families.h"
+#include "tune/small_gemm_model.h"
 #include "tune/sparse_update_model.h"
 #include "tune/winners.h"
 
@@ -54,9 +57,9 @@ std::optional<tune::Winner> borrowed_winner(const tune::WinnersStore& store, con
   return w;
 }
 
-// The cross net's two passes: each its winner, or the built-in variant and why.
-void load_cross_kernels(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
-                        const kernels::CrossNetShape& shape, TunedKernels& out) {
+// The cross net's forward pass: its winner, or the built-in variant and why.
+void load_cross_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
+                               const kernels::CrossNetShape& shape, TunedKernels& out) {
   std::string why_not;
   if (const auto w = find_winner(store, device, tune::kCrossForwardKernel, shape.key(), why_not)) {
     out.cross_forward = std::make_unique<kernels::TunedCrossForward>(
@@ -67,6 +70,12 @@ void load_cross_kernels(const tune::WinnersStore& store, const gpu::DeviceProper
   } else {
     out.note = joined(out.note, "cross forward: built-in variant (" + why_not + ")");
   }
+}
+
+// The cross net's backward pass: its winner, or the built-in variant and why.
+void load_cross_backward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
+                                const kernels::CrossNetShape& shape, TunedKernels& out) {
+  std::string why_not;
   if (const auto w = find_winner(store, device, tune::kCrossBackwardKernel, shape.key(), why_not)) {
     out.cross_backward = std::make_unique<kernels::TunedCrossBackward>(
         shape, tune::to_cross_backward_variant(w->params), device.compute_major, device.compute_minor,
@@ -90,29 +99,36 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
   if (!std::filesystem::exists(winners_file))
     throw ConfigError("tuned kernels file '" + winners_file + "' does not exist (run `hetrec tune` to write it)");
   const tune::WinnersStore store = tune::WinnersStore::load(winners_file);
-  std::string why_not;
-  auto forward = find_winner(store, device, tune::kEmbeddingForwardKernel, forward_shape.key(), why_not);
-  std::string borrowed;
-  if (!forward && forward_shape.out_dtype == DType::bf16) {
-    kernels::EmbeddingForwardShape fp32_out = forward_shape;
-    fp32_out.out_dtype = DType::f32;
-    forward = borrowed_winner(
-        store, device, tune::kEmbeddingForwardKernel, fp32_out.key(),
-        [&](const tune::ParameterSet& p) {
-          return kernels::forward_variant_problem(forward_shape, tune::to_forward_variant(p), device.warp_size).empty();
-        },
-        "bf16 output", borrowed);
-  }
-  if (const auto& w = forward) {
-    out.embedding_forward = std::make_unique<kernels::TunedEmbeddingForward>(
-        forward_shape, tune::to_forward_variant(w->params), device.compute_major, device.compute_minor,
-        w->kernel_header);
-    out.note = "embedding forward: tuned variant " + tune::describe(w->params) +
-               (w->kernel_header.empty() ? "" : " (model-rewritten source)") + borrowed + " from " + winners_file;
-  } else {
-    out.note = "embedding forward: built-in variant (" + why_not + ")";
-  }
-  if (dot_shape) {
+
+  const auto load_embedding_forward = [&] {
+    std::string why_not;
+    auto forward = find_winner(store, device, tune::kEmbeddingForwardKernel, forward_shape.key(), why_not);
+    std::string borrowed;
+    if (!forward && forward_shape.out_dtype == DType::bf16) {
+      kernels::EmbeddingForwardShape fp32_out = forward_shape;
+      fp32_out.out_dtype = DType::f32;
+      forward = borrowed_winner(
+          store, device, tune::kEmbeddingForwardKernel, fp32_out.key(),
+          [&](const tune::ParameterSet& p) {
+            return kernels::forward_variant_problem(forward_shape, tune::to_forward_variant(p), device.warp_size)
+                .empty();
+          },
+          "bf16 output", borrowed);
+    }
+    if (const auto& w = forward) {
+      out.embedding_forward = std::make_unique<kernels::TunedEmbeddingForward>(
+          forward_shape, tune::to_forward_variant(w->params), device.compute_major, device.compute_minor,
+          w->kernel_header);
+      out.note = joined(out.note, "embedding forward: tuned variant " + tune::describe(w->params) +
+                                      (w->kernel_header.empty() ? "" : " (model-rewritten source)") + borrowed +
+                                      " from " + winners_file);
+    } else {
+      out.note = joined(out.note, "embedding forward: built-in variant (" + why_not + ")");
+    }
+  };
+  const auto load_dot_forward = [&] {
+    if (!dot_shape) return;
+    std::string why_not;
     if (const auto w = find_winner(store, device, tune::kDotForwardKernel, dot_shape->key(), why_not)) {
       out.dot_forward = std::make_unique<kernels::TunedDotForward>(*dot_shape, tune::to_dot_variant(w->params),
                                                                    device.compute_major, device.compute_minor,
@@ -122,32 +138,38 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
     } else {
       out.note = joined(out.note, "dot interaction: built-in variant (" + why_not + ")");
     }
-  }
-  auto update = find_winner(store, device, tune::kSparseUpdateKernel, update_shape.key(), why_not);
-  std::string update_borrowed;
-  if (!update && update_shape.grad_dtype == DType::bf16) {
-    kernels::SparseUpdateShape fp32_grads = update_shape;
-    fp32_grads.grad_dtype = DType::f32;
-    update = borrowed_winner(
-        store, device, tune::kSparseUpdateKernel, fp32_grads.key(),
-        [&](const tune::ParameterSet& p) {
-          return kernels::sparse_update_variant_problem(update_shape, tune::to_sparse_update_variant(p),
-                                                        device.warp_size)
-              .empty();
-        },
-        "bf16 gradients", update_borrowed);
-  }
-  if (const auto& w = update) {
-    out.sparse_update = std::make_unique<kernels::TunedSparseUpdate>(update_shape,
-                                                                     tune::to_sparse_update_variant(w->params),
-                                                                     device.compute_major, device.compute_minor,
-                                                                     w->kernel_header);
-    out.note = joined(out.note, "embedding sparse update: tuned variant " + tune::describe(w->params) +
-                                    (w->kernel_header.empty() ? "" : " (model-rewritten source)") + update_borrowed);
-  } else {
-    out.note = joined(out.note, "embedding sparse update: built-in variant (" + why_not + ")");
-  }
-  if (dot_shape) {
+  };
+  const auto load_sparse_update = [&] {
+    std::string why_not;
+    auto update = find_winner(store, device, tune::kSparseUpdateKernel, update_shape.key(), why_not);
+    std::string update_borrowed;
+    if (!update && update_shape.grad_dtype == DType::bf16) {
+      kernels::SparseUpdateShape fp32_grads = update_shape;
+      fp32_grads.grad_dtype = DType::f32;
+      update = borrowed_winner(
+          store, device, tune::kSparseUpdateKernel, fp32_grads.key(),
+          [&](const tune::ParameterSet& p) {
+            return kernels::sparse_update_variant_problem(update_shape, tune::to_sparse_update_variant(p),
+                                                          device.warp_size)
+                .empty();
+          },
+          "bf16 gradients", update_borrowed);
+    }
+    if (const auto& w = update) {
+      out.sparse_update = std::make_unique<kernels::TunedSparseUpdate>(update_shape,
+                                                                       tune::to_sparse_update_variant(w->params),
+                                                                       device.compute_major, device.compute_minor,
+                                                                       w->kernel_header);
+      out.note = joined(out.note, "embedding sparse update: tuned variant " + tune::describe(w->params) +
+                                      (w->kernel_header.empty() ? "" : " (model-rewritten source)") +
+                                      update_borrowed);
+    } else {
+      out.note = joined(out.note, "embedding sparse update: built-in variant (" + why_not + ")");
+    }
+  };
+  const auto load_dot_backward = [&] {
+    if (!dot_shape) return;
+    std::string why_not;
     if (const auto w = find_winner(store, device, tune::kDotBackwardKernel, dot_shape->key(), why_not)) {
       out.dot_backward = std::make_unique<kernels::TunedDotBackward>(
           *dot_shape, tune::to_dot_backward_variant(w->params), device.compute_major, device.compute_minor,
@@ -157,8 +179,28 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
     } else {
       out.note = joined(out.note, "dot interaction backward: built-in variant (" + why_not + ")");
     }
+  };
+  const auto load_cross_forward = [&] {
+    if (cross_shape) load_cross_forward_kernel(store, device, *cross_shape, out);
+  };
+  const auto load_cross_backward = [&] {
+    if (cross_shape) load_cross_backward_kernel(store, device, *cross_shape, out);
+  };
+  // One loader per family of the list `hetrec tune` searches (tune/kernel_families.h), run
+  // in its order; the small GEMMs' winners load per layer (model/gpu/tuned_small_gemms.h).
+  const std::map<std::string, std::function<void()>> loaders = {
+      {tune::kEmbeddingForwardKernel, load_embedding_forward}, {tune::kDotForwardKernel, load_dot_forward},
+      {tune::kSparseUpdateKernel, load_sparse_update},         {tune::kDotBackwardKernel, load_dot_backward},
+      {tune::kCrossForwardKernel, load_cross_forward},         {tune::kCrossBackwardKernel, load_cross_backward},
+      {tune::kSmallGemmKernel, [] {}}};
+  if (loaders.size() != tune::kernel_families().size())
+    throw InternalError("tuned kernels: a loader names a kernel family that tune/kernel_families.h does not list");
+  for (const tune::KernelFamily& f : tune::kernel_families()) {
+    const auto it = loaders.find(f.kernel);
+    if (it == loaders.end())
+      throw InternalError("tuned kernels: kernel family '" + f.kernel + "' (tune/kernel_families.h) has no loader");
+    it->second();
   }
-  if (cross_shape) load_cross_kernels(store, device, *cross_shape, out);
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "kernels/rtc_sources.h"
 #include "kernels/small_gemm_sources.h"
+#include "tune/kernel_families.h"
 #include "tune/model_proposer.h"
 #include "tune/occupancy.h"
 
@@ -271,10 +272,24 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
   return r;
 }
 const std::vector<TunableFamily>& tunable_families() {
-  static const std::vector<TunableFamily> families = {embedding_forward_family(), dot_forward_family(),
-                                                      sparse_update_family(),     dot_backward_family(),
-                                                      cross_forward_family(),     cross_backward_family(),
-                                                      small_gemm_family()};
+  // The adapters in the order of the one list of families (tune/kernel_families.h).
+  static const std::vector<TunableFamily> families = [] {
+    const std::vector<TunableFamily> adapters = {embedding_forward_family(), dot_forward_family(),
+                                                 sparse_update_family(),     dot_backward_family(),
+                                                 cross_forward_family(),     cross_backward_family(),
+                                                 small_gemm_family()};
+    std::vector<TunableFamily> ordered;
+    for (const KernelFamily& f : kernel_families()) {
+      const auto it = std::find_if(adapters.begin(), adapters.end(),
+                                   [&](const TunableFamily& a) { return a.kernel == f.kernel; });
+      if (it == adapters.end())
+        throw InternalError("tune: kernel family '" + f.kernel + "' (tune/kernel_families.h) has no tuning adapter");
+      ordered.push_back(*it);
+    }
+    if (ordered.size() != adapters.size())
+      throw InternalError("tune: a tuning adapter names a kernel family that tune/kernel_families.h does not list");
+    return ordered;
+  }();
   return families;
 }
 

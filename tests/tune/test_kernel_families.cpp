@@ -1,0 +1,41 @@
+// tune/kernel_families.h: the one list of tunable kernel families that `hetrec tune` and
+// the GPU model's loader both follow (each refuses a family the other lacks; on a CUDA
+// build CliTune.UnknownKernelIsAConfigErrorNamingTheOption lists them through the tuner).
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "tune/cross_net_model.h"
+#include "tune/dot_backward_model.h"
+#include "tune/dot_interaction_model.h"
+#include "tune/embedding_forward_model.h"
+#include "tune/kernel_families.h"
+#include "tune/small_gemm_model.h"
+#include "tune/sparse_update_model.h"
+
+namespace hetrec::tune {
+namespace {
+
+TEST(KernelFamilies, EveryWinnersKernelNameOnceWithALabel) {
+  const std::set<std::string> expected = {kEmbeddingForwardKernel, kDotForwardKernel,   kSparseUpdateKernel,
+                                          kDotBackwardKernel,      kCrossForwardKernel, kCrossBackwardKernel,
+                                          kSmallGemmKernel};
+  std::set<std::string> names, labels;
+  for (const KernelFamily& f : kernel_families()) {
+    EXPECT_TRUE(names.insert(f.kernel).second) << f.kernel << " listed twice";
+    EXPECT_FALSE(f.label.empty()) << f.kernel;
+    EXPECT_TRUE(labels.insert(f.label).second) << f.label << " labels two families";
+  }
+  EXPECT_EQ(names, expected);
+}
+
+TEST(KernelFamilies, TheEmbeddingForwardComesFirst) {
+  // `--kernel all` tunes, and the GPU model's description lists, the families in this order.
+  ASSERT_FALSE(kernel_families().empty());
+  EXPECT_EQ(kernel_families().front().kernel, kEmbeddingForwardKernel);
+  EXPECT_EQ(kernel_families().back().kernel, kSmallGemmKernel);
+}
+
+}  // namespace
+}  // namespace hetrec::tune
