@@ -16,6 +16,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "embedding_test_data.h"
+#include "gpu/graph.h"
+#include "gpu/stream.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/library_sort.h"
 #include "kernels/radix_sort.h"
@@ -117,6 +119,50 @@ TEST(LibrarySort, PaddedKeysTieWithAllOnesKeysAndStayLast) {
     std::vector<uint32_t> keys = random_keys(50000, false, rng);
     for (std::size_t i = 0; i < keys.size(); i += 3) keys[i] |= (key_bits == 32 ? 0xFFFFFFFFu : (1u << key_bits) - 1u);
     expect_same_sort(keys, 40000, key_bits, true, rng);
+  }
+}
+
+// The training step's graph captures the sort once and replays it for every batch: the
+// replays sort whatever count the device holds, up to the capacity.
+TEST(LibrarySort, CapturedGraphSortsEveryCountUpToTheCapacity) {
+  HETREC_REQUIRE_GPU();
+  Rng rng(74);
+  constexpr int64_t kCapacity = 50000;
+  constexpr int kKeyBits = 20;
+  constexpr auto kBytes = static_cast<std::size_t>(kCapacity) * sizeof(uint32_t);
+  gpu::DeviceBuffer k(kBytes), v(kBytes), k2(kBytes), v2(kBytes), count(sizeof(int32_t));
+  const std::size_t ws_bytes = kernels::sort_workspace_bytes(kCapacity);
+  gpu::DeviceBuffer ws(ws_bytes);
+  const kernels::SortBuffers bufs{k.as<uint32_t>(), v.as<uint32_t>(), k2.as<uint32_t>(), v2.as<uint32_t>()};
+  gpu::Stream stream;
+  gpu::GraphExec graph;
+  graph.begin_capture(stream.get());
+  const bool primary = kernels::sort_pairs(kernels::SortImpl::library, bufs, count.as<int32_t>(), kCapacity, kKeyBits,
+                                           ws.get(), ws_bytes, stream.get());
+  graph.end_capture(stream.get());
+  for (int64_t n : {kCapacity, int64_t{31337}, int64_t{1}}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const std::vector<uint32_t> keys = random_keys(kCapacity, n == 31337, rng);
+    const uint32_t salt = rng.next_u32();
+    std::vector<uint32_t> values(keys.size());
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<uint32_t>(i) ^ salt;
+    const auto n32 = static_cast<int32_t>(n);
+    gpu::memcpy_sync(k.get(), keys.data(), kBytes, gpu::CopyKind::host_to_device);
+    gpu::memcpy_sync(v.get(), values.data(), kBytes, gpu::CopyKind::host_to_device);
+    gpu::memcpy_sync(count.get(), &n32, sizeof n32, gpu::CopyKind::host_to_device);
+    graph.launch(stream.get());
+    stream.synchronize();
+    const auto got_k = testing::to_host<uint32_t>(primary ? k : k2, keys.size());
+    const auto got_v = testing::to_host<uint32_t>(primary ? v : v2, keys.size());
+    constexpr uint32_t kMask = (1u << kKeyBits) - 1u;
+    std::vector<uint32_t> order(static_cast<std::size_t>(n));
+    std::iota(order.begin(), order.end(), 0u);
+    std::stable_sort(order.begin(), order.end(),
+                     [&](uint32_t a, uint32_t b) { return (keys[a] & kMask) < (keys[b] & kMask); });
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      ASSERT_EQ(got_k[i], keys[order[i]]) << "i=" << i;
+      ASSERT_EQ(got_v[i], values[order[i]]) << "i=" << i;
+    }
   }
 }
 
