@@ -18,6 +18,10 @@ struct SyntheticConfig {
   int teacher_dim = 4;         // width of the teacher's own embedding vectors
   double teacher_scale = 1.0;  // multiplies the teacher logit: larger = less label noise
   double label_flip = 0.0;     // extra noise: probability that a drawn label is flipped
+  // > 1: each table's raw ids come from a space this many times its rows (the teacher
+  // knows every raw id) and are hashed into the table's rows with collisions, as Criteo's
+  // hashed categoricals are; 1: ids are the table's rows (no collisions).
+  int64_t raw_ids_per_row = 1;
 };
 
 struct DataConfig {

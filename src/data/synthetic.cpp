@@ -18,6 +18,7 @@ constexpr uint64_t kEvalStream = 0x6576616c00000002ull;         // "eval"
 constexpr uint64_t kCalibrationStream = 0x63616c6962000003ull;  // "calib"
 constexpr uint64_t kDenseShapeStream = 0x64656e7365000004ull;   // "dense"
 constexpr uint64_t kPermutationStream = 0x7065726d00000005ull;  // "perm"
+constexpr uint64_t kRawHashStream = 0x6861736800000006ull;      // "hash"
 constexpr uint64_t kBagStream = 1, kDenseStream = 2, kLabelStream = 3, kIdStream = 4;
 
 // Per-feature log-count location mu_j ~ U[0, 5) and scale sigma_j ~ U[0.5, 2): medians
@@ -48,6 +49,8 @@ const FeatureSpec& validated(const FeatureSpec& model, const SyntheticConfig& c,
   if (!(c.label_flip >= 0.0 && c.label_flip <= 1.0))
     throw ConfigError(fmt::format("data.synthetic.label_flip = {}: expected a probability in [0, 1]",
                                   c.label_flip));
+  if (c.raw_ids_per_row < 1)
+    throw ConfigError(fmt::format("data.synthetic.raw_ids_per_row = {}: expected >= 1", c.raw_ids_per_row));
   if (threads < 1) throw ConfigError(fmt::format("data.reader_threads = {}: expected >= 1", threads));
   if (model.num_dense < 0)
     throw ConfigError(fmt::format("model.num_dense = {}: expected >= 0", model.num_dense));
@@ -65,6 +68,22 @@ const FeatureSpec& validated(const FeatureSpec& model, const SyntheticConfig& c,
 
 double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
+// The features as the teacher sees them: every table with raw_ids_per_row x its rows raw
+// ids. ConfigError when a raw space passes the int32 ids.
+FeatureSpec raw_features(const FeatureSpec& model, const SyntheticConfig& c) {
+  FeatureSpec raw = model;
+  if (c.raw_ids_per_row <= 1) return raw;
+  for (std::size_t t = 0; t < raw.tables.size(); ++t) {
+    TableConfig& table = raw.tables[t];
+    if (table.rows > std::numeric_limits<int32_t>::max() / c.raw_ids_per_row)
+      throw ConfigError(fmt::format("data.synthetic.raw_ids_per_row = {}: table {} ({} rows) would have more than {} "
+                                    "raw ids (ids are int32)",
+                                    c.raw_ids_per_row, table.name, table.rows, std::numeric_limits<int32_t>::max()));
+    table.rows *= c.raw_ids_per_row;
+  }
+  return raw;
+}
+
 }  // namespace
 
 SyntheticSource::SyntheticSource(const FeatureSpec& model, const SyntheticConfig& config, Split split,
@@ -74,18 +93,20 @@ SyntheticSource::SyntheticSource(const FeatureSpec& model, const SyntheticConfig
       split_(split),
       threads_(threads),
       samples_(split == Split::train ? config.train_samples : config.eval_samples),
-      teacher_(model, config) {
+      teacher_(raw_features(features_, config), config) {
   Rng shape_rng(config.seed, kDenseShapeStream);
   for (int j = 0; j < model.num_dense; ++j) {
     dense_mu_.push_back(kDenseMuMax * shape_rng.uniform());
     dense_sigma_.push_back(kDenseSigmaMin + (kDenseSigmaMax - kDenseSigmaMin) * shape_rng.uniform());
   }
   const uint64_t permutation_key = hash_combine(config.seed, kPermutationStream);
+  hash_key_ = hash_combine(config.seed, kRawHashStream);
   for (int t = 0; t < model.num_tables(); ++t) {
     const TableConfig& table = model.tables[static_cast<std::size_t>(t)];
-    zipf_.emplace_back(table.rows, config.zipf_exponent);
-    permutation_.emplace_back(static_cast<uint64_t>(table.rows),
-                              hash_combine(permutation_key, static_cast<uint64_t>(t)));
+    const int64_t raw_rows = table.rows * config.raw_ids_per_row;
+    zipf_.emplace_back(raw_rows, config.zipf_exponent);
+    permutation_.emplace_back(static_cast<uint64_t>(raw_rows), hash_combine(permutation_key, static_cast<uint64_t>(t)));
+    table_rows_.push_back(table.rows);
     max_bag_.push_back(table.variable_bags ? 2 * table.hotness - 1 : table.hotness);
     max_ids_per_sample_ += max_bag_.back();
   }
@@ -134,7 +155,15 @@ Teacher::Components SyntheticSource::generate(const Streams& s, int64_t i, const
       bags[t][k] = static_cast<int32_t>(permutation_[st](static_cast<uint64_t>(rank)));
     }
   }
-  return teacher_.components(dense, bags, lengths, teacher_scratch);
+  const Teacher::Components parts = teacher_.components(dense, bags, lengths, teacher_scratch);
+  if (config_.raw_ids_per_row > 1)  // the model sees each raw id hashed into the table
+    for (int t = 0; t < features_.num_tables(); ++t) {
+      const auto st = static_cast<std::size_t>(t);
+      const auto rows = static_cast<uint64_t>(table_rows_[st]);
+      for (int32_t k = 0; k < lengths[t]; ++k)
+        bags[t][k] = static_cast<int32_t>(hash_combine(hash_key_ + st, static_cast<uint64_t>(bags[t][k])) % rows);
+    }
+  return parts;
 }
 
 float SyntheticSource::draw_label(const Streams& s, int64_t i, double logit) const {
@@ -254,9 +283,12 @@ void SyntheticSource::seek(int64_t sample) {
 std::string SyntheticSource::describe() const {
   return fmt::format(
       "synthetic planted-teacher data ({} split: {} samples, {} dense, {} tables; seed {}, zipf {}, "
-      "teacher dim {}, scale {}, label flip {})",
+      "teacher dim {}, scale {}, label flip {}{})",
       split_name(split_), samples_, features_.num_dense, features_.num_tables(), config_.seed, config_.zipf_exponent,
-      config_.teacher_dim, config_.teacher_scale, config_.label_flip);
+      config_.teacher_dim, config_.teacher_scale, config_.label_flip,
+      config_.raw_ids_per_row > 1
+          ? fmt::format("; raw ids {}x the rows, hashed into them", config_.raw_ids_per_row)
+          : std::string());
 }
 
 void SyntheticSource::sample(int64_t i, SyntheticSample& out) const {

@@ -8,7 +8,10 @@
 //                    log(x + 1) as in the Criteo preprocessing; mu_j, sigma_j from the seed.
 //   table t:         bag length = hotness, or uniform in [1, 2*hotness - 1] with
 //                    variable_bags; ids = a fixed keyed permutation of Zipf(zipf_exponent)
-//                    ranks over the table's rows, so hot rows are scattered.
+//                    ranks over the table's rows, so hot rows are scattered. With
+//                    raw_ids_per_row = k > 1 the ranks and the permutation range over
+//                    k x rows raw ids, the teacher scores the raw ids, and the model
+//                    sees each raw id hashed into the table's rows (collisions).
 //   label:           y ~ Bernoulli(sigmoid(teacher logit)), then flipped with
 //                    probability label_flip.
 #include <cstdint>
@@ -100,6 +103,8 @@ class SyntheticSource final : public BatchSource {
   std::vector<double> dense_mu_, dense_sigma_;
   std::vector<ZipfSampler> zipf_;
   std::vector<IndexPermutation> permutation_;
+  std::vector<int64_t> table_rows_;  // the rows raw ids are hashed into (raw_ids_per_row > 1)
+  uint64_t hash_key_ = 0;
   std::vector<int> max_bag_;
   int64_t max_ids_per_sample_ = 0;
   Teacher teacher_;

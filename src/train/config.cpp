@@ -357,6 +357,7 @@ void parse_data(Section d, DataConfig& data) {
   syn.teacher_dim = static_cast<int>(s.integer("teacher_dim", syn.teacher_dim, 1, 1024));
   syn.teacher_scale = s.number("teacher_scale", syn.teacher_scale, 0.0, 1000.0);
   syn.label_flip = s.number("label_flip", syn.label_flip, 0.0, 0.5);
+  syn.raw_ids_per_row = s.integer("raw_ids_per_row", syn.raw_ids_per_row, 1, 1 << 20);
   s.reject_unknown();
   d.reject_unknown();
 }
