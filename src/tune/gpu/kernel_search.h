@@ -3,7 +3,8 @@
 // model, compile with NVRTC, check resources, verify, time, keep the winner) and the
 // registry of tunable kernel families it runs. Each family's adapter (tune/gpu/*_tuning.cpp)
 // binds its kernel, variant space, cost model and bench into a KernelProblem and says
-// which shapes of a run it tunes; `hetrec tune` iterates tunable_families().
+// which shapes of a run it tunes; `hetrec tune` iterates tunable_families(), in the order
+// of the one list of families (tune/kernel_families.h).
 #include <chrono>
 #include <cstdint>
 #include <functional>
