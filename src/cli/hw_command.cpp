@@ -7,11 +7,13 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/gemm_corpus_command.h"
 #include "cli/hw_dir.h"
 #include "core/error.h"
 #include "core/exclusive_file.h"
 #include "gemm/device_probe.h"
 #include "gemm/gemm_bench.h"
+#include "perf/gemm_corpus.h"
 #include "hw/hardware.h"
 #include "perf/gemm_calibration_run.h"
 #include "perf/gemm_model_params.h"
@@ -112,7 +114,8 @@ void add_gemm_command(CLI::App& app, Action& action) {
   auto b = std::make_shared<GemmBenchOptions>();
   CLI::App* bench = gemm->add_subcommand(
       "bench", "time every valid cuBLASLt algorithm configuration on the GEMM shape suite (needs a GPU)");
-  bench->add_option("--suite", b->suite, "all, or one model: demo, dlrm_mlperf, dcnv2_mlperf, wide, narrow")
+  bench->add_option("--suite", b->suite,
+                    "all, one model (demo, dlrm_mlperf, dcnv2_mlperf, wide, narrow), or corpus (the broad families)")
       ->capture_default_str();
   bench->add_option("--filter", b->filter, "only shapes whose id matches this regular expression");
   bench->add_option("--out", b->out, "results file (JSON)")->required();
@@ -123,14 +126,27 @@ void add_gemm_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   bench->add_option("--time-budget", b->time_budget_s, "start no shape after this many seconds (0: no limit)")
       ->capture_default_str();
-  bench->callback([b, &action] {
+  bench->add_option("--families", b->families, "--suite corpus: only these families (comma-separated)")
+      ->delimiter(',');
+  auto shard = std::make_shared<std::string>("0/1");
+  bench->add_option("--shard", *shard, "i/n: every n-th selected shape from the i-th (0-based), for runs in pieces")
+      ->capture_default_str();
+  bench->callback([b, shard, &action] {
+    std::string families;
+    for (const auto& f : b->families) families += (families.empty() ? "" : ",") + f;
     // The command as the results record it: every option with the value it took.
     b->command = "hetrec gemm bench --suite " + b->suite + (b->filter.empty() ? "" : " --filter '" + b->filter + "'") +
                  " --out " + b->out + " --launches " + std::to_string(b->launches) + " --warmup " +
                  std::to_string(b->warmup) + " --max-candidates-per-shape " +
-                 std::to_string(b->max_candidates_per_shape) + " --time-budget " + std::to_string(b->time_budget_s);
-    action = [b] { run_gemm_bench(*b); };
+                 std::to_string(b->max_candidates_per_shape) + " --time-budget " + std::to_string(b->time_budget_s) +
+                 (families.empty() ? "" : " --families " + families) + " --shard " + *shard;
+    action = [b, shard] {
+      parse_shard(*shard, "--shard", b->shard_index, b->shard_count);
+      run_gemm_bench(*b);
+    };
   });
+
+  add_gemm_corpus_commands(gemm, action);
 
   struct CalibrateOptions {
     std::string oracle, hw = "h200_sxm", hw_dir = default_hw_dir(), params_out, report, heuristic_lists, repeat_oracle,

@@ -62,7 +62,7 @@ std::vector<GemmCorpusFamily> gemm_corpus_families() {
   f.push_back(mlp("dlrm_mlperf_top", mlperf, {dot_width(26, 128), 1024, 1024, 512, 256, 1}));
   f.push_back(mlp("dlrm_kaggle_bot", dlrm + " Criteo Kaggle", {13, 512, 256, 64, 16}, true));
   f.push_back(mlp("dlrm_kaggle_top", dlrm + " Criteo Kaggle", {dot_width(26, 16), 512, 256, 1}));
-  f.push_back(mlp("dlrm_terabyte_bot", dlrm + " Criteo Terabyte", {13, 512, 256, 64}, true));
+  f.push_back(mlp("dlrm_wide_bot", "DLRM bottom MLP at twice the MLPerf widths", {13, 1024, 512, 256}, true));
   f.push_back(mlp("dlrm_terabyte_top", dlrm + " Criteo Terabyte", {dot_width(26, 64), 512, 512, 256, 1}));
   f.push_back(mlp("dlrm_large_top", "DLRM scaled top (4K wide)", {4096, 4096, 4096, 2048, 1}));
   f.push_back(mlp("dlrm_narrow_top", "40 tables of dim 64", {dot_width(40, 64), 256, 256}, true));
@@ -79,8 +79,8 @@ std::vector<GemmCorpusFamily> gemm_corpus_families() {
   f.push_back(low_rank("dcnv2_r64_4096", dcn + " low rank on a wide input", 4096, 64));
   f.push_back(low_rank("dcnv2_r1024_6912", dcn + " 54 x 128 input", 6912, 1024));
   // Wukong / DHEN interaction widths.
-  f.push_back(mlp("wukong_fmb_1024", wukong, {16 * 64, 1024, 1024}, true));
-  f.push_back(mlp("wukong_fmb_2048", wukong, {32 * 128, 2048, 2048}, true));
+  f.push_back(mlp("wukong_fmb_1024", wukong, {40 * 64, 1024, 640}, true));
+  f.push_back(mlp("wukong_fmb_2048", wukong, {48 * 128, 2048, 1536}, true));
   f.push_back(mlp("wukong_fmb_8192", wukong, {8192, 8192, 4096}, true));
   f.push_back(projections("wukong_lcb_32", wukong, {{32, 32}, {64, 32}}));
   f.push_back(projections("wukong_lcb_192", wukong, {{192, 96}, {160, 192}}));
@@ -109,7 +109,7 @@ std::vector<GemmCorpusFamily> gemm_corpus_families() {
   f.push_back(mlp("deepfm_400", "DeepFM (Guo et al. 2017) 39 x 10 input", {390, 400, 400, 400, 1}));
   f.push_back(projections("xdeepfm_cin_200", "xDeepFM (Lian et al. 2018) CIN, 39 fields, 200 maps",
                           {{39 * 39, 200}, {39 * 200, 200}}));
-  f.push_back(mlp("mmoe_expert", "MMoE (Ma et al. 2018) expert", {1024, 512, 256}, true));
+  f.push_back(mlp("mmoe_expert", "MMoE (Ma et al. 2018) expert", {1024, 768, 384}, true));
   f.push_back(projections("mmoe_gate", "MMoE (Ma et al. 2018) gate over 8 experts", {{1024, 8}}));
   f.push_back(mlp("masknet_1560", "MaskNet (Wang et al. 2021) instance mask, ratio 2", {1560, 3120, 1560}));
   f.push_back(mlp("finalmlp_800", "FinalMLP (Mao et al. 2023) two streams", {1024, 800, 800, 400}, true));

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/text_file.h"
+#include "perf/gemm_model.h"
 
 namespace hetrec {
 
@@ -154,6 +155,20 @@ RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, i
   return pick;
 }
 
+RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
+                                 const GemmProblem& problem, const std::vector<RankerCandidate>& candidates,
+                                 int heuristic, bool with_ranker_best) {
+  if (heuristic >= 0 && !with_ranker_best) {
+    const RankerCandidate& h = candidates[static_cast<std::size_t>(heuristic)];
+    const double t = predict_best_of(hw, params, h.transposed ? transposed_product(problem) : problem, h.config,
+                                     h.alternatives);
+    // The same float rounding as the feature the router reads in route_gemm_choice.
+    if (!std::isnan(t) && std::exp2(static_cast<double>(static_cast<float>(std::log2(t)))) >= ranker.short_kernel_us())
+      return {heuristic, false, -1};
+  }
+  return route_gemm_choice(ranker, gemm_ranker_rows(hw, params, problem, candidates), heuristic);
+}
+
 RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const GemmRankerValidators& device,
                                           const Hardware& hw, const GemmModelParams& params,
                                           const std::vector<RankerShape>& shapes) {
@@ -173,8 +188,8 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
                         ") is in no fold: the ranker was not trained on this corpus");
     if (!(s.heuristic_us > 0.0) || s.candidates.empty()) continue;
     const GemmRanker& model = *models[static_cast<std::size_t>(it->second)];
-    const RankerPick pick = route_gemm_choice(model, gemm_ranker_rows(hw, params, s.problem, s.candidates),
-                                              s.heuristic_candidate);
+    const RankerPick pick =
+        select_gemm_by_ranker(model, hw, params, s.problem, s.candidates, s.heuristic_candidate, true);
     const double ranker_us = s.measured_us[static_cast<std::size_t>(pick.ranker_best)];
     const double routed_us = pick.learned ? s.measured_us[static_cast<std::size_t>(pick.candidate)] : s.heuristic_us;
     e.routed_learned += pick.learned ? 1 : 0;

@@ -66,6 +66,14 @@ struct RankerPick {
 };
 RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, int heuristic);
 
+// The router for one problem from its candidates: when the heuristic's top-1 is described
+// and predicted at least short_kernel_us, that alone is predicted and the heuristic's top-1
+// kept (no features, no scoring); otherwise gemm_ranker_rows and route_gemm_choice.
+// `with_ranker_best` scores even then, to report the ranker's own pick (evaluation only).
+RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
+                                 const GemmProblem& problem, const std::vector<RankerCandidate>& candidates,
+                                 int heuristic, bool with_ranker_best = false);
+
 // Held-out figures of a selection over oracle shapes: per shape oracle / chosen time.
 struct RankerEvaluation {
   std::size_t shapes = 0;
