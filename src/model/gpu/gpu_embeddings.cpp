@@ -166,6 +166,9 @@ GpuEmbeddings::GpuEmbeddings(const ModelConfig& model, const OptimConfig& optim,
   optimizer_.table_accumulators =
       state_pointers_.defined() ? static_cast<float* const*>(state_pointers_.raw()) : nullptr;
   optimizer_.seed = model.init_seed;
+  optimizer_.sort = model.sort == SortSelection::engine    ? kernels::SortImpl::engine
+                    : model.sort == SortSelection::library ? kernels::SortImpl::library
+                                                           : kernels::SortImpl::automatic;
   optimizer_.shard_origins =
       shard_origins_.defined() ? static_cast<const kernels::ShardOrigin*>(shard_origins_.raw()) : nullptr;
 }
