@@ -18,12 +18,27 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/bench/results/ DESTINATION ${CMAKE_INSTA
 
 # The layer libraries as imported targets hetrec::<layer> (hetrec::train, hetrec::hw, ...),
 # with the headers under include/hetrec (#include "train/config.h").
-set(hetrec_export_targets hetrec_warnings hetrec_openblas hetrec_kernels_geometry hetrec_model_gpu_geometry)
-foreach(layer core hw gpu kernels perf gemm data dist optim nn tune model model_gpu tune_gpu plan train report)
-  if(TARGET hetrec_${layer})
-    list(APPEND hetrec_export_targets hetrec_${layer})
-  endif()
-endforeach()
+# Every library target hetrec_* defined so far (the layers and the interface targets they
+# link), found by walking the source folders, so that a new layer is exported with the rest.
+function(hetrec_library_targets dir out)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  set(found "")
+  foreach(target ${targets})
+    get_target_property(type ${target} TYPE)
+    if(target MATCHES "^hetrec_" AND type MATCHES "^(STATIC_LIBRARY|INTERFACE_LIBRARY)$")
+      list(APPEND found ${target})
+    endif()
+  endforeach()
+  foreach(subdir ${subdirs})
+    if(NOT subdir MATCHES "/bench$")
+      hetrec_library_targets(${subdir} below)
+      list(APPEND found ${below})
+    endif()
+  endforeach()
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+hetrec_library_targets(${PROJECT_SOURCE_DIR} hetrec_export_targets)
 foreach(target ${hetrec_export_targets})
   string(REGEX REPLACE "^hetrec_" "" export_name ${target})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${export_name})
