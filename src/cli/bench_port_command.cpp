@@ -22,7 +22,6 @@
 #include "cli/build_info.h"
 #include "cli/commands.h"
 #include "cli/hw_dir.h"
-#include "cli/plan_support.h"
 #include "core/error.h"
 #include "core/exclusive_file.h"
 #include "core/install_paths.h"
@@ -31,6 +30,7 @@
 #include "plan/port_comparison.h"
 #include "plan/search.h"
 #include "train/config.h"
+#include "train/plan_targets.h"
 #if defined(HETREC_WITH_GPU)
 #include "gpu/device.h"
 #endif

@@ -16,7 +16,6 @@
 
 #include "cli/commands.h"
 #include "cli/hw_dir.h"
-#include "cli/plan_support.h"
 #include "core/error.h"
 #include "core/exclusive_file.h"
 #include "core/install_paths.h"
@@ -33,6 +32,7 @@
 #include "plan/report.h"
 #include "plan/search.h"
 #include "train/config.h"
+#include "train/plan_targets.h"
 
 namespace hetrec::cli {
 namespace {

@@ -1,6 +1,6 @@
 // hetrec.hardware_list, hetrec.plan and hetrec.gemm_select: the hardware descriptions,
 // the co-design planner and the analytical GEMM selector, as `hetrec hw list`,
-// `hetrec plan --no-calibration` and `hetrec gemm select` run them.
+// `hetrec plan` and `hetrec gemm select` run them.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -9,15 +9,15 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/install_paths.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
-#include "perf/gemm_selector.h"
 #include "plan/recipe_toml.h"
 #include "plan/report.h"
 #include "plan/search.h"
-#include "plan/step_model_params.h"
 #include "python/bindings.h"
 #include "python/py_config.h"
+#include "train/plan_targets.h"
 #include "tune/gemm_select_text.h"
 
 namespace py = pybind11;
@@ -29,12 +29,12 @@ std::string hw_dir_or_default(const std::optional<std::string>& hw_dir) {
   return hw_dir ? *hw_dir : default_hardware_dir();
 }
 
-// The best recipe of the config's model for `hardware`, with the step model's generic
-// factors (the recorded measurements `hetrec plan` calibrates on are the program's).
+// The best recipe of the config's model for `hardware`; the step model calibrated on the
+// recorded measurements as `hetrec plan` does (`calibrate`: false, its generic factors).
 py::dict plan(const py::object& config, const std::string& hardware, const py::object& overrides, int gpus,
               const std::optional<std::string>& hw_dir, double headroom, int64_t min_batch, int64_t max_batch,
               const std::vector<std::string>& dense, const std::vector<std::string>& rows, bool allow_host_tables,
-              double lower_precision_gain) {
+              double lower_precision_gain, bool calibrate, const std::optional<std::string>& measurements) {
   const RunConfig cfg = load_config(config, overrides, "");
   PlanConstraints c;
   c.gpus = gpus;
@@ -49,10 +49,11 @@ py::dict plan(const py::object& config, const std::string& hardware, const py::o
   c.lower_precision_gain = lower_precision_gain;
   validate_constraints(c);
   const std::string dir = hw_dir_or_default(hw_dir);
-  const Hardware hw = load_hardware_by_name(hardware, dir);
   const Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
-  const PlanTarget target{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, dir + "/params")),
-                          default_step_model_params(hw)};
+  const auto fitted =
+      calibrate_from_records(measurements ? *measurements : data_dir() + "/bench/results", dir, !calibrate);
+  const PlanTarget target = make_plan_target(hardware, dir, fitted);
+  const Hardware& hw = target.hw();
   PlanResult result;
   {
     py::gil_scoped_release nogil;
@@ -109,8 +110,9 @@ void bind_planning(py::module_& m) {
         py::arg("gpus") = 1, py::arg("hw_dir") = py::none(), py::arg("headroom") = defaults.headroom,
         py::arg("min_batch") = defaults.min_batch, py::arg("max_batch") = defaults.max_batch,
         py::arg("dense") = dense_names, py::arg("rows") = row_names, py::arg("allow_host_tables") = false,
-        py::arg("lower_precision_gain") = defaults.lower_precision_gain,
-        "the best recipe of the config's model on the named hardware (`hetrec plan --no-calibration`)");
+        py::arg("lower_precision_gain") = defaults.lower_precision_gain, py::arg("calibrate") = true,
+        py::arg("measurements") = py::none(),
+        "the best recipe of the config's model on the named hardware, as `hetrec plan` plans it");
   m.def("gemm_select", &gemm_select, py::arg("m"), py::arg("n"), py::arg("k"), py::arg("hardware") = "h200_sxm",
         py::arg("batch") = 1, py::arg("dtype") = "bf16", py::arg("out_dtype") = "", py::arg("epilogue") = "none",
         py::arg("trans_a") = false, py::arg("trans_b") = false, py::arg("tf32") = false, py::arg("hw_dir") = py::none(),

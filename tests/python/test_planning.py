@@ -42,10 +42,11 @@ def test_gemm_select_names_a_bad_argument():
         hetrec.gemm_select(m=0, n=64, k=64)
 
 
-def test_plan_writes_the_programs_recipe(tmp_path):
+@pytest.mark.parametrize("calibrate", [True, False])
+def test_plan_writes_the_programs_recipe(tmp_path, calibrate):
     out = tmp_path / "plan.toml"
-    run_program("plan", "--config", DEMO, "--hw", "h200_sxm", "--no-calibration", "--out", out)
-    result = hetrec.plan(DEMO, "h200_sxm")
+    run_program("plan", "--config", DEMO, "--hw", "h200_sxm", "--out", out, *([] if calibrate else ["--no-calibration"]))
+    result = hetrec.plan(DEMO, "h200_sxm", calibrate=calibrate)
     assert result["recipe_toml"] == out.read_text()
     assert result["hardware"] == "h200_sxm" and result["samples_per_s"] > 0
     assert f"batch_size = {result['batch']}\n" in result["recipe_toml"]

@@ -1,4 +1,4 @@
-#include "cli/plan_support.h"
+#include "train/plan_targets.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -16,7 +16,7 @@
 #include "plan/planner_record.h"
 #include "train/config.h"
 
-namespace hetrec::cli {
+namespace hetrec {
 namespace {
 
 // Older e2e records name e2e_bench's presets instead of a config file.
@@ -147,4 +147,4 @@ PlanTarget make_plan_target(const std::string& name, const std::string& hw_dir,
                     it != fitted.end() ? it->second : default_step_model_params(hw)};
 }
 
-}  // namespace hetrec::cli
+}  // namespace hetrec

@@ -1,14 +1,16 @@
 #pragma once
-// What `hetrec plan` and `hetrec bench port` share: the step model calibrated on the
-// recorded measurements (bench/results/e2e-*.json and planner-*.json) of every
-// architecture that has some, and the planning target of one hardware description.
+// What `hetrec plan`, `hetrec bench port` and the Python module's plan share: the step
+// model calibrated on the recorded measurements (bench/results/e2e-*.json and
+// planner-*.json) of every architecture that has some, and the planning target of one
+// hardware description. Here rather than in plan/ because a record names the config it ran,
+// read through train/config.h.
 #include <map>
 #include <string>
 
 #include "plan/step_model_params.h"
 #include "plan/workload.h"
 
-namespace hetrec::cli {
+namespace hetrec {
 
 // Step-model parameters per architecture (Hardware::arch), fitted to the records in
 // `measurements`; empty with `no_calibration` or without the folder. Prints the fit and
@@ -21,4 +23,4 @@ std::map<std::string, StepModelParams> calibrate_from_records(const std::string&
 PlanTarget make_plan_target(const std::string& name, const std::string& hw_dir,
                             const std::map<std::string, StepModelParams>& fitted);
 
-}  // namespace hetrec::cli
+}  // namespace hetrec
