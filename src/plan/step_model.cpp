@@ -10,6 +10,7 @@
 #include "kernels/embedding_backward_geometry.h"
 #include "model/gpu/batch_buffer_sizes.h"
 #include "optim/sparse_update.h"
+#include "dispatch/gemm_dispatch.h"
 #include "perf/gemm_problem.h"
 #include "plan/comm_model.h"
 #include "plan/gpu_model_layout.h"
@@ -56,14 +57,10 @@ constexpr double kSkipFlagBytes = 4.0, kLossBytesOnLink = 8.0, kOverflowFlagByte
 static_assert(kDefaultCollectiveLatencyUs == kAssumedPeerStepLatencyS * 1e6,
               "the latency factor starts at the communication model's assumption");
 
-std::string gemm_label(const std::string& layer, const char* kind, const GemmProblem& p) {
-  return layer + " " + kind + " GEMM M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k);
-}
-
 class WorkBuilder {
  public:
   // `gemm` may be null when no GEMM is priced (sharded_step_work).
-  WorkBuilder(const Hardware& hw, const GemmSelector* gemm, const Recipe& recipe)
+  WorkBuilder(const Hardware& hw, const GemmDispatch* gemm, const Recipe& recipe)
       : hw_(hw), gemm_(gemm), recipe_(recipe), launches_(static_cast<std::size_t>(recipe.gpus) + 1) {
     hbm_bytes_per_us_ = hw.hbm_tbs * kBytesPerUsPerTbs;
     host_bytes_per_us_ = hw.host_gbs_per_direction * kBytesPerUsPerGbs;
@@ -78,27 +75,23 @@ class WorkBuilder {
   // Terms added from now on are rank r's own (kAllRanks: every rank's).
   void set_rank(int r) { rank_ = r; }
 
-  // D (m x n) = op(A) op(B). `sixteen_bit`: the operands are bf16 or fp16 copies (the
-  // recipe's 16-bit precision); `d_16bit`: D is written in that type too, else in fp32.
-  void gemm(StepPhase phase, const std::string& layer, const char* kind, int64_t m, int64_t n, int64_t k, bool trans_a,
-            bool trans_b, GemmEpilogue epilogue, bool accumulate, bool sixteen_bit, bool d_16bit = false) {
-    GemmProblem p;
-    p.m = m;
-    p.n = n;
-    p.k = k;
-    p.trans_a = trans_a;
-    p.trans_b = trans_b;
-    const DType half = recipe_.dense == DensePrecision::fp16 ? DType::f16 : DType::bf16;
-    p.a_type = p.b_type = sixteen_bit ? half : DType::f32;
-    p.c_type = sixteen_bit && d_16bit ? half : DType::f32;
-    p.allow_tf32 = recipe_.dense == DensePrecision::tf32;
-    p.accumulate = accumulate;
-    p.epilogue = epilogue;
+  // One GEMM as the dispatch (dispatch/gemm_dispatch.h) prices it: its runner's time
+  // without the launch overheads, which the launch count carries.
+  void gemm(StepPhase phase, const std::string& layer, const LayerGemm& g) {
     if (!gemm_) throw InternalError("step model: a GEMM priced without a GEMM model");
-    const GemmEstimate e = gemm_->select(p).estimate;
-    add(phase, gemm_factor(gemm_precision(p, hw_)), e.time_us - e.launch_us, gemm_label(layer, kind, p));
-    launches(phase, 1);
+    const GemmDispatchChoice c = gemm_->choose(g.request);
+    const GemmProblem& p = c.problem;
+    add(phase, gemm_factor(gemm_precision(p, hw_)), c.predicted_us - c.launch_us,
+        layer + " " + g.kind + " GEMM M=" + std::to_string(p.m) + " N=" + std::to_string(p.n) + " K=" + std::to_string(p.k));
+    launches(phase, c.launches);
   }
+  // D (m x n) = op(A) op(B): `half`, the operands are the recipe's 16-bit copies; `d_16bit`, so is D.
+  LayerGemm request(const char* kind, int64_t m, int64_t n, int64_t k, bool ta, bool tb, GemmEpilogue e, bool half,
+                    bool d_16bit = false) const {
+    return {kind, {m, n, k, ta, tb, e, false, half ? sixteen() : DType::f32, half && d_16bit ? sixteen() : DType::f32, tf32()}};
+  }
+  DType sixteen() const { return recipe_.dense == DensePrecision::fp16 ? DType::f16 : DType::bf16; }
+  bool tf32() const { return recipe_.dense == DensePrecision::tf32; }
   // The rounding pass that makes one 16-bit operand copy of `elements` fp32 values. bf16
   // rounds with integer operations and streams at the HBM rate; fp16 rounds in double
   // precision and is bound by that arithmetic, not by its 6 B per value.
@@ -170,7 +163,7 @@ class WorkBuilder {
     if (base > 0.0) work_.terms.push_back({phase, factor, base, what, rank_});
   }
   const Hardware& hw_;
-  const GemmSelector* gemm_;
+  const GemmDispatch* gemm_;
   const Recipe& recipe_;
   double hbm_bytes_per_us_ = 0.0;
   double host_bytes_per_us_ = 0.0;
@@ -193,8 +186,8 @@ void mlp_forward(WorkBuilder& w, StepPhase phase, const std::string& name, const
     const bool half = w.sixteen_bit() && l.sixteen_bit_eligible();
     if (GpuModelLayout::mlp_rounds_input(layers, i, w.sixteen_bit(), input_16bit))
       w.operand_copy(phase, static_cast<double>(b) * l.in, layer + " input");
-    w.gemm(phase, layer, "forward", b, l.out, l.in, false, true, l.relu ? GemmEpilogue::bias_relu : GemmEpilogue::bias,
-           false, half, GpuModelLayout::mlp_output_16bit(layers, i, w.sixteen_bit()));
+    w.gemm(phase, layer, w.request("forward", b, l.out, l.in, false, true, l.relu ? GemmEpilogue::bias_relu : GemmEpilogue::bias,
+                                   half, GpuModelLayout::mlp_output_16bit(layers, i, w.sixteen_bit())));
   }
 }
 
@@ -220,8 +213,8 @@ void mlp_backward(WorkBuilder& w, StepPhase phase, const std::string& name, cons
     }
     w.launches(phase, kernels::kColumnSumLaunches);
     if (half && !l.relu) w.operand_copy(phase, bd * l.out, layer + " output gradient");
-    w.gemm(phase, layer, "wgrad", l.out, l.in, b, true, false, GemmEpilogue::none, false, half);
-    if (i > 0 || want_dx) w.gemm(phase, layer, "dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, false, half);
+    w.gemm(phase, layer, w.request("wgrad", l.out, l.in, b, true, false, GemmEpilogue::none, half));
+    if (i > 0 || want_dx) w.gemm(phase, layer, w.request("dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, half));
   }
 }
 
@@ -238,12 +231,7 @@ void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   if (half) w.operand_copy(phase, bd * n, "cross_net X");
   for (int l = 0; l < g.cross_layers; ++l) {
     const std::string layer = "cross_net." + std::to_string(l);
-    if (r > 0) {
-      w.gemm(phase, layer, "V x", b, r, n, false, true, GemmEpilogue::none, false, half, half);
-      w.gemm(phase, layer, "U (V x) + b", b, n, r, false, true, GemmEpilogue::bias, false, half, half);
-    } else {
-      w.gemm(phase, layer, "W x + b", b, n, n, false, true, GemmEpilogue::bias, false, half, half);
-    }
+    for (const LayerGemm& gemm : cross_layer_forward_gemms(b, n, r, half, w.sixteen(), w.tf32())) w.gemm(phase, layer, gemm);
     const bool fp32_out = g.cross_layer_output_fp32(l, w.sixteen_bit());
     const bool stream16 = half && g.cross_residual_16bit;
     const double inputs = stream16 ? 2 * kHalfBytes : 2 * kFloatBytes;  // x0 and x_l
@@ -276,15 +264,8 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
     w.hbm(phase, StepFactor::elementwise, elems * bytes, layer + " dz = (g + h) x0, bias sum, dx0 direct part");
     if (half) w.rounded_in_pass(phase, elems, layer + " dz");
     w.launches(phase, kernels::kColumnSumLaunches);
-    if (r > 0) {
-      w.gemm(phase, layer, "dU", n, r, b, true, false, GemmEpilogue::none, false, half);
-      w.gemm(phase, layer, "d(V x)", b, r, n, false, false, GemmEpilogue::none, false, half, half);
-      w.gemm(phase, layer, "dV", r, n, b, true, false, GemmEpilogue::none, false, half);
-      w.gemm(phase, layer, "dx", b, n, r, false, false, GemmEpilogue::none, bottom, half, half && !bottom);
-    } else {
-      w.gemm(phase, layer, "dW", n, n, b, true, false, GemmEpilogue::none, false, half);
-      w.gemm(phase, layer, "dx", b, n, n, false, false, GemmEpilogue::none, bottom, half, half && !bottom);
-    }
+    for (const LayerGemm& gemm : cross_layer_backward_gemms(b, n, r, half, w.sixteen(), w.tf32(), bottom))
+      w.gemm(phase, layer, gemm);
   }
 }
 
@@ -471,7 +452,8 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   // The dense phases run on this rank's share; the largest share is the slowest.
   const int64_t b = several ? (recipe.batch + recipe.gpus - 1) / recipe.gpus : recipe.batch;
   const double bd = static_cast<double>(b);
-  WorkBuilder w(gemm.hardware(), &gemm, recipe);
+  const GemmDispatch dispatch(gemm);  // library GEMMs under the model's choice, as the engine's default
+  WorkBuilder w(gemm.hardware(), &dispatch, recipe);
 
   if (several) {
     sharded_terms(w, model, optim, recipe, g, ids);
