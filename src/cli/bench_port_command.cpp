@@ -58,6 +58,7 @@ struct PortOptions {
   int64_t max_batch = 0;
   std::string tuned_kernels = data_dir() + "/tune/winners.json";
   bool components = false;
+  std::string hetrec_config;  // the model hetrec trains, when revised (`hetrec plan --revise`); "": --config
   std::string command_line;
 };
 
@@ -124,13 +125,21 @@ void run_bench_port(const PortOptions& o) {
   const std::string to = local_hardware(o, cfg);
   if (to == o.from) throw ConfigError("bench port: --from " + o.from + " is the local hardware; name another one");
 
+  const RunConfig local_cfg = o.hetrec_config.empty() ? cfg : load_run_config(o.hetrec_config, o.overrides);
+  if (local_cfg.data.format != cfg.data.format || local_cfg.data.synthetic.seed != cfg.data.synthetic.seed ||
+      local_cfg.data.train_path != cfg.data.train_path)
+    throw ConfigError("bench port: --hetrec-config " + o.hetrec_config + " trains other data than " + o.config +
+                      " (data.format, data.train_path and data.synthetic.seed must agree)");
   const Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
+  const Workload local_w{local_cfg.model, local_cfg.optim,
+                         IdDistribution{IdLaw::zipf, local_cfg.data.synthetic.zipf_exponent}};
   const auto fitted = calibrate_from_records(o.measurements, o.hw_dir, o.no_calibration);
   const PlanTarget from_target = make_plan_target(o.from, o.hw_dir, fitted);
   const PlanTarget to_target = make_plan_target(to, o.hw_dir, fitted);
   const PlanResult from_plan = plan_recipes(w, from_target, constraints);
-  const PlanResult to_plan = plan_recipes(w, to_target, constraints);
-  const PortComparison predicted = compare_direct_port(w, from_plan, to_plan, to_target, constraints);
+  const PlanResult to_plan = plan_recipes(local_w, to_target, constraints);
+  const PortComparison predicted =
+      compare_direct_port(w, from_plan, plan_recipes(w, to_target, constraints), to_target, constraints);
   if (!predicted.ported.fits)
     throw ConfigError("bench port: the recipe planned for " + o.from + " does not fit " + to + ": " +
                       predicted.ported.refusal);
@@ -156,7 +165,7 @@ void run_bench_port(const PortOptions& o) {
   std::vector<PortRunResult> results;
   nlohmann::json runs = nlohmann::json::array();
   for (const PortVariant& v : variants) {
-    results.push_back(run_port_variant(cfg, v, samples, log));
+    results.push_back(run_port_variant(v.name == "port" ? cfg : local_cfg, v, samples, log));
     print_run(results.back());
     runs.push_back(run_json(results.back(), v));
   }
@@ -164,7 +173,7 @@ void run_bench_port(const PortOptions& o) {
   const PortRunResult& h = results.back();
   const double ratio = h.samples_per_s / p.samples_per_s;
   std::printf("hetrec / port = %.3f (predicted %.3f); AUC hetrec - port = %+.5f\n", ratio,
-              predicted.ratio > 0 ? 1.0 / predicted.ratio : 0.0, h.auc - p.auc);
+              to_plan.best().step.samples_per_s / predicted.ported.step.samples_per_s, h.auc - p.auc);
 
   nlohmann::json j;
   j["benchmark"] = "direct-port";
@@ -195,7 +204,8 @@ void run_bench_port(const PortOptions& o) {
   j["logloss_hetrec"] = h.log_loss;
   j["peak_bytes_port"] = runs.front()["peak_device_bytes"];
   j["peak_bytes_hetrec"] = runs.back()["peak_device_bytes"];
-  j["predicted_ratio"] = predicted.ratio > 0 ? 1.0 / predicted.ratio : 0.0;
+  j["hetrec_config"] = o.hetrec_config.empty() ? o.config : o.hetrec_config;
+  j["predicted_ratio"] = to_plan.best().step.samples_per_s / predicted.ported.step.samples_per_s;
   j["predicted_port_samples_per_s"] = predicted.ported.step.samples_per_s;
   j["predicted_hetrec_samples_per_s"] = to_plan.best().step.samples_per_s;
   if (o.components) {
@@ -232,6 +242,8 @@ void add_bench_command(CLI::App& app, Action& action) {
   cmd->add_option("--max-batch", o->max_batch, "largest batch either plan may take")->check(CLI::PositiveNumber);
   cmd->add_option("--tuned-kernels", o->tuned_kernels, "winners file of `hetrec tune` for the hetrec run (\"\": none)")
       ->capture_default_str();
+  cmd->add_option("--hetrec-config", o->hetrec_config,
+                  "the model hetrec trains (e.g. the config `hetrec plan --revise` wrote; same data as --config)");
   cmd->add_flag("--components", o->components,
                 "also run the local recipe alone and with the GEMM selection (each component's share)");
   cmd->callback([o, &action] {
@@ -242,6 +254,7 @@ void add_bench_command(CLI::App& app, Action& action) {
     if (o->max_batch > 0) c += " --max-batch " + std::to_string(o->max_batch);
     if (!o->constraints_file.empty()) c += " --constraints " + o->constraints_file;
     if (o->components) c += " --components";
+    if (!o->hetrec_config.empty()) c += " --hetrec-config " + o->hetrec_config;
     for (const std::string& s : o->overrides) c += " --set '" + s + "'";
     o->command_line = c;
     action = [o] { run_bench_port(*o); };

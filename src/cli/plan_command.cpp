@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "core/exclusive_file.h"
 #include "core/install_paths.h"
 #include "hw/hardware.h"
+#include "hw/toml_reader.h"
 #include "perf/gemm_model_params.h"
 #include "plan/breakdown_svg.h"
 #include "plan/calibration.h"
@@ -30,6 +32,7 @@
 #include "plan/port_comparison.h"
 #include "plan/recipe_toml.h"
 #include "plan/report.h"
+#include "plan/revise.h"
 #include "plan/search.h"
 #include "train/config.h"
 #include "train/plan_targets.h"
@@ -60,6 +63,8 @@ struct PlanOptions {
   std::string evaluate;  // a recipe file to predict instead of searching
   std::string json_out;  // where --evaluate writes its JSON (empty: stdout)
   std::string constraints_file;  // a [plan] table of quality constraints (plan/constraints_toml.h)
+  bool revise = false;           // propose model revisions (plan/revise.h)
+  std::string revised_config;    // where --revise writes the revised config
   // The constraint flags given on the command line (they override the constraints file).
   bool given_headroom = false, given_max_batch = false, given_min_batch = false, given_dense = false,
        given_rows = false, given_gain = false;
@@ -152,6 +157,45 @@ void run_evaluate(const PlanOptions& o) {
   else write_file(o.json_out, j.dump(1) + "\n", "evaluation file");
 }
 
+// The config file with the revision's model changes applied (table rows, cross rank, the
+// synthetic data's raw ids per row, so that the raw id space stays the same).
+std::string revised_config_text(const std::string& config, const ModelRevision& r, const std::string& changes) {
+  toml::table doc = parse_toml_file(config);
+  toml::table* model = doc["model"].as_table();
+  if (!model || !model->contains("table_rows"))
+    throw ConfigError(config + ": --revise writes model.table_rows; the config has no such key");
+  toml::array rows;
+  for (const TableConfig& t : r.model.tables) rows.push_back(t.rows);
+  model->insert_or_assign("table_rows", rows);
+  if (r.model.arch == Arch::dcnv2) model->insert_or_assign("cross_rank", r.model.cross_rank);
+  if (toml::table* syn = doc["data"]["synthetic"].as_table()) syn->insert_or_assign("raw_ids_per_row", r.raw_ids_per_row);
+  std::ostringstream text;
+  text << "# Revised by hetrec plan --revise from " << config << ": " << changes << ".\n" << doc << "\n";
+  return text.str();
+}
+
+void run_revise(const PlanOptions& o, const RunConfig& cfg, const Workload& w, const PlanConstraints& constraints,
+                const std::map<std::string, StepModelParams>& fitted) {
+  if (o.hardware.size() != 1) throw ConfigError("--revise: expected exactly one --hw, got " + std::to_string(o.hardware.size()));
+  const PlanTarget target = make_plan_target(o.hardware.front(), o.hw_dir, fitted);
+  RevisionOptions ro;
+  ro.raw_ids_per_row = cfg.data.format == DataFormat::synthetic ? cfg.data.synthetic.raw_ids_per_row : 1;
+  const std::vector<ModelRevision> revisions = propose_revisions(w, target, constraints, ro);
+  std::printf("\nmodel revisions for %s (each at most %.0f%% of the samples/s):\n", target.hw().name.c_str(),
+              100.0 * ro.max_cost);
+  if (revisions.empty()) std::printf("  none: no resource is in excess for a change the model allows\n");
+  for (const ModelRevision& r : revisions)
+    std::printf("  %s\n    why: %s\n    predicted: %.0f -> %.0f samples/s (cost %.1f%%), %.1f -> %.1f GiB; %s\n",
+                r.change.c_str(), r.reason.c_str(), r.before.step.samples_per_s, r.after.step.samples_per_s,
+                100.0 * r.cost, r.before.memory.device_bytes() / (1024.0 * 1024.0 * 1024.0),
+                r.after.memory.device_bytes() / (1024.0 * 1024.0 * 1024.0),
+                describe_recipe(r.after.recipe, r.model).c_str());
+  std::string changes;
+  for (const ModelRevision& r : revisions) changes += (changes.empty() ? "" : "; ") + r.change;
+  if (!revisions.empty() && !o.revised_config.empty())
+    write_file(o.revised_config, revised_config_text(o.config, revisions.back(), changes), "revised config");
+}
+
 void run_plan(const PlanOptions& o) {
   if (!o.evaluate.empty()) return run_evaluate(o);
   const RunConfig cfg = load_run_config(o.config, o.overrides);
@@ -219,6 +263,7 @@ void run_plan(const PlanOptions& o) {
                  "recipe file");
   }
   if (!o.svg.empty()) write_file(o.svg, breakdown_svg(o.config, bars), "chart file");
+  if (o.revise) run_revise(o, cfg, w, constraints, fitted);
   std::string unplanned;
   for (const PlanResult& p : plans)
     if (p.ranked.empty()) unplanned += (unplanned.empty() ? "" : ", ") + p.hardware;
@@ -269,6 +314,10 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--constraints", o->constraints_file,
                   "quality constraints file: a [plan] table with max_batch, min_batch, rows, dense, headroom, "
                   "allow_host_tables, lower_precision_gain (flags given on the command line override it)");
+  cmd->add_flag("--revise", o->revise,
+                "also propose model changes that spend what the one --hw has in excess (rows of hashed tables, "
+                "DCN rank), each with its predicted cost");
+  cmd->add_option("--revised-config", o->revised_config, "with --revise: write the revised config here");
   cmd->callback([o, cmd, &action] {
     o->given_headroom = cmd->count("--headroom") > 0;
     o->given_max_batch = cmd->count("--max-batch") > 0;

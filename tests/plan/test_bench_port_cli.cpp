@@ -68,6 +68,43 @@ TEST(BenchPortCli, RejectsWhatItCannotRun) {
   EXPECT_NE(r.err.find("local hardware"), std::string::npos) << r.err;
 }
 
+// The co-design demonstration at CPU scale: the H200's revised model (more rows for the
+// hashed ids, a larger DCN rank) against the H100's plan of the original, in one run.
+TEST(BenchPortCli, RevisedModelAgainstThePort) {
+  const auto dir = scratch_dir("bench_port_revised");
+  const auto revised = dir / "revised.toml";
+  RunResult r = run_hetrec("plan --config configs/dcnv2_hashed_demo.toml --hw h200_sxm --no-calibration --revise "
+                           "--revised-config " + revised.string(),
+                           dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("every table: rows x"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("raw ids per row 16 -> "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("why: "), std::string::npos) << r.out;
+  const std::string text = slurp(revised);
+  EXPECT_NE(text.find("raw_ids_per_row = "), std::string::npos) << text;
+  EXPECT_EQ(text.find("raw_ids_per_row = 16"), std::string::npos) << text;  // the rows took some of the raw space
+  const auto out = dir / "port.json";
+  r = run_hetrec("bench port --config configs/dcnv2_hashed_demo.toml --hetrec-config " + revised.string() +
+                     " --to h200_sxm --samples 16384 --max-batch 8192 --set data.synthetic.eval_samples=8192"
+                     " --set train.device=cpu --no-calibration --out " + out.string(),
+                 dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(slurp(out));
+  EXPECT_EQ(j["hetrec_config"], revised.string());
+  EXPECT_EQ(j["runs"].size(), 2u);
+  EXPECT_NE(j["runs"][1]["recipe"], nullptr);
+  // Another dataset is refused; --revise plans for one hardware.
+  std::ofstream(dir / "other.toml") << slurp(revised).replace(slurp(revised).find("seed = 7"), 8, "seed = 8");
+  r = run_hetrec("bench port --config configs/dcnv2_hashed_demo.toml --hetrec-config " + (dir / "other.toml").string() +
+                     " --to h200_sxm --set train.device=cpu --no-calibration",
+                 dir);
+  EXPECT_EQ(r.code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("other data"), std::string::npos) << r.err;
+  r = run_hetrec("plan --config configs/dcnv2_hashed_demo.toml --hw h200_sxm,b200 --no-calibration --revise", dir);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--revise: expected exactly one --hw"), std::string::npos) << r.err;
+}
+
 TEST(PlanCli, ConstraintsFileAndFlagsBoundThePlan) {
   const auto dir = scratch_dir("plan_constraints");
   const auto file = dir / "constraints.toml";
