@@ -11,7 +11,11 @@
 #      choices, tune/winners.json), from the H100 with --components (each component
 #      switched alone); equal samples (default 2097152), eval AUC on 262144 samples;
 #      writes OUT_DIR/direct-port-<date>-from-<hw>.json.
-# Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks them.
+#   3. the co-design demonstration: `hetrec plan --revise` on configs/dcnv2_hashed_demo.toml
+#      and `hetrec bench port --hetrec-config` (the H100-planned original against the
+#      H200-revised model, one run); writes OUT_DIR/direct-port-<date>-revised-demo.json.
+# Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks the
+# planner file.
 # Usage: tools/gpu_machine/planner_recipes.sh OUT_DIR COMMIT [STEPS] [PORT_SAMPLES]
 set -uo pipefail
 out=$1 commit=$2 steps=${3:-20} port_samples=${4:-2097152}
@@ -44,3 +48,11 @@ for from in h100_sxm a100_sxm_40gb; do
     --out "$out/direct-port-$date-from-$from.json" > "$out/bench-port-$from.log" 2>&1
   echo "bench port rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from.log"
 done
+echo "=== co-design demonstration ($(date +%T))"
+"$bin/hetrec" plan --config configs/dcnv2_hashed_demo.toml --hw h200_sxm --revise \
+  --revised-config "$out/dcnv2_hashed_demo-revised-h200.toml" > "$out/revise.log" 2>&1
+echo "plan --revise rc=$?"; grep -A6 '^model revisions' "$out/revise.log"
+timeout 120 "$bin/hetrec" bench port --config configs/dcnv2_hashed_demo.toml --from h100_sxm --to h200_sxm \
+  --hetrec-config "$out/dcnv2_hashed_demo-revised-h200.toml" --samples 4194304 --tuned-kernels tune/winners.json \
+  --set data.reader_threads=15 --out "$out/direct-port-$date-revised-demo.json" > "$out/bench-port-revised.log" 2>&1
+echo "bench port (revised) rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|hetrec) |hetrec / port' "$out/bench-port-revised.log"
