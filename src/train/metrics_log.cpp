@@ -30,12 +30,15 @@ MetricsLog::~MetricsLog() {
   if (file_) std::fclose(file_);
 }
 
+void MetricsLog::write_header(const nlohmann::json& record) {
+  if (!file_) return;
+  const std::string line = record.dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    throw IoError("train.metrics_path '" + path_ + "': write failed: " + std::strerror(errno));
+}
+
 void MetricsLog::write(const nlohmann::json& record) {
-  if (file_) {
-    const std::string line = record.dump() + "\n";
-    if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
-      throw IoError("train.metrics_path '" + path_ + "': write failed: " + std::strerror(errno));
-  }
+  write_header(record);
   if (observer_) observer_(record);
 }
 

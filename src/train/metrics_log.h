@@ -19,6 +19,9 @@ class MetricsLog {
   MetricsLog& operator=(const MetricsLog&) = delete;
   // Writes the record to the file (when there is one), then shows it to the observer.
   void write(const nlohmann::json& record);
+  // The run header (train/run_header.h): to the file only; the observer sees the run's
+  // own records (train, eval, checkpoint, final).
+  void write_header(const nlohmann::json& record);
   void set_observer(MetricsObserver observer) { observer_ = std::move(observer); }
 
  private:

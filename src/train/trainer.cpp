@@ -355,7 +355,7 @@ void TrainingRun::resume() {
   step_ = pos.step;
   epoch_ = pos.epoch;
   position_ = pos.data_position;
-  if (rank0_) metrics_->write(header_->record(cfg_, last_good_, step_, summary_.device, summary_.world_size));
+  if (rank0_) metrics_->write_header(header_->record(cfg_, last_good_, step_, summary_.device, summary_.world_size));
 
   const int64_t train_size = pipeline_->size_hint();
   const int64_t steps_per_epoch = train_size > 0 ? (train_size + tc_.batch_size - 1) / tc_.batch_size : -1;
