@@ -145,10 +145,15 @@ std::optional<EnumeratedAlgo> check_config(cublasLtHandle_t handle, const Proble
 }
 
 std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
-                                  std::span<const cublasLtMatmulAlgo_t> heuristic, AlgoEnumeration& enumeration) {
+                                  std::span<const cublasLtMatmulAlgo_t> heuristic, AlgoEnumeration& enumeration,
+                                  bool keep_returned) {
   std::size_t added = 0;
   for (const cublasLtMatmulAlgo_t& algo : heuristic) {
-    if (find_config(enumeration.valid, read_algo_config(algo))) continue;
+    if (const auto equal = find_config(enumeration.valid, read_algo_config(algo))) {
+      if (keep_returned)
+        if (auto checked = check_algo(handle, desc, algo, workspace_limit)) enumeration.valid[*equal] = *checked;
+      continue;
+    }
     if (auto checked = check_algo(handle, desc, algo, workspace_limit)) {
       enumeration.valid.push_back(*checked);
       ++added;

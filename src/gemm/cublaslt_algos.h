@@ -75,9 +75,13 @@ inline constexpr int kHeuristicConfigs = 16;
 
 // Appends the configurations of the heuristic's list (heuristic_algos, queried by the
 // caller, who may need the list itself) that `enumeration` does not hold yet, each validated
-// with check_algo; returns how many were added.
+// with check_algo; returns how many were added. With `keep_returned`, an enumerated
+// configuration equal to a listed one runs as the struct the heuristic returned (a struct
+// rebuilt from the same attributes may run another kernel); the oracle keeps the rebuilt
+// ones, to time both.
 std::size_t add_heuristic_configs(cublasLtHandle_t handle, const MatmulDescriptors& desc, std::size_t workspace_limit,
-                                  std::span<const cublasLtMatmulAlgo_t> heuristic, AlgoEnumeration& enumeration);
+                                  std::span<const cublasLtMatmulAlgo_t> heuristic, AlgoEnumeration& enumeration,
+                                  bool keep_returned = false);
 
 // One configuration by its attributes (a cached choice, say), validated with
 // cublasLtMatmulAlgoCheck for the problem; nullopt when cuBLASLt refuses it or it needs more

@@ -74,11 +74,12 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
                                                 const Alignment& alignment, const ModelSelection& selection) {
   AlgoEnumeration enumeration = enumerate_algos(handle, problem, desc, workspace_bytes);
   const bool sixteen_bit_d = problem.d_type != DType::f32;
-  // The heuristic's own list too (it reaches beyond the enumeration's bounds).
+  // The heuristic's own list too (it reaches beyond the enumeration's bounds), its
+  // configurations run as the structs it returned.
   add_heuristic_configs(handle, desc, workspace_bytes,
                         heuristic_algos(handle, desc.desc, desc.a, desc.b, desc.d, workspace_bytes, alignment,
                                         sixteen_bit_d, kHeuristicConfigs),
-                        enumeration);
+                        enumeration, true);
   std::vector<EnumeratedAlgo> offered;
   std::vector<OracleCandidate> candidates;
   for (const EnumeratedAlgo& e : enumeration.valid) {
