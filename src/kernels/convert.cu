@@ -63,7 +63,24 @@ void launch(const float* in, int64_t ld_in, uint16_t* out, int64_t ld_out, int64
   }
 }
 
+template <bool kFp16>
+__global__ void __launch_bounds__(kThreads) widen_16bit_kernel(const uint16_t* __restrict__ in, float* __restrict__ out,
+                                                             int64_t n) {
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (i >= n) return;
+  if constexpr (kFp16) out[i] = gpu::f16_bits_to_f32(in[i]);
+  else out[i] = gpu::bf16_bits_to_f32(in[i]);
+}
+
 }  // namespace
+
+void widen_16bit(const uint16_t* in, float* out, int64_t n, DType from, gpu::stream_t stream) {
+  if (n <= 0) return;
+  if (from == DType::bf16) widen_16bit_kernel<false><<<grid_for(n, kThreads), kThreads, 0, stream>>>(in, out, n);
+  else if (from == DType::f16) widen_16bit_kernel<true><<<grid_for(n, kThreads), kThreads, 0, stream>>>(in, out, n);
+  else throw InternalError("widen_16bit: the source must be bf16 or fp16, got " + std::string(dtype_name(from)));
+  HETREC_GPU_CHECK_LAUNCH("widen_16bit_kernel");
+}
 
 void f32_to_16bit_matrix(const float* in, int64_t ld_in, uint16_t* out, int64_t ld_out, int64_t rows, int64_t cols,
                          DType to, gpu::stream_t stream) {

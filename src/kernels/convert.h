@@ -16,4 +16,8 @@ namespace hetrec::kernels {
 void f32_to_16bit_matrix(const float* in, int64_t ld_in, uint16_t* out, int64_t ld_out, int64_t rows, int64_t cols,
                          DType to, gpu::stream_t stream);
 
+// out[i] = the exact fp32 value of the 16-bit pattern in[i] of type `from` (bf16 or fp16),
+// i < n: e.g. a bias gradient that cuBLASLt's epilogue wrote in D's 16-bit type.
+void widen_16bit(const uint16_t* in, float* out, int64_t n, DType from, gpu::stream_t stream);
+
 }  // namespace hetrec::kernels

@@ -339,13 +339,10 @@ Workspace carve(void* base, int64_t capacity, int dim) {
 
 }  // namespace
 
-SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
-                                            const PooledGradView& grad, const SparseOptimizerParams& optimizer,
-                                            void* workspace, std::size_t workspace_bytes, gpu::stream_t stream) {
+SparseUpdatePlan embedding_backward_sort(const EmbeddingTables& tables, const DeviceBags& bags,
+                                         const SparseOptimizerParams& optimizer, void* workspace,
+                                         std::size_t workspace_bytes, gpu::stream_t stream) {
   check_tables(tables, "embedding_bag_backward_update");
-  if (grad.dtype != DType::f32 && grad.dtype != DType::bf16)
-    throw InternalError("embedding_bag_backward_update: pooled gradients must be fp32 or bf16, got " +
-                        std::string(dtype_name(grad.dtype)));
   SparseUpdatePlan plan;
   if (bags.batch == 0 || tables.num_tables == 0 || bags.max_ids == 0) return plan;
   if (tables.total_rows >= static_cast<int64_t>(kInvalidKey))
@@ -398,8 +395,6 @@ SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const
   chunk_owner_kernel<<<grid_for(capacity, kBlockThreads), kBlockThreads, 0, stream>>>(chunks, chunk_start, w.num_unique,
                                                                                      capacity, w.owner);
   HETREC_GPU_CHECK_LAUNCH("chunk_owner_kernel");
-  chunk_partials(tables, bags, grad, optimizer,
-                 {w.owner, chunk_start, w.num_chunks, w.segment_start, sorted_bags, w.max_chunks, w.partial}, stream);
 
   plan.sorted_keys = sorted_keys;
   plan.sorted_bags = sorted_bags;
@@ -409,6 +404,31 @@ SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const
   plan.chunk_start = chunk_start;
   plan.partial = w.partial;
   plan.max_rows = capacity;
+  return plan;
+}
+
+void embedding_backward_chunk_sums(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                                   const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan,
+                                   void* workspace, gpu::stream_t stream) {
+  if (grad.dtype != DType::f32 && grad.dtype != DType::bf16)
+    throw InternalError("embedding_bag_backward_update: pooled gradients must be fp32 or bf16, got " +
+                        std::string(dtype_name(grad.dtype)));
+  if (plan.max_rows == 0) return;  // nothing sorted: an empty batch
+  const Workspace w = carve(workspace, plan.max_rows, tables.dim);
+  chunk_partials(tables, bags, grad, optimizer,
+                 {w.owner, plan.chunk_start, w.num_chunks, plan.segment_start, plan.sorted_bags, w.max_chunks,
+                  w.partial},
+                 stream);
+}
+
+SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
+                                            const PooledGradView& grad, const SparseOptimizerParams& optimizer,
+                                            void* workspace, std::size_t workspace_bytes, gpu::stream_t stream) {
+  if (grad.dtype != DType::f32 && grad.dtype != DType::bf16)
+    throw InternalError("embedding_bag_backward_update: pooled gradients must be fp32 or bf16, got " +
+                        std::string(dtype_name(grad.dtype)));
+  const SparseUpdatePlan plan = embedding_backward_sort(tables, bags, optimizer, workspace, workspace_bytes, stream);
+  embedding_backward_chunk_sums(tables, bags, grad, optimizer, plan, workspace, stream);
   return plan;
 }
 

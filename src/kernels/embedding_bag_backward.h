@@ -56,6 +56,18 @@ void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& b
 SparseUpdatePlan embedding_backward_prepare(const EmbeddingTables& tables, const DeviceBags& bags,
                                             const PooledGradView& grad, const SparseOptimizerParams& optimizer,
                                             void* workspace, std::size_t workspace_bytes, gpu::stream_t stream);
+
+// The preparation in its two parts, so that the part that needs no gradient can run
+// early, beside the dense work (model/gpu: on its own stream from the step's start):
+// the sort, the unique rows' segments and the long rows' chunk layout from the ids alone;
+// then, once the gradients exist, the long rows' chunk sums into plan.partial.
+// prepare = sort + chunk sums, in the same kernels and order (bit-identical results).
+SparseUpdatePlan embedding_backward_sort(const EmbeddingTables& tables, const DeviceBags& bags,
+                                         const SparseOptimizerParams& optimizer, void* workspace,
+                                         std::size_t workspace_bytes, gpu::stream_t stream);
+void embedding_backward_chunk_sums(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
+                                   const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan,
+                                   void* workspace, gpu::stream_t stream);
 void embedding_backward_apply(const EmbeddingTables& tables, const DeviceBags& bags, const PooledGradView& grad,
                               const SparseOptimizerParams& optimizer, const SparseUpdatePlan& plan,
                               gpu::stream_t stream, const TunedSparseUpdate* tuned = nullptr);

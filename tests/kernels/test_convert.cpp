@@ -10,6 +10,7 @@
 
 #include "../gpu/device_test_support.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/rng.h"
 #include "kernels/convert.h"
 
@@ -17,6 +18,36 @@ namespace hetrec {
 namespace {
 
 constexpr uint16_t kPoison = 0xFFFF;  // a NaN in bf16 and in fp16: shows unwritten elements
+
+// Widening is exact: every 16-bit pattern of random values (and subnormals, infinities)
+// becomes the host's fp32 value; nothing past n is written.
+TEST(ConvertKernel, WidenSixteenBitIsExact) {
+  HETREC_REQUIRE_GPU();
+  for (DType t : {DType::bf16, DType::f16}) {
+    const int64_t n = 1000;
+    Rng rng(91);
+    std::vector<uint16_t> bits(static_cast<std::size_t>(n));
+    for (auto& b : bits) b = static_cast<uint16_t>(rng.next_u64() & 0xFFFF);
+    bits[0] = t == DType::bf16 ? f32_to_bf16(1e-40f) : f32_to_f16(3e-6f);  // subnormal
+    bits[1] = t == DType::bf16 ? f32_to_bf16(INFINITY) : f32_to_f16(1e6f);  // infinity
+    gpu::DeviceBuffer in = testing::to_device(bits);
+    gpu::DeviceBuffer out = testing::poisoned_floats(static_cast<std::size_t>(n + 1));
+    kernels::widen_16bit(in.as<uint16_t>(), out.as<float>(), n, t, nullptr);
+    const auto got = testing::to_host<float>(out, static_cast<std::size_t>(n + 1));
+    for (int64_t i = 0; i < n; ++i) {
+      const float want = t == DType::bf16 ? bf16_to_f32(bits[static_cast<std::size_t>(i)])
+                                          : f16_to_f32(bits[static_cast<std::size_t>(i)]);
+      if (std::isnan(want)) {
+        ASSERT_TRUE(std::isnan(got[static_cast<std::size_t>(i)])) << i;
+      } else {
+        ASSERT_EQ(got[static_cast<std::size_t>(i)], want) << dtype_name(t) << " " << i;
+      }
+    }
+    EXPECT_TRUE(std::isnan(got[static_cast<std::size_t>(n)])) << "wrote past n";
+  }
+  gpu::DeviceBuffer b = testing::poisoned_floats(4);
+  EXPECT_THROW(kernels::widen_16bit(b.as<uint16_t>(), b.as<float>(), 2, DType::f32, nullptr), InternalError);
+}
 
 TEST(ConvertKernel, F32ToBf16MatrixRoundsToNearestEvenWithinTheBlock) {
   HETREC_REQUIRE_GPU();

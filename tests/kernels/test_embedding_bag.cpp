@@ -333,10 +333,16 @@ void run_bf16_gradient_case(DType dtype, int dim, OptimizerKind kind, uint64_t s
   if (tunable)
     tuned = std::make_unique<kernels::TunedSparseUpdate>(shape, kernels::kDefaultSparseUpdateVariant,
                                                          device.compute_major, device.compute_minor);
-  // [0]: fp32 gradients; [1]: bf16, built-in; [2]: bf16, tuned.
+  // [0]: fp32 gradients; [1]: bf16, built-in; [2]: bf16, tuned; [3]: fp32 in two parts
+  // (the sort, then the chunk sums and the update: the GPU step's early sort).
   std::vector<std::vector<unsigned char>> weights;
   std::vector<std::vector<float>> accumulators;
-  for (int run = 0; run < (tunable ? 3 : 2); ++run) {
+  for (int run = 0; run < 4; ++run) {
+    if (run == 2 && !tunable) {
+      weights.push_back(weights[0]);
+      accumulators.push_back(accumulators[0]);
+      continue;
+    }
     DeviceTables dev(m);
     const int64_t total = dev.view.total_rows;
     gpu::DeviceBuffer acc = testing::to_device(std::vector<float>(std::max<std::size_t>(
@@ -347,20 +353,29 @@ void run_bf16_gradient_case(DType dtype, int dim, OptimizerKind kind, uint64_t s
     p.accumulators = state_per_row ? acc.as<float>() : nullptr;
     p.seed = m.init_seed;
     p.scalars = scalars.as<kernels::StepScalars>();
-    if (run == 0)
+    if (run == 0) {
       kernels::embedding_bag_backward_update(dev.view, db.bags, dwide.as<float>(), num * dim, p, ws.get(), ws_bytes,
                                              nullptr);
-    else
+    } else if (run == 3) {
+      gpu::memset_async(ws.get(), 0xFF, ws_bytes, nullptr);  // nothing of an earlier run's workspace is reused
+      const kernels::SparseUpdatePlan plan = kernels::embedding_backward_sort(dev.view, db.bags, p, ws.get(), ws_bytes,
+                                                                              nullptr);
+      const kernels::PooledGradView g{dwide.get(), num * dim, DType::f32};
+      kernels::embedding_backward_chunk_sums(dev.view, db.bags, g, p, plan, ws.get(), nullptr);
+      kernels::embedding_backward_apply(dev.view, db.bags, g, p, plan, nullptr);
+    } else
       kernels::embedding_bag_backward_update(dev.view, db.bags, kernels::PooledGradView{dbits.get(), num * dim, DType::bf16},
                                              p, ws.get(), ws_bytes, nullptr, run == 2 ? tuned.get() : nullptr);
     weights.push_back(download_weights(dev, m));
     accumulators.push_back(testing::to_host<float>(acc, static_cast<std::size_t>(std::max<int64_t>(1, total * state_per_row))));
   }
   ASSERT_NE(weights[0], download_weights(DeviceTables(m), m)) << "the update changed nothing";
+  const char* names[] = {"", "built-in update from bf16 gradients", "tuned update from bf16 gradients",
+                         "sort, chunk sums and update in two parts"};
   for (std::size_t run = 1; run < weights.size(); ++run) {
-    EXPECT_EQ(weights[run], weights[0]) << (run == 1 ? "built-in" : "tuned") << " update from bf16 gradients";
+    EXPECT_EQ(weights[run], weights[0]) << names[run];
     EXPECT_EQ(0, std::memcmp(accumulators[run].data(), accumulators[0].data(), accumulators[0].size() * sizeof(float)))
-        << (run == 1 ? "built-in" : "tuned") << " accumulators from bf16 gradients";
+        << names[run] << " (accumulators)";
   }
 }
 

@@ -22,7 +22,7 @@ root=/tmp/hetrec-suite
 mkdir -p "$root" "$out"
 tar -C "$root" -xJf .carry/suite/suite.tar.xz
 export LD_LIBRARY_PATH=$root/lib:${LD_LIBRARY_PATH:-}
-export HETREC_COMMIT=$commit PYTHONUNBUFFERED=1
+export HETREC_COMMIT=$commit PYTHONUNBUFFERED=1 HETREC_HW_DIR=$PWD/hw  # the programs run outside their build tree
 bin=$root/bin
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 for stage in "$@"; do

@@ -139,6 +139,11 @@ class GpuDlrm final : public GpuModel {
   // Lookups, exchanges and the embedding update on their own stream (data parallel,
   // options.overlap_exchanges, not profiling).
   bool overlapped() const { return sharded_ && options_.overlap_exchanges && !options_.profile_phases; }
+  // One device, not profiling: the embedding backward's sort (which needs only the ids)
+  // runs on the embedding stream from the step's start, beside the dense forward and
+  // backward (kernels/embedding_bag_backward.h embedding_backward_sort); the chunk sums
+  // and the update wait for it (sorted_) on the compute stream.
+  bool early_sort() const { return !sharded_ && !options_.profile_phases; }
   // On the embedding stream, once the compute stream has the tables' slot gradients: the
   // gradient exchange, the agreement on the skip (and overflow) flags and the loss, then
   // the update. flags_agreed_ marks the end of its collectives, update_done_ its end.
@@ -158,6 +163,8 @@ class GpuDlrm final : public GpuModel {
   // device's greatest measured no different, bench/results/multigpu-20261201b-h200x2.json).
   gpu::Stream embedding_stream_;
   gpu::Event fork_{false}, embeddings_ready_{false}, flags_agreed_{false}, update_done_{false};
+  gpu::Event sorted_{false};            // early_sort(): the sort of this step's ids is done
+  kernels::SparseUpdatePlan sort_plan_;  // early_sort(): its plan (points into embedding_workspace_)
   gpu::Event batch_ready_{false};
   cublaslt::Gemm gemm_;
   DeviceBatchStream batches_;

@@ -247,6 +247,14 @@ void GpuDlrm::enqueue_step(int64_t batch) {
   kernels::LossScaleState* loss_scale = device_loss_scale();
   if (loss_scale) gpu::memset_async(&loss_scale->overflow, 0, sizeof(int32_t), s);
   mark(kStart);
+  if (early_sort()) {
+    fork_.record(s);
+    embedding_stream_.wait(fork_);
+    sort_plan_ = kernels::embedding_backward_sort(embeddings_->tables(), db.bags, embeddings_->optimizer(scalars),
+                                                  embedding_workspace_.raw(), embedding_workspace_.nbytes(),
+                                                  embedding_stream_.get());
+    sorted_.record(embedding_stream_.get());
+  }
 
   const float* logits = forward(batch);
   kernels::bce_with_logits(logits, 1, db.labels, batch, grad_logits_.data<float>(), 1, &device_output()->loss,
@@ -304,9 +312,19 @@ void GpuDlrm::enqueue_step(int64_t batch) {
   } else {
     mark(kDenseAllReduce);
     mark(kGradientExchange);
-    kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
-                                           embeddings_->optimizer(scalars), embedding_workspace_.raw(),
-                                           embedding_workspace_.nbytes(), s, tuned_.sparse_update.get());
+    if (early_sort()) {
+      compute_.wait(sorted_);
+      const kernels::PooledGradView grad{grad_x + dim, fd, DType::f32};
+      const kernels::SparseOptimizerParams opt = embeddings_->optimizer(scalars);
+      kernels::embedding_backward_chunk_sums(embeddings_->tables(), db.bags, grad, opt, sort_plan_,
+                                             embedding_workspace_.raw(), s);
+      kernels::embedding_backward_apply(embeddings_->tables(), db.bags, grad, opt, sort_plan_, s,
+                                        tuned_.sparse_update.get());
+    } else {
+      kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
+                                             embeddings_->optimizer(scalars), embedding_workspace_.raw(),
+                                             embedding_workspace_.nbytes(), s, tuned_.sparse_update.get());
+    }
   }
   mark(kEmbeddingBackward);
   dense_->step(scalars, s);

@@ -108,6 +108,7 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
     any_half = any_half || l.half;
   }
   for (Tensor& g16 : grad16_) g16 = any_half ? Tensor::empty({batch, max_width()}, half_type_, device) : Tensor();
+  bias_grad16_ = any_half ? Tensor::empty({max_width()}, half_type_, device) : Tensor();
   aux_.clear();
   for (std::size_t i = 0; i < layers_.size(); ++i)
     aux_.push_back(fusable(static_cast<int>(i))
@@ -158,6 +159,10 @@ const std::vector<char>& GpuMlp::fused_layers(cublaslt::Gemm& gemm, int64_t batc
     b.d_type = half_type_;
     b.precision = precision_;
     b.epilogue = cublaslt::Epilogue::drelu_bgrad;
+    // cuBLASLt fuses these with a 16-bit D only for a bias (and bias gradient) of D's type
+    // (tests/gemm/test_cublaslt_gemm.cpp records the combinations): the bias gradient
+    // arrives in 16 bits, as an autocast Linear's does, and is widened exactly.
+    b.bias_type = half_type_;
     fused[i] = gemm.supported(f) && gemm.supported(b) ? 1 : 0;
   }
   return fused_at_.emplace(batch, std::move(fused)).first->second;
@@ -312,13 +317,15 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       px.d_type = half_type_;
       px.precision = precision;
       px.epilogue = cublaslt::Epilogue::drelu_bgrad;
+      px.bias_type = half_type_;
       cublaslt::Operands ox;
       ox.a = dz_operand;
       ox.b = l.weight16;
       ox.d = grad16_[g16 ^ 1].raw();
       ox.aux = aux_[li - 1].raw();
-      ox.bias_grad = below.grad_bias;
+      ox.bias_grad = static_cast<float*>(bias_grad16_.raw());  // 16-bit values (px.bias_type)
       gemm.run(px, ox, stream);
+      kernels::widen_16bit(bias_grad16_.data<uint16_t>(), below.grad_bias, below.out, half_type_, stream);
       g16 ^= 1;
       dz_ready = true;
       grad = nullptr;

@@ -16,7 +16,8 @@
 //    16 bits; where a 16-bit ReLU layer feeds another 16-bit layer and cuBLASLt fuses the
 //    epilogues, there is no such pass: the forward GEMM stores the ReLU mask as bits
 //    (RELU_AUX_BIAS) and the successor's input-gradient GEMM applies it, writes the 16-bit
-//    output gradient and sums the bias gradient (DRELU_BGRAD);
+//    output gradient and sums the bias gradient (DRELU_BGRAD; the library writes that sum
+//    in 16 bits, as an autocast Linear's bias gradient is, and it is widened to fp32);
 //  - an input from elsewhere is rounded by kernels/convert.h unless the caller hands in
 //    its 16-bit copy.
 // The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first
@@ -109,6 +110,7 @@ class GpuMlp {
   std::vector<const void*> operands16_;  // [i]: layer i's 16-bit input operand in the last forward
   Tensor grad16_[2];                 // the current layer's output gradient in 16 bits (ping-pong)
   std::vector<Tensor> aux_;          // [i]: layer i's ReLU mask bits, where its epilogues can fuse
+  Tensor bias_grad16_;               // a fused layer's bias gradient as the epilogue writes it (16 bits)
   // [i]: whether the last forward stored layer i's mask, so that the backward's input-
   // gradient GEMM of layer i + 1 applies it (decided per batch: `fused_at_`).
   std::vector<char> fused_;
