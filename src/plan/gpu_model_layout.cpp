@@ -4,6 +4,7 @@
 #include <string>
 
 #include "model/gpu/dense_layout.h"
+#include "plan/recipe.h"
 
 namespace hetrec {
 namespace {
@@ -69,6 +70,12 @@ GpuModelLayout gpu_model_layout(const ModelConfig& model) {
   }
   g.dense_flat_elements = gpu_model::dense_flat_elements(padded);
   for (const TableConfig& t : model.tables) g.ids_per_sample += t.hotness;
+  return g;
+}
+
+GpuModelLayout gpu_model_layout(const ModelConfig& model, const Recipe& recipe) {
+  GpuModelLayout g = gpu_model_layout(model);
+  if (g.cross_layers > 0) g.cross_residual_16bit = recipe.cross_residual_16bit;
   return g;
 }
 

@@ -28,6 +28,8 @@ struct DenseTensorShape {
   int64_t numel = 0;
 };
 
+struct Recipe;  // plan/recipe.h
+
 struct GpuModelLayout {
   Arch arch = Arch::dlrm;
   int num_dense = 0;
@@ -86,5 +88,8 @@ struct GpuModelLayout {
 };
 
 GpuModelLayout gpu_model_layout(const ModelConfig& model);
+// The same with the recipe's choices that change the engine's buffers (the cross net's
+// 16-bit residual stream).
+GpuModelLayout gpu_model_layout(const ModelConfig& model, const Recipe& recipe);
 
 }  // namespace hetrec

@@ -385,7 +385,7 @@ MemoryEstimate rank_memory(const OptimConfig& optim, const Recipe& recipe,
 // The single-device engine (model/gpu/gpu_dlrm.cpp without shards).
 MemoryEstimate single_memory(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
                              const Hardware& hw, bool landing_buffers) {
-  const GpuModelLayout g = gpu_model_layout(model);
+  const GpuModelLayout g = gpu_model_layout(model, recipe);
   const double b = static_cast<double>(recipe.batch);
   const double row_bytes = static_cast<double>(g.dim) * static_cast<double>(dtype_size(recipe.row_dtype));
   const double state_bytes = static_cast<double>(sparse_state_per_row(optim.sparse, g.dim)) * kFloatBytes;
@@ -453,7 +453,7 @@ std::vector<MemoryEstimate> estimate_rank_memory(const ModelConfig& model, const
                                                  bool landing_buffers) {
   validate_recipe(recipe, model);
   if (recipe.gpus == 1) return {single_memory(model, optim, recipe, hw, landing_buffers)};
-  const GpuModelLayout g = gpu_model_layout(model);
+  const GpuModelLayout g = gpu_model_layout(model, recipe);
   const ExchangeBytes exchange = exchange_bytes(model, recipe);
   std::vector<MemoryEstimate> out;
   for (const RankShards& rs : rank_shards(model, recipe, ids))

@@ -46,6 +46,7 @@ Recipe recipe_of_model(const ModelConfig& model, int64_t batch, const std::strin
             : model.allow_tf32                ? DensePrecision::tf32
                                               : DensePrecision::fp32;
   r.row_dtype = model.row_dtype;
+  r.cross_residual_16bit = model.cross_residual_16bit;
   r.placement.assign(model.tables.size(), TablePlacement::hbm);
   for (std::size_t t = 0; t < model.tables.size(); ++t)
     for (const std::string& name : model.host_tables)

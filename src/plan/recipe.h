@@ -43,6 +43,9 @@ struct Recipe {
   int64_t batch = 0;     // the global batch: with N GPUs each trains batch / N samples
   DensePrecision dense = DensePrecision::fp32;
   DType row_dtype = DType::f32;           // fp32, fp16 or bf16 (16-bit rows use stochastic rounding)
+  // 16-bit dense compute: the DCNv2 cross net keeps its residual stream in 16 bits
+  // (model.cross_residual = "16bit"; model/gpu/gpu_cross_net.h).
+  bool cross_residual_16bit = false;
   std::vector<TablePlacement> placement;  // one per table of the model
   // GPUs of one host the job runs on (`mpirun -np gpus hetrec train`); 1: the
   // single-device engine, and `sharding` is empty.

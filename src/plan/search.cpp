@@ -324,6 +324,7 @@ void plan_sharded(const Workload& workload, const PlanTarget& target, const Plan
         if (dense == DensePrecision::tf32 && hw.dense_tflops.tf32 <= 0.0) continue;
         Recipe r = base;
         r.dense = dense;
+        r.cross_residual_16bit = sixteen_bit_dense(dense);  // as fast or faster, within the fp32 stream's parity
         r.exchange_dtype = exchange_dtype_for(dense);
         std::optional<RecipeEvaluation> refused;
         std::optional<RecipeEvaluation> chosen;
@@ -376,6 +377,7 @@ PlanResult plan_recipes(const Workload& workload, const PlanTarget& target, cons
       for (DType rows : constraints.rows) {
         Recipe r = recipe_of_model(workload.model, batch, hw.name);
         r.dense = dense;
+        r.cross_residual_16bit = sixteen_bit_dense(dense);  // as fast or faster, within the fp32 stream's parity
         r.row_dtype = rows;
         MemoryEstimate memory = estimate_memory(workload.model, workload.optim, r, hw);
         bool fits = memory.fits(hw, constraints.headroom);

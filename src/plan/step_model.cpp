@@ -447,7 +447,7 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   validate_recipe(recipe, model);
   const std::string unsupported = gpu_sharding_unsupported(recipe, model, optim);
   if (!unsupported.empty()) throw ConfigError("recipe for '" + recipe.hardware + "': " + unsupported);
-  const GpuModelLayout g = gpu_model_layout(model);
+  const GpuModelLayout g = gpu_model_layout(model, recipe);
   const bool several = recipe.gpus > 1;
   // The dense phases run on this rank's share; the largest share is the slowest.
   const int64_t b = several ? (recipe.batch + recipe.gpus - 1) / recipe.gpus : recipe.batch;
@@ -516,7 +516,7 @@ StepWork sharded_step_work(const ModelConfig& model, const OptimConfig& optim, c
   const std::string unsupported = gpu_sharding_unsupported(recipe, model, optim);
   if (!unsupported.empty()) throw ConfigError("recipe for '" + recipe.hardware + "': " + unsupported);
   WorkBuilder w(hw, nullptr, recipe);
-  const GpuModelLayout g = gpu_model_layout(model);
+  const GpuModelLayout g = gpu_model_layout(model, recipe);
   if (recipe.gpus > 1) {
     sharded_terms(w, model, optim, recipe, g, ids);
   } else {

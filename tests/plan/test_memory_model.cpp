@@ -181,7 +181,7 @@ TEST(MemoryModel, SixteenBitDenseCountsTheOperandCopies) {
   // Top: only the output-gradient copy (32 wide).
   EXPECT_DOUBLE_EQ(dev.at("top MLP 16-bit operand copies (inputs, output gradient)"), 100.0 * 32 * 2);
   // The 16-bit residual stream keeps x_1 only as its 16-bit copy: no fp32 x_l is left.
-  m.cross_residual_16bit = true;
+  r.cross_residual_16bit = true;
   const auto dev16 = by_name(estimate_memory(m, o, r, hw), MemorySpace::device);
   EXPECT_DOUBLE_EQ(dev16.at("cross net activations (x_l, z_l, V x_l of 2 layers)"), 2 * (100.0 * 24 * 2 + 100 * 8 * 2));
   EXPECT_DOUBLE_EQ(dev16.at("cross net 16-bit operand copies"), 3 * 100.0 * 24 * 2);

@@ -241,9 +241,9 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   // The 16-bit residual stream: each cross pass reads x0 and x_l in 16 bits and writes
   // no fp32 x_{l+1} (the last one has none either: the top MLP reads its 16-bit copy), so
   // the passes' bytes go from 4 + 4 + 2 + 4 + 2 (2 + 4 + 2 + 2 for the last) to 2 + 2 + 2 + 2 per element.
-  ModelConfig m16 = m;
-  m16.cross_residual_16bit = true;
-  const StepWork bw16 = step_work(m16, o, bf16, h200.gemm, IdDistribution{});
+  Recipe bf16_stream = bf16;
+  bf16_stream.cross_residual_16bit = true;
+  const StepWork bw16 = step_work(m, o, bf16_stream, h200.gemm, IdDistribution{});
   const double elems = 65536.0 * 27 * 128;
   EXPECT_NEAR(phase_base(bw, StepPhase::interaction_fwd, StepFactor::elementwise) -
                   phase_base(bw16, StepPhase::interaction_fwd, StepFactor::elementwise),
