@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "gemm/cublaslt_algo_ids.h"
-#include "gemm/cublaslt_gemm.h"
+#include "gemm/cublaslt_problem.h"
 
 namespace hetrec::cublaslt {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "gemm/cublaslt_algos.h"
-#include "gemm/cublaslt_gemm.h"
+#include "gemm/cublaslt_problem.h"
 #include "hw/hardware.h"
 #include "perf/gemm_model_params.h"
 #include "perf/gemm_problem.h"

@@ -205,8 +205,6 @@ constexpr int kWarmupLaunches = 3;
 constexpr int kTimedLaunches = 10;  // the median is kept
 constexpr uint64_t kProbeSeed = 0x70726f6265;  // "probe"
 
-std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
-
 template <class Launch>
 double median_ms(const gpu::Stream& stream, Launch&& launch) {
   for (int i = 0; i < kWarmupLaunches; ++i) launch();
@@ -224,17 +222,6 @@ double median_ms(const gpu::Stream& stream, Launch&& launch) {
 }
 
 }  // namespace
-
-ProbeValidators local_probe_validators(int device_index) {
-  if (device_index < 0 || device_index >= gpu::device_count())
-    throw DeviceError("device probe: no GPU " + std::to_string(device_index) + " is visible");
-  ProbeValidators v;
-  v.gpu = gpu::device_properties(device_index).name;
-  v.driver = version_text(gpu::driver_version());
-  v.runtime = version_text(gpu::runtime_version());
-  v.blas_library = gpu::blas_lt_library_text();
-  return v;
-}
 
 DeviceProbe measure_device_probe(int device_index) {
   DeviceProbe p;
@@ -294,10 +281,6 @@ DeviceProbe measure_device_probe(int device_index) {
 }
 
 #else
-
-ProbeValidators local_probe_validators(int) {
-  throw DeviceError("the device probe needs a GPU build (cmake --preset cuda or hip); this build has none");
-}
 
 DeviceProbe measure_device_probe(int) {
   throw DeviceError("the device probe needs a GPU build (cmake --preset cuda or hip); this build has none");

@@ -16,17 +16,10 @@
 #include <vector>
 
 #include "core/log.h"
+#include "gemm/device_validators.h"
 #include "kernels/cluster_occupancy.h"
 
 namespace hetrec {
-
-struct ProbeValidators {
-  std::string gpu;      // the driver's device name, e.g. "NVIDIA H200"
-  std::string driver;   // driver version, e.g. "13.0"
-  std::string runtime;  // runtime version
-  std::string blas_library;  // the BLAS-Lt library and its version
-  bool operator==(const ProbeValidators&) const = default;
-};
 
 struct DeviceProbe {
   ProbeValidators validators;
@@ -53,8 +46,6 @@ std::string default_cache_path(const std::string& file);
 // default_cache_path("device-probe-<index>.json").
 std::string default_device_probe_path(int device_index);
 
-// GPU builds with a visible device: the validators of the device (DeviceError otherwise).
-ProbeValidators local_probe_validators(int device_index);
 // Measures the device now (a few seconds). DeviceError without a GPU build or device.
 DeviceProbe measure_device_probe(int device_index);
 // The cached probe when the file matches this device, else a new measurement written to

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "gemm/cublaslt_algos.h"
+#include "gemm/cublaslt_gemm.h"
 #include "gemm/random_pool.h"
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"

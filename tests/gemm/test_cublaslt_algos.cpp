@@ -13,6 +13,7 @@
 #include "core/dtype.h"
 #include "core/rng.h"
 #include "gemm/cublaslt_algos.h"
+#include "gemm/cublaslt_gemm.h"
 
 namespace hetrec {
 namespace {
