@@ -15,4 +15,12 @@ if [ -z "${HETREC_PRESET:-}" ]; then
 fi
 build=$(HETREC_PRESET=$HETREC_PRESET HETREC_TARGETS=hetrec HETREC_QUIET_BUILD=1 tools/build.sh)
 mkdir -p out
+# A metrics file holds one run (a new run into it is refused), so a fresh demo run keeps
+# the previous one's outputs under a new name instead of mixing into them or deleting
+# them; a resume (--set train.resume=true) continues in place.
+if [ -e out/demo ] && [[ " $* " != *"train.resume=true"* ]]; then
+  previous="out/demo.$(date -u +%Y%m%dT%H%M%SZ)"
+  mv out/demo "$previous"
+  echo "demo: the previous demo run's outputs are kept in $previous"
+fi
 exec "$build/src/cli/hetrec" train --config configs/demo.toml --set train.progress=on "$@"
