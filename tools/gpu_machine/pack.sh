@@ -10,7 +10,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/bin" "$stage/lib" .carry/suite
 cp "$build/src/cli/hetrec" "$stage/bin/"
-for b in e2e_bench host_gather_bench small_gemm_bench; do [ -x "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/bin/"; done
+for b in e2e_bench host_gather_bench small_gemm_bench sort_bench; do [ -x "$build/bench/$b" ] && cp "$build/bench/$b" "$stage/bin/"; done
 # The GPU test programs suite.sh runs (each links every kernel: about 11 MB apiece, so
 # only these travel).
 for t in "$build"/tests/*/{gpu_test_*,gemm_test_*,dist_test_nccl*,dist_test_distributed_gpu*,tune_test_*gpu,kernels_test_*,model_gpu_test_*}; do

@@ -5,13 +5,14 @@
 # and graph-captured, then the PyTorch baselines (tools/torch_dlrm_bench.py) on the
 # capped config. Inputs: .carry/step/step.tar.xz (bin/, lib/: tools/gpu_machine/pack_step.sh).
 # Environment: TESTS (test programs), VARIANTS (name:binary:arg,arg... each), WORKLOADS
-# (full-profile full capped capped-profile dlrm-profile), TORCH (empty: no PyTorch runs).
+# (full-profile full capped capped-profile dlrm-profile), TORCH (empty: no PyTorch runs),
+# STEP_ARCHIVE (another archive of the same layout, e.g. .carry/suite/suite.tar.xz).
 # Usage: tools/gpu_machine/step_variants.sh OUT_DIR COMMIT
 set -uo pipefail
 out=$1 commit=$2
 root=/tmp/hetrec-step
 mkdir -p "$root" "$out"
-[ -x "$root/bin/e2e_bench" ] || tar -C "$root" -xJf .carry/step/step.tar.xz
+[ -x "$root/bin/e2e_bench" ] || tar -C "$root" -xJf "${STEP_ARCHIVE:-.carry/step/step.tar.xz}"
 export HETREC_COMMIT=$commit PYTHONUNBUFFERED=1 HETREC_HW_DIR=$PWD/hw  # the programs run outside their build tree
 libs=$root/lib:${LD_LIBRARY_PATH:-}  # for hetrec's programs only (python3 keeps its own)
 bin=$root/bin
