@@ -142,17 +142,22 @@ TEST(CliMlperfMultihot, ResumeInsideADeflatedDayIsExact) {
   const std::string train_days = (days / "day_{0..2}").string(), eval_day = (days / "day_2").string();
   const std::string full = (dir / "full").string(), part = (dir / "part").string();
   // 133 samples an epoch: 12 steps of 16 wrap once; step 4 ends at sample 64, in day 1.
+  // Each run keeps its own metrics file (one run per file); the resume appends to its run's.
+  const std::string full_metrics = " --set 'train.metrics_path=" + full + "-metrics.jsonl'";
+  const std::string part_metrics = " --set 'train.metrics_path=" + part + "-metrics.jsonl'";
   auto r = run_hetrec("train " + small_mlperf(dir, train_days, eval_day) +
-                          " --set train.steps=12 --set train.checkpoint_every=12 --set 'train.checkpoint_dir=" + full + "'",
+                          " --set train.steps=12 --set train.checkpoint_every=12 --set 'train.checkpoint_dir=" + full +
+                          "'" + full_metrics,
                       dir);
   ASSERT_EQ(r.code, 0) << r.err;
   r = run_hetrec("train " + small_mlperf(dir, train_days, eval_day) +
-                     " --set train.steps=4 --set train.checkpoint_every=4 --set 'train.checkpoint_dir=" + part + "'",
+                     " --set train.steps=4 --set train.checkpoint_every=4 --set 'train.checkpoint_dir=" + part + "'" +
+                     part_metrics,
                  dir);
   ASSERT_EQ(r.code, 0) << r.err;
   r = run_hetrec("train " + small_mlperf(dir, train_days, eval_day) +
                      " --set train.steps=12 --set train.checkpoint_every=12 --set train.resume=true"
-                     " --set 'train.checkpoint_dir=" + part + "'",
+                     " --set 'train.checkpoint_dir=" + part + "'" + part_metrics,
                  dir);
   ASSERT_EQ(r.code, 0) << r.err;
   const std::string a = slurp(fs::path(full) / "ckpt-000000000012.hck");

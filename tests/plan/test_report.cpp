@@ -21,9 +21,10 @@ namespace hetrec::test {
 namespace {
 
 // The [recipe] keys train/config.cpp (apply_recipe) accepts.
+// (cross_residual: the 16-bit recipes of a DCNv2 model, as both of these are.)
 const std::set<std::string> kTrainerRecipeKeys = {"batch_size",        "row_dtype", "dense_dtype",
                                                   "allow_tf32",        "hardware",  "predicted_step_ms",
-                                                  "predicted_samples_per_s"};
+                                                  "predicted_samples_per_s", "cross_residual"};
 
 std::size_t count(const std::string& text, const std::string& what) {
   std::size_t n = 0;
