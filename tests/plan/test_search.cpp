@@ -65,16 +65,16 @@ TEST(Search, H200PlansPastTheMlperfBatchWithBf16RowsWhereH100CannotGrow) {
   EXPECT_EQ(plan_recipes(w, h200, mlperf).best().recipe.batch, 65536);
   PlanConstraints exact_rows = c;
   exact_rows.rows = {DType::f32};
-  const RecipeEvaluation& fp32_rows = plan_recipes(w, h200, exact_rows).best();
+  const RecipeEvaluation fp32_rows = plan_recipes(w, h200, exact_rows).best();
   EXPECT_EQ(fp32_rows.recipe.row_dtype, DType::f32);
   EXPECT_LT(fp32_rows.step.samples_per_s, on_h200.best().step.samples_per_s);
   PlanConstraints tf32 = c;
   tf32.dense = {DensePrecision::fp32, DensePrecision::tf32};
-  const Recipe& no16 = plan_recipes(w, h200, tf32).best().recipe;
+  const Recipe no16 = plan_recipes(w, h200, tf32).best().recipe;
   EXPECT_EQ(no16.dense, DensePrecision::tf32);
   PlanConstraints roomy = c;
   roomy.headroom = 0.5;
-  const RecipeEvaluation& half = plan_recipes(w, h200, roomy).best();
+  const RecipeEvaluation half = plan_recipes(w, h200, roomy).best();
   EXPECT_LE(half.memory.device_bytes(), 0.5 * half.memory.usable_bytes);
   EXPECT_LT(half.recipe.batch, big.batch);
 
