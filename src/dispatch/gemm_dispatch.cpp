@@ -27,22 +27,22 @@ GemmDispatch::GemmDispatch(const GemmSelector& selector, bool small_gemms)
 GemmDispatchChoice GemmDispatch::choose(const GemmRequest& request) const {
   GemmDispatchChoice c;
   c.problem = gemm_request_problem(request);
-  std::optional<RankedConfig> library;
+  std::optional<RankedConfig> blas_pick;
   std::string why;
   try {
-    library = selector_.select(c.problem);
+    blas_pick = selector_.select(c.problem);
   } catch (const ConfigError& e) {
     why = e.what();
   }
   std::optional<tune::SmallGemmPick> small;
   if (small_gemms_) small = tune::pick_small_gemm(selector_.hardware(), c.problem, selector_.params());
-  if (!library && !small) throw ConfigError("GEMM dispatch: no runner for " + describe_gemm_problem(c.problem) + ": " + why);
-  if (library) {
-    c.library_config = library->config;
-    c.predicted_us = library->estimate.time_us;
-    c.launch_us = library->estimate.launch_us;
+  if (!blas_pick && !small) throw ConfigError("GEMM dispatch: no runner for " + describe_gemm_problem(c.problem) + ": " + why);
+  if (blas_pick) {
+    c.library_config = blas_pick->config;
+    c.predicted_us = blas_pick->estimate.time_us;
+    c.launch_us = blas_pick->estimate.launch_us;
   }
-  if (small && (!library || small->predicted_us < library->estimate.time_us)) {
+  if (small && (!blas_pick || small->predicted_us < blas_pick->estimate.time_us)) {
     c.runner = GemmRunner::small_gemm;
     c.launches = tune::small_gemm_launches(small->workload.shape.kind);
     c.predicted_us = small->predicted_us;
