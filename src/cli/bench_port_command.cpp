@@ -118,7 +118,10 @@ void print_run(const PortRunResult& r) {
 
 void run_bench_port(const PortOptions& o) {
   const RunConfig cfg = load_run_config(o.config, o.overrides);
+  // Both plans are bound to the ported config's batch (bind_batch_to_config) unless the
+  // constraints file or --max-batch says otherwise.
   PlanConstraints constraints;
+  bind_batch_to_config(constraints, cfg.train.batch_size);
   if (!o.constraints_file.empty()) apply_constraints_file(o.constraints_file, constraints);
   if (o.max_batch > 0) constraints.max_batch = o.max_batch;
   validate_constraints(constraints);
@@ -239,7 +242,9 @@ void add_bench_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--no-calibration", o->no_calibration, "use the generic step-model factors");
   cmd->add_option("--constraints", o->constraints_file, "quality constraints file ([plan] table, as `hetrec plan`)");
-  cmd->add_option("--max-batch", o->max_batch, "largest batch either plan may take")->check(CLI::PositiveNumber);
+  cmd->add_option("--max-batch", o->max_batch,
+                  "largest batch either plan may take (default: the config's train.batch_size, which its learning "
+                  "rates are tuned for)")->check(CLI::PositiveNumber);
   cmd->add_option("--tuned-kernels", o->tuned_kernels, "winners file of `hetrec tune` for the hetrec run (\"\": none)")
       ->capture_default_str();
   cmd->add_option("--hetrec-config", o->hetrec_config,

@@ -48,7 +48,7 @@ struct PlanOptions {
   std::string out;
   std::string svg;
   double headroom = kDefaultHeadroom;
-  int64_t max_batch = kDefaultMaxBatch;
+  int64_t max_batch = 0;  // 0: the config's train.batch_size
   int64_t min_batch = kDefaultMinBatch;
   std::vector<std::string> dense = {"fp32", "tf32", "bf16"};
   std::vector<std::string> rows = {"fp32", "fp16", "bf16"};
@@ -76,13 +76,19 @@ std::string fmt_list(const std::vector<std::string>& items) {
   return s;
 }
 
-PlanConstraints constraints_of(const PlanOptions& o) {
+// The batch is bound to the config's own unless a constraints file or --max-batch says
+// otherwise (bind_batch_to_config); a flag given on the command line overrides the file.
+PlanConstraints constraints_of(const PlanOptions& o, int64_t config_batch) {
   PlanConstraints c;
+  bind_batch_to_config(c, config_batch);
   if (!o.constraints_file.empty()) apply_constraints_file(o.constraints_file, c);
   const bool file = !o.constraints_file.empty();
   if (!file || o.given_headroom) c.headroom = o.headroom;
-  if (!file || o.given_max_batch) c.max_batch = o.max_batch;
-  if (!file || o.given_min_batch) c.min_batch = o.min_batch;
+  if (o.given_max_batch) c.max_batch = o.max_batch;
+  if (o.given_min_batch) c.min_batch = o.min_batch;
+  if (o.given_min_batch && !o.given_max_batch && !file && c.min_batch > c.max_batch)
+    throw ConfigError("--min-batch " + std::to_string(o.min_batch) + " is above the config's train.batch_size " +
+                      std::to_string(config_batch) + ", the largest batch planned by default; give --max-batch too");
   if (!file || o.given_dense) {
     c.dense.clear();
     for (const std::string& d : o.dense) c.dense.push_back(parse_dense_precision(d, "--dense"));
@@ -199,7 +205,7 @@ void run_revise(const PlanOptions& o, const RunConfig& cfg, const Workload& w, c
 void run_plan(const PlanOptions& o) {
   if (!o.evaluate.empty()) return run_evaluate(o);
   const RunConfig cfg = load_run_config(o.config, o.overrides);
-  const PlanConstraints constraints = constraints_of(o);
+  const PlanConstraints constraints = constraints_of(o, cfg.train.batch_size);
   Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
   if (!o.ids.empty()) w.ids = parse_id_distribution(o.ids, "--ids");
   std::vector<std::string> names;
@@ -227,6 +233,14 @@ void run_plan(const PlanOptions& o) {
               fmt_list(o.dense).c_str(), fmt_list(o.rows).c_str(),
               constraints.allow_host_tables ? "tables may move to host memory" : "every table in HBM");
   std::fputs(format_plan_table(w, plans, target_list).c_str(), stdout);
+  if (constraints.max_batch == cfg.train.batch_size && !o.given_max_batch)
+    std::printf("(batch at most the config's train.batch_size %lld, which its learning rates are tuned for; "
+                "--max-batch looks further)\n",
+                static_cast<long long>(cfg.train.batch_size));
+  for (const PlanResult& p : plans) {
+    const std::string note = p.ranked.empty() ? std::string() : batch_quality_note(p.best().recipe.batch, cfg.train.batch_size);
+    if (!note.empty()) std::printf("%s: %s\n", p.hardware.c_str(), note.c_str());
+  }
   for (std::size_t i = 0; i < plans.size() && o.candidates > 0; ++i)
     std::printf("\n%s: best candidates\n%s", plans[i].hardware.c_str(),
                 format_candidates(w, plans[i], o.candidates).c_str());
@@ -286,7 +300,10 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--out", o->out, "write the recipe TOML here (plan-<hw>.toml style names for several)");
   cmd->add_option("--svg", o->svg, "write an SVG chart of the predicted step breakdown here");
   cmd->add_option("--headroom", o->headroom, "fraction of device memory kept free")->capture_default_str();
-  cmd->add_option("--max-batch", o->max_batch, "largest batch size tried (65536: MLPerf's hyperparameters)")->capture_default_str();
+  cmd->add_option("--max-batch", o->max_batch,
+                  "largest batch size tried (default: the config's train.batch_size, which its learning rates are "
+                  "tuned for)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--min-batch", o->min_batch, "smallest batch size tried")->capture_default_str();
   cmd->add_option("--dense", o->dense, "allowed GEMM precisions: fp32, tf32, bf16, fp16")->delimiter(',')->capture_default_str();
   cmd->add_option("--rows", o->rows, "allowed embedding row precisions: fp32, fp16, bf16")

@@ -35,6 +35,19 @@ void validate_constraints(const PlanConstraints& c) {
                       std::to_string(c.gpus) + " GPUs; each GPU needs at least one sample");
 }
 
+void bind_batch_to_config(PlanConstraints& c, int64_t config_batch) {
+  if (config_batch < 1)
+    throw ConfigError("train.batch_size: expected >= 1 to bind the planner's batch to, got " + std::to_string(config_batch));
+  c.max_batch = config_batch;
+  c.min_batch = std::min(c.min_batch, config_batch);
+}
+
+std::string batch_quality_note(int64_t batch, int64_t config_batch) {
+  if (batch <= config_batch) return {};
+  return "batch " + std::to_string(batch) + " is larger than the config's train.batch_size " +
+         std::to_string(config_batch) + ", which its learning rates are tuned for: retune them before relying on its AUC";
+}
+
 int precision_steps(const Recipe& recipe) {
   const int rows = recipe.row_dtype == DType::f32 ? 0 : 1;
   const int dense = recipe.dense == DensePrecision::fp32 ? 0 : recipe.dense == DensePrecision::tf32 ? 1 : 2;  // bf16, fp16: 2

@@ -16,7 +16,7 @@
 // (the allowed row and dense precisions, the largest batch, the memory headroom). The
 // default sets are the ones treated as quality-neutral (docs/planner.md, "Quality
 // constraints"): fp32 and stochastic-rounded 16-bit rows, fp32, TF32 and bf16 GEMMs with
-// fp32 accumulation, batches up to 262144. A user who wants precision to pay for itself
+// fp32 accumulation, batches up to the config's own (bind_batch_to_config). A user who wants precision to pay for itself
 // sets lower_precision_gain > 0: a candidate's score is then its samples/s divided by
 // (1 + lower_precision_gain) for every step down from full precision (16-bit rows: one
 // step; TF32 GEMMs: one; bf16 or fp16 GEMMs: two).
@@ -35,11 +35,10 @@ namespace hetrec {
 // Memory kept free by default: 10% of the usable device memory (fragmentation, the
 // evaluation pass, and the memory model's own error).
 inline constexpr double kDefaultHeadroom = 0.10;
-// The largest batch tried by default. MLPerf DLRM-DCNv2 reference runs train at global
-// batch 65536 with hyperparameters tuned for it; a batch past that changes the
-// optimisation (the learning rate needs retuning to reach the same AUC), so a user bound
-// to MLPerf's hyperparameters sets max_batch = 65536. 262144 is the largest the H200
-// holds with 16-bit rows (docs/planner.md, "Quality constraints").
+// The largest batch tried when the caller has no config batch to bind to (a workload
+// built in code): 262144 is the largest the H200 holds with 16-bit rows. The entry points
+// (`hetrec plan`, `hetrec bench port`, hetrec.plan) bind it to the config's batch instead
+// (bind_batch_to_config).
 inline constexpr int64_t kDefaultMaxBatch = 262144;
 inline constexpr int64_t kDefaultMinBatch = 1024;
 // The objective is throughput within the constraints: no discount for a lower precision
@@ -65,6 +64,19 @@ struct PlanConstraints {
 
 // Throws ConfigError naming the bad constraint.
 void validate_constraints(const PlanConstraints& c);
+
+// The quality-neutral batch bound: at most `config_batch`, the config's train.batch_size,
+// which its learning rates are tuned for. A larger batch changes the optimisation: on the
+// H200, the MLPerf DLRM-DCNv2 model trained at batch 262144 with the learning rates of its
+// config (tuned at 65536) reached AUC 0.522 after 2,097,152 samples where batch 65536
+// reached 0.655 (bench/results/direct-port-20261202-from-h100_sxm.json). min_batch is
+// lowered to the config's batch when it is smaller. A constraints file or --max-batch
+// applied afterwards overrides the bound.
+void bind_batch_to_config(PlanConstraints& c, int64_t config_batch);
+
+// Empty when `batch` is within the config's batch; else what a user must know before
+// training it: the learning rates were tuned at the config's batch.
+std::string batch_quality_note(int64_t batch, int64_t config_batch);
 
 struct RecipeEvaluation {
   Recipe recipe;

@@ -36,9 +36,43 @@ TEST(CliPlan, RecipeRunsUnchangedInTrain) {
   fs::remove_all(dir);
 }
 
+// By default the batch is at most the config's train.batch_size (its learning rates are
+// tuned there); --max-batch or a constraints file looks further, and the plan says what
+// that costs the user.
+TEST(CliPlan, BatchIsBoundToTheConfigsUnlessTold) {
+  const auto dir = scratch_dir("bound");
+  auto r = run_hetrec("plan --config configs/demo.toml --hw h200_sxm --out '" + (dir / "bound.toml").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("batch 1024..2048"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at most the config's train.batch_size 2048"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("retune"), std::string::npos) << r.out;
+  EXPECT_NE(slurp(dir / "bound.toml").find("batch_size = 2048\n"), std::string::npos) << slurp(dir / "bound.toml");
+
+  r = run_hetrec("plan --config configs/demo.toml --hw h200_sxm --max-batch 65536", dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("h200_sxm: batch 65536 is larger than the config's train.batch_size 2048, which its learning "
+                       "rates are tuned for: retune them"),
+            std::string::npos)
+      << r.out;
+
+  std::ofstream(dir / "c.toml") << "[plan]\nmax_batch = 8192\n";
+  r = run_hetrec("plan --config configs/demo.toml --hw h200_sxm --constraints '" + (dir / "c.toml").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("batch 8192 is larger than the config's train.batch_size 2048"), std::string::npos) << r.out;
+
+  // A smallest batch above the bound, with nothing to lift the bound, is a contradiction.
+  r = run_hetrec("plan --config configs/demo.toml --hw h200_sxm --min-batch 4096", dir);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("--min-batch 4096 is above the config's train.batch_size 2048"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("give --max-batch too"), std::string::npos) << r.err;
+  fs::remove_all(dir);
+}
+
 TEST(CliPlan, PortedRecipeThatDoesNotFitIsRefused) {
   const auto dir = scratch_dir("port");
-  const auto r = run_hetrec("plan --config configs/dlrm_dcnv2_mlperf.toml --hw h100_sxm --port-from h200_sxm", dir);
+  // Past MLPerf's batch, where the H200 recipe outgrows the H100's memory.
+  const auto r =
+      run_hetrec("plan --config configs/dlrm_dcnv2_mlperf.toml --hw h100_sxm --port-from h200_sxm --max-batch 262144", dir);
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("does not fit: needs"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("largest consumers: embedding rows"), std::string::npos) << r.out;

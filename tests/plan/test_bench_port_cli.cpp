@@ -121,12 +121,18 @@ TEST(PlanCli, ConstraintsFileAndFlagsBoundThePlan) {
   recipe = slurp(dir / "b.toml");
   EXPECT_NE(recipe.find("row_dtype = \"bf16\""), std::string::npos) << recipe;
   EXPECT_NE(recipe.find("batch_size = 65536"), std::string::npos) << recipe;
-  // Defaults: past MLPerf's batch, bf16 rows.
+  // Defaults: the config's batch (MLPerf's 65536), bf16 rows.
   r = run_hetrec(plan + "--out " + (dir / "c.toml").string(), dir);
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   recipe = slurp(dir / "c.toml");
   EXPECT_NE(recipe.find("row_dtype = \"bf16\""), std::string::npos) << recipe;
-  EXPECT_EQ(recipe.find("batch_size = 65536"), std::string::npos) << recipe;
+  EXPECT_NE(recipe.find("batch_size = 65536"), std::string::npos) << recipe;
+  // A file's max_batch past the config's lifts the bound, and the plan says what it costs.
+  std::ofstream(dir / "wide.toml") << "[plan]\nmax_batch = 262144\n";
+  r = run_hetrec(plan + "--constraints " + (dir / "wide.toml").string() + " --out " + (dir / "d.toml").string(), dir);
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_EQ(slurp(dir / "d.toml").find("batch_size = 65536"), std::string::npos) << slurp(dir / "d.toml");
+  EXPECT_NE(r.out.find("larger than the config's train.batch_size 65536"), std::string::npos) << r.out;
 
   std::ofstream(dir / "bad.toml") << "[plan]\nrows = [\"int4\"]\n";
   r = run_hetrec(plan + "--constraints " + (dir / "bad.toml").string(), dir);

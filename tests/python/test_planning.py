@@ -52,6 +52,19 @@ def test_plan_writes_the_programs_recipe(tmp_path, calibrate):
     assert f"batch_size = {result['batch']}\n" in result["recipe_toml"]
 
 
+def test_plan_binds_the_batch_to_the_configs_unless_told(tmp_path):
+    # configs/demo.toml trains at batch 2048: its learning rates are tuned there.
+    bound = hetrec.plan(DEMO, "h200_sxm")
+    assert bound["batch"] <= 2048 and bound["note"] == ""
+    wider = hetrec.plan(DEMO, "h200_sxm", max_batch=65536)
+    assert wider["batch"] > 2048
+    assert re.search(r"larger than the config's train.batch_size 2048.*retune", wider["note"])
+    # The same batch as the program's with the same flag.
+    out = tmp_path / "plan.toml"
+    run_program("plan", "--config", DEMO, "--hw", "h200_sxm", "--max-batch", 65536, "--out", out)
+    assert wider["recipe_toml"] == out.read_text()
+
+
 def test_plan_names_unknown_hardware():
     with pytest.raises(hetrec.ConfigError, match=r"hardware 'h900': no file .*available: .*h200_sxm"):
         hetrec.plan(DEMO, "h900")
