@@ -127,43 +127,54 @@ bool GpuMlp::fusable(int i) const {
   return li + 1 < layers_.size() && layers_[li].relu && layers_[li].half && layers_[li + 1].half;
 }
 
+cublaslt::Problem GpuMlp::mask_forward_problem(int i, int64_t batch) const {
+  const Layer& l = layers_[static_cast<std::size_t>(i)];
+  cublaslt::Problem f;
+  f.m = batch;
+  f.n = l.out;
+  f.k = l.in;
+  f.trans_b = true;
+  f.lda = l.in;
+  f.ldb = l.in;
+  f.ldd = l.out;
+  f.d_type = half_type_;
+  f.precision = precision_;
+  f.epilogue = cublaslt::Epilogue::relu_aux_bias;
+  f.bias_type = half_type_;
+  return f;
+}
+
+cublaslt::Problem GpuMlp::mask_backward_problem(int i, int64_t batch, int64_t ld_dz) const {
+  const Layer& l = layers_[static_cast<std::size_t>(i)];
+  const Layer& next = layers_[static_cast<std::size_t>(i) + 1];
+  cublaslt::Problem b;
+  b.m = batch;
+  b.n = next.in;
+  b.k = next.out;
+  b.lda = ld_dz;
+  b.ldb = next.in;
+  b.ldd = l.out;
+  b.d_type = half_type_;
+  b.precision = precision_;
+  b.epilogue = cublaslt::Epilogue::drelu_bgrad;
+  // cuBLASLt fuses these with a 16-bit D only for a bias (and bias gradient) of D's type
+  // (tests/gemm/test_cublaslt_gemm.cpp records the combinations): the bias gradient
+  // arrives in 16 bits, as an autocast Linear's does, and is widened exactly.
+  b.bias_type = half_type_;
+  return b;
+}
+
 const std::vector<char>& GpuMlp::fused_layers(cublaslt::Gemm& gemm, int64_t batch) {
   auto it = fused_at_.find(batch);
   if (it != fused_at_.end()) return it->second;
   std::vector<char> fused(layers_.size(), 0);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
-    if (!fusable(static_cast<int>(i))) continue;
-    const Layer& l = layers_[i];
-    const Layer& next = layers_[i + 1];
-    // Layer i's forward GEMM, storing its ReLU mask...
-    cublaslt::Problem f;
-    f.m = batch;
-    f.n = l.out;
-    f.k = l.in;
-    f.trans_b = true;
-    f.lda = l.in;
-    f.ldb = l.in;
-    f.ldd = l.out;
-    f.d_type = half_type_;
-    f.precision = precision_;
-    f.epilogue = cublaslt::Epilogue::relu_aux_bias;
-    f.bias_type = half_type_;
-    // ...and layer i + 1's input-gradient GEMM, applying it.
-    cublaslt::Problem b;
-    b.m = batch;
-    b.n = next.in;
-    b.k = next.out;
-    b.lda = next.out;
-    b.ldb = next.in;
-    b.ldd = l.out;
-    b.d_type = half_type_;
-    b.precision = precision_;
-    b.epilogue = cublaslt::Epilogue::drelu_bgrad;
-    // cuBLASLt fuses these with a 16-bit D only for a bias (and bias gradient) of D's type
-    // (tests/gemm/test_cublaslt_gemm.cpp records the combinations): the bias gradient
-    // arrives in 16 bits, as an autocast Linear's does, and is widened exactly.
-    b.bias_type = half_type_;
-    fused[i] = gemm.supported(f) && gemm.supported(b) ? 1 : 0;
+    const int li = static_cast<int>(i);
+    if (!fusable(li)) continue;
+    fused[i] = gemm.supported(mask_forward_problem(li, batch)) &&
+                       gemm.supported(mask_backward_problem(li, batch, layers_[i + 1].out))
+                   ? 1
+                   : 0;
   }
   return fused_at_.emplace(batch, std::move(fused)).first->second;
 }
@@ -307,17 +318,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     // (the forward's mask) in 16 bits and its bias gradient instead.
     if (i > 0 && fused_[li - 1]) {
       const Layer& below = layers_[li - 1];
-      cublaslt::Problem px;
-      px.m = batch;
-      px.n = l.in;
-      px.k = l.out;
-      px.lda = ld_dz;
-      px.ldb = l.in;
-      px.ldd = below.out;
-      px.d_type = half_type_;
-      px.precision = precision;
-      px.epilogue = cublaslt::Epilogue::drelu_bgrad;
-      px.bias_type = half_type_;
+      const cublaslt::Problem px = mask_backward_problem(i - 1, batch, ld_dz);
       cublaslt::Operands ox;
       ox.a = dz_operand;
       ox.b = l.weight16;

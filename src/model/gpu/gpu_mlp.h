@@ -117,6 +117,12 @@ class GpuMlp {
   std::map<int64_t, std::vector<char>> fused_at_;
   const std::vector<char>& fused_layers(cublaslt::Gemm& gemm, int64_t batch);
   bool fusable(int i) const;
+  // Layer i's forward GEMM storing its ReLU mask (relu_aux_bias), and layer i + 1's
+  // input-gradient GEMM applying it (drelu_bgrad: layer i's gradient and 16-bit bias
+  // gradient; ld_dz: layer i + 1's output gradient's leading dimension). The support of
+  // both decides `fused_at_`; the backward runs the second.
+  cublaslt::Problem mask_forward_problem(int i, int64_t batch) const;
+  cublaslt::Problem mask_backward_problem(int i, int64_t batch, int64_t ld_dz) const;
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
   // The small-GEMM kernel that runs layer i's pass at this batch, or null (cuBLASLt, which
