@@ -29,16 +29,18 @@ if(HETREC_WERROR)
 endif()
 list(APPEND HETREC_CUDA_WARNING_OPTIONS -Xcompiler=-Wall,-Wextra,-Wshadow)
 
-# hetrec_layer(NAME SOURCES... DEPS ...): one static library per layer of the layer map.
+# hetrec_layer(NAME SOURCES... DEPS ...): one static library per layer of the layer map; it
+# sees its own headers and, through DEPS, those of the layers it links.
 function(hetrec_layer name)
   cmake_parse_arguments(L "" "" "SOURCES;DEPS" ${ARGN})
+  hetrec_layer_include_dir(${name} headers)  # its own headers only (cmake/layer_headers.cmake)
   if(L_SOURCES)
     add_library(hetrec_${name} STATIC ${L_SOURCES})
-    target_include_directories(hetrec_${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
+    target_include_directories(hetrec_${name} PUBLIC $<BUILD_INTERFACE:${headers}>)
     target_link_libraries(hetrec_${name} PUBLIC ${L_DEPS} PRIVATE hetrec_warnings)
   else()
     add_library(hetrec_${name} INTERFACE)
-    target_include_directories(hetrec_${name} INTERFACE $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
+    target_include_directories(hetrec_${name} INTERFACE $<BUILD_INTERFACE:${headers}>)
     target_link_libraries(hetrec_${name} INTERFACE ${L_DEPS})
   endif()
 endfunction()

@@ -13,8 +13,10 @@ the format). This check
      add_executable, target_link_libraries) and reports
          [upward-link]   a unit's target that links a unit's target the table puts above it or beside it,
          [missing-link]  an include of a unit whose target the including unit's target does not
-                         link, directly or through the targets it links (the header is then
-                         reachable only because every target has all of src/ on its include path).
+                         link, directly or through the targets it links.
+The build enforces the same (cmake/layer_headers.cmake: each target's include path holds
+only its own unit's headers, and the targets it links bring theirs); this check names the
+rule an include breaks, and covers the sources a given build does not compile.
 Exit status: 0 clean, 1 violations, 2 a bad table or argument.
 """
 import argparse

@@ -1,0 +1,87 @@
+# The layer order of tools/layers.txt, enforced by the compiler: each unit's target has
+# on its include path only a folder of links to the unit's own headers
+# (<build>/layer_headers/<unit>/<folder>/<file>, named as src/ names them), and the
+# targets it links bring theirs. A unit therefore sees its own headers and those of the
+# units below it; an include that runs up the order, or into a unit it does not link,
+# does not compile (tools/check_layers.py reports the same, with the reason).
+#
+# hetrec_layer_include_dir(<unit> <var>): the folder for <unit> (a name of the table).
+set(HETREC_LAYER_HEADERS ${PROJECT_BINARY_DIR}/layer_headers)
+
+function(hetrec_stage_layer_headers)
+  set(src ${PROJECT_SOURCE_DIR}/src)
+  file(STRINGS ${PROJECT_SOURCE_DIR}/tools/layers.txt lines)
+  set(units "")
+  set(folders "")   # unit|folder/
+  set(patterns "")  # unit|regex
+  foreach(line IN LISTS lines)
+    if(line MATCHES "^[ \t]*(#|$)")
+      continue()
+    endif()
+    string(REGEX REPLACE "[ \t]+" ";" fields "${line}")
+    list(GET fields 0 unit)
+    list(GET fields 2 files)
+    list(APPEND units ${unit})
+    string(REPLACE "," ";" entries "${files}")
+    foreach(e IN LISTS entries)
+      if(e MATCHES "/$")
+        list(APPEND folders "${unit}|${e}")
+      else()
+        string(REPLACE "." "\\." re "${e}")
+        string(REPLACE "*" "[^/]*" re "${re}")
+        list(APPEND patterns "${unit}|^${re}$")
+      endif()
+    endforeach()
+  endforeach()
+  set(HETREC_LAYER_UNITS ${units} PARENT_SCOPE)
+
+  file(REMOVE_RECURSE ${HETREC_LAYER_HEADERS})
+  foreach(unit IN LISTS units)
+    file(MAKE_DIRECTORY ${HETREC_LAYER_HEADERS}/${unit})
+  endforeach()
+  # Re-globbed on every build: a new header gets its link without a manual re-configure.
+  file(GLOB_RECURSE headers RELATIVE ${src} CONFIGURE_DEPENDS
+       ${src}/*.h ${src}/*.hh ${src}/*.hpp ${src}/*.cuh ${src}/*.inl)
+  foreach(h IN LISTS headers)
+    # A file belongs to the unit whose pattern names it, else to the unit of the longest
+    # folder that holds it (the table's rule).
+    set(owner "")
+    foreach(p IN LISTS patterns)
+      string(REPLACE "|" ";" pair "${p}")
+      list(GET pair 0 unit)
+      list(GET pair 1 re)
+      if(h MATCHES "${re}")
+        set(owner ${unit})
+        break()
+      endif()
+    endforeach()
+    if(NOT owner)
+      set(longest 0)
+      foreach(f IN LISTS folders)
+        string(REPLACE "|" ";" pair "${f}")
+        list(GET pair 0 unit)
+        list(GET pair 1 folder)
+        string(LENGTH "${folder}" n)
+        string(SUBSTRING "${h}" 0 ${n} head)
+        if(head STREQUAL folder AND n GREATER longest)
+          set(owner ${unit})
+          set(longest ${n})
+        endif()
+      endforeach()
+    endif()
+    if(NOT owner)
+      message(FATAL_ERROR "src/${h}: no unit of tools/layers.txt holds it; add its folder or pattern to the table")
+    endif()
+    get_filename_component(dir ${h} DIRECTORY)
+    file(MAKE_DIRECTORY ${HETREC_LAYER_HEADERS}/${owner}/${dir})
+    file(CREATE_LINK ${src}/${h} ${HETREC_LAYER_HEADERS}/${owner}/${h} SYMBOLIC)
+  endforeach()
+endfunction()
+hetrec_stage_layer_headers()
+
+function(hetrec_layer_include_dir unit var)
+  if(NOT unit IN_LIST HETREC_LAYER_UNITS)
+    message(FATAL_ERROR "hetrec_layer_include_dir: '${unit}' is not a unit of tools/layers.txt")
+  endif()
+  set(${var} ${HETREC_LAYER_HEADERS}/${unit} PARENT_SCOPE)
+endfunction()
