@@ -21,6 +21,7 @@ import datetime
 import glob
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -62,6 +63,14 @@ def parse_args():
     return a
 
 
+def kill_group(p):
+    """SIGKILL to p's process group (p was started with start_new_session)."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
 class Runner:
     def __init__(self, args):
         self.args = args
@@ -70,17 +79,34 @@ class Runner:
         self.start = time.monotonic()
 
     def run(self, cmd, timeout):
-        """Runs cmd, appends its output to the log; returns (rc, stdout+stderr, seconds)."""
+        """Runs cmd, appends its output to the log; returns (rc, stdout+stderr, seconds).
+
+        The program runs in a process group of its own: at the timeout, or when this script
+        is stopped (SIGTERM, SIGINT: an outer `timeout`), the whole group is killed, so no
+        training run is left holding the GPU."""
         self.log.write(f"\n$ {' '.join(cmd)}\n")
         self.log.flush()
         t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        previous = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+        def stop(signum, _frame):
+            kill_group(p)
+            sys.exit(128 + signum)
+
+        for sig in previous:
+            signal.signal(sig, stop)
         try:
-            p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-            out, rc = p.stdout + p.stderr, p.returncode
-        except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-            out += f"\n(timed out after {timeout} s)"
+            out, _ = p.communicate(timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            kill_group(p)
+            out, _ = p.communicate()
+            out = (out or "") + f"\n(timed out after {timeout} s)"
             rc = 124
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
         seconds = time.monotonic() - t0
         self.log.write(out)
         self.log.write(f"(rc {rc}, {seconds:.1f} s)\n")
