@@ -38,7 +38,7 @@ GemmDispatchChoice GemmDispatch::choose(const GemmRequest& request) const {
   if (small_gemms_) small = tune::pick_small_gemm(selector_.hardware(), c.problem, selector_.params());
   if (!blas_pick && !small) throw ConfigError("GEMM dispatch: no runner for " + describe_gemm_problem(c.problem) + ": " + why);
   if (blas_pick) {
-    c.library_config = blas_pick->config;
+    c.blas_config = blas_pick->config;
     c.predicted_us = blas_pick->estimate.time_us;
     c.launch_us = blas_pick->estimate.launch_us;
   }

@@ -42,7 +42,7 @@ std::string_view gemm_runner_name(GemmRunner r);
 struct GemmDispatchChoice {
   GemmRunner runner = GemmRunner::library;
   GemmProblem problem;
-  GemmConfig library_config;                  // the library configuration the model chose
+  GemmConfig blas_config;                  // the BLAS (cuBLASLt) configuration the model chose
   std::optional<tune::SmallGemmPick> small;   // set when runner is small_gemm
   double predicted_us = 0.0;                  // including its launches
   double launch_us = 0.0;                     // the launch overheads in predicted_us
