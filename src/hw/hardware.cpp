@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "core/error.h"
 #include "core/install_paths.h"
@@ -33,7 +34,9 @@ class HardwareReader {
 
   int positive_int(TomlTableReader& r, std::string_view key) {
     SourcedNumber n = r.sourced_integer(key);
-    if (n.value < 1.0) r.fail(key, "expected a positive integer, found " + std::to_string(n.value));
+    if (!(n.value >= 1.0 && n.value <= static_cast<double>(std::numeric_limits<int>::max())))
+      r.fail(key, "expected a positive integer of at most " + std::to_string(std::numeric_limits<int>::max()) +
+                      ", found " + std::to_string(n.value));
     hw_.sources[r.key_path(key)] = n.source;
     return static_cast<int>(n.value);
   }
@@ -61,7 +64,9 @@ std::optional<IssueScope> parse_issue_scope(std::string_view name) {
 
 int positive_plain_int(TomlTableReader& r, std::string_view key) {
   const int64_t v = r.integer(key);
-  if (v < 1) r.fail(key, "expected a positive integer, found " + std::to_string(v));
+  if (v < 1 || v > std::numeric_limits<int>::max())
+    r.fail(key, "expected a positive integer of at most " + std::to_string(std::numeric_limits<int>::max()) +
+                    ", found " + std::to_string(v));
   return static_cast<int>(v);
 }
 

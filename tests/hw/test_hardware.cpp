@@ -264,6 +264,8 @@ TEST(HardwareErrors, MissingKeysAndSources) {
 TEST(HardwareErrors, ValuesOutOfRangeOrInconsistent) {
   std::string e = load_error("units = { value = 132,", "units = { value = 0,");
   EXPECT_NE(e.find("'compute.units': expected a positive integer"), std::string::npos) << e;
+  e = load_error("units = { value = 132,", "units = { value = 99999999999999,");
+  EXPECT_NE(e.find("'compute.units': expected a positive integer of at most 2147483647"), std::string::npos) << e;
   e = load_error("hbm_tbs = { value = 3.35,", "hbm_tbs = { value = -3.35,");
   EXPECT_NE(e.find("'memory.hbm_tbs': expected a positive number"), std::string::npos) << e;
   e = load_error("vendor = \"nvidia\"", "vendor = \"intel\"");
