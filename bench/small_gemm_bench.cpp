@@ -47,7 +47,7 @@
 #include "kernels/small_gemm_sources.h"
 #include "kernels/small_gemm_tuned.h"
 #include "train/config.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 #include "tune/gpu/small_gemm_bench.h"
 #include "tune/small_gemm_model.h"
 #include "tune/small_gemm_selection.h"

@@ -26,8 +26,8 @@
 #include "harness/probe_cache_validators.h"
 #include "tune/winners.h"
 #include "hw/hardware.h"
-#include "perf/gemm_selection_cache.h"
-#include "perf/gemm_selector.h"
+#include "gemm_perf/gemm_selection_cache.h"
+#include "gemm_perf/gemm_selector.h"
 #include "train/checkpoint.h"
 
 namespace fs = std::filesystem;

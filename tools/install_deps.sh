@@ -22,7 +22,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       # The model-backed kernel proposer's HTTPS client (src/tune/http_client.cpp).
       libcurl4-openssl-dev
       # The GEMM ranker: trained by tools/train_gemm_ranker.py, loaded through XGBoost's C API
-      # (src/perf/gemm_ranker.cpp).
+      # (src/gemm_perf/gemm_ranker.cpp).
       python3-xgboost libxgboost-dev
       # The Python module (src/python/, docs/python.md) and its tests (tests/python/).
       pybind11-dev python3-pybind11 python3-dev python3-pytest)

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Trains the learned GEMM ranker (src/perf/gemm_ranker.h) on an oracle corpus.
+"""Trains the learned GEMM ranker (src/gemm_perf/gemm_ranker.h) on an oracle corpus.
 
   hetrec gemm features --oracle ORACLE.json.xz --out features.csv
   tools/train_gemm_ranker.py --features features.csv --oracle ORACLE.json.xz \
@@ -10,7 +10,7 @@ configuration, over the features `hetrec gemm features` computes (the shape, the
 configuration ids, the analytical model's prediction and roofline terms, the heuristic's list
 rank). The file holds the model trained on every layer family plus one model per fold of
 families (each trained without its fold's families), so held-out figures can be recomputed
-(`hetrec gemm ranker-eval`, tests/perf/test_gemm_ranker_replay.cpp). Validators (GPU,
+(`hetrec gemm ranker-eval`, tests/gemm_perf/test_gemm_ranker_replay.cpp). Validators (GPU,
 driver, cuBLASLt version, the corpus file's SHA-256) are checked when the engine loads it.
 Needs Debian's python3-xgboost and python3-numpy (tools/install_deps.sh).
 """

@@ -1,4 +1,4 @@
-// Fuzz target: the GEMM selection cache file (perf/gemm_selection_cache.h).
+// Fuzz target: the GEMM selection cache file (gemm_perf/gemm_selection_cache.h).
 #include <cstdio>
 #include <string>
 
@@ -7,7 +7,7 @@
 #include "harness/fuzz_support.h"
 #include "harness/fuzz_targets.h"
 #include "harness/gemm_cache_validators.h"
-#include "perf/gemm_selection_cache.h"
+#include "gemm_perf/gemm_selection_cache.h"
 
 namespace hetrec::fuzz {
 namespace {

@@ -2,8 +2,8 @@
 // The validators the GEMM selection cache target loads files under; the seed generator
 // (fuzz/make_seeds.cpp) writes its cache seeds under the same ones, so seeds are not
 // discarded at the validator check.
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_selection_cache.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_selection_cache.h"
 
 namespace hetrec::fuzz {
 

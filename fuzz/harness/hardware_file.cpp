@@ -10,9 +10,9 @@
 #include "harness/fuzz_support.h"
 #include "harness/fuzz_targets.h"
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_candidates.h"
-#include "perf/gemm_model.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_candidates.h"
+#include "gemm_perf/gemm_model.h"
 
 namespace hetrec::fuzz {
 namespace {

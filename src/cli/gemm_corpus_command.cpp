@@ -13,13 +13,13 @@
 #include "core/exclusive_file.h"
 #include "core/utc_time.h"
 #include "hw/hardware.h"
-#include "perf/gemm_calibration.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_oracle.h"
-#include "perf/gemm_oracle_merge.h"
-#include "perf/gemm_ranker.h"
-#include "perf/gemm_ranker_features.h"
-#include "perf/gemm_selection_cache.h"
+#include "gemm_perf/gemm_calibration.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_oracle.h"
+#include "gemm_perf/gemm_oracle_merge.h"
+#include "gemm_perf/gemm_ranker.h"
+#include "gemm_perf/gemm_ranker_features.h"
+#include "gemm_perf/gemm_selection_cache.h"
 
 namespace hetrec::cli {
 

@@ -22,7 +22,7 @@
 #include "core/install_paths.h"
 #include "hw/hardware.h"
 #include "hw/toml_reader.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 #include "plan/breakdown_svg.h"
 #include "plan/calibration.h"
 #include "plan/constraints_toml.h"

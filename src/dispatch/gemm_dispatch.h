@@ -6,7 +6,7 @@
 // one problem from the layer to the price, not four conversions.
 //
 // Runners: the library (cuBLASLt/hipBLASLt) under the analytical model's choice among the
-// GPU's candidate configurations (perf/gemm_selector.h), and, where one applies and
+// GPU's candidate configurations (gemm_perf/gemm_selector.h), and, where one applies and
 // `small_gemms` is on, our small-GEMM kernels (tune/small_gemm_selection.h), compared on
 // predicted time with one launch overhead per kernel launched.
 #include <cstdint>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "perf/gemm_problem.h"
-#include "perf/gemm_selector.h"
+#include "gemm_perf/gemm_problem.h"
+#include "gemm_perf/gemm_selector.h"
 #include "tune/small_gemm_selection.h"
 
 namespace hetrec {

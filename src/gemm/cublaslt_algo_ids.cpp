@@ -5,7 +5,7 @@
 #if defined(HETREC_WITH_CUDA)
 
 #include "gpu/blaslt.h"
-#include "perf/gemm_oracle.h"
+#include "gemm_perf/gemm_oracle.h"
 
 namespace hetrec::cublaslt {
 

@@ -1,13 +1,13 @@
 #pragma once
 // cuBLASLt's algorithm configuration ids (tile, stages, cluster shape) as shapes, and one
-// enumerated configuration described in the analytical model's terms (perf/GemmConfig).
+// enumerated configuration described in the analytical model's terms (gemm_perf/GemmConfig).
 // The ids are the numeric values of cuBLASLt's enums; the mapping needs the CUDA build
 // (it is written against the enumerators of cublasLt.h); the header names no vendor type.
 #include <optional>
 #include <string>
 #include <string_view>
 
-#include "perf/gemm_config.h"
+#include "gemm_perf/gemm_config.h"
 
 namespace hetrec::cublaslt {
 
@@ -42,7 +42,7 @@ struct AlgoConfig {
   bool operator==(const AlgoConfig&) const = default;
 };
 
-// perf/gemm_oracle.h's oracle_candidate_key:
+// gemm_perf/gemm_oracle.h's oracle_candidate_key:
 // "a<algo>.t<tile>.s<stages>.k<split>.r<reduction>.w<swizzle>.c<cluster>.o<custom>"
 std::string algo_key(const AlgoConfig& c);
 // Inverse of algo_key; nullopt when `key` is not of that form.

@@ -15,8 +15,8 @@
 
 #include "gemm/cublaslt_problem.h"
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_selection_cache.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_selection_cache.h"
 
 namespace hetrec::cublaslt {
 
@@ -37,7 +37,7 @@ class Gemm {
   // fastest among those cuBLASLt offers (gemm/cublaslt_model_choice.h), and the library
   // heuristic's choice only where the model can describe none of them. CUDA builds only
   // (ConfigError elsewhere).
-  // cache_path (optional): the selections file (perf/gemm_selection_cache.h), validated by
+  // cache_path (optional): the selections file (gemm_perf/gemm_selection_cache.h), validated by
   // the GPU, driver, runtime, cuBLASLt version and the parameters' fingerprint. A problem
   // found there runs its recorded configuration once cuBLASLt accepts it for the operands at
   // hand (no enumeration, no prediction); every new choice is added and the file rewritten.

@@ -7,9 +7,9 @@
 #include <limits>
 
 #include "core/error.h"
-#include "perf/gemm_model.h"
-#include "perf/gemm_oracle.h"
-#include "perf/gemm_oracle_measurements.h"
+#include "gemm_perf/gemm_model.h"
+#include "gemm_perf/gemm_oracle.h"
+#include "gemm_perf/gemm_oracle_measurements.h"
 
 namespace hetrec::cublaslt {
 

@@ -1,5 +1,5 @@
 #pragma once
-// The engine's GEMM selection by the analytical model (perf/): every cuBLASLt algorithm
+// The engine's GEMM selection by the analytical model (gemm_perf/): every cuBLASLt algorithm
 // configuration that runs a problem (the enumeration of gemm/cublaslt_algos.h, plus the
 // library heuristic's first kHeuristicConfigs choices) is described in the model's terms and predicted;
 // the one predicted fastest is run. No kernel is timed. CUDA only (hipBLASLt has no
@@ -16,8 +16,8 @@
 #include "gemm/cublaslt_algos.h"
 #include "gemm/cublaslt_problem.h"
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_problem.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_problem.h"
 
 namespace hetrec::cublaslt {
 

@@ -17,8 +17,8 @@
 #include "core/tensor.h"
 #include "gpu/blaslt.h"
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_selection_cache.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_selection_cache.h"
 #include "gpu/platform.h"
 
 namespace hetrec::cublaslt {
@@ -26,7 +26,7 @@ namespace hetrec::cublaslt {
 // What GEMM selection by the analytical model needs besides the problem
 // (gemm/cublaslt_model_choice.h): the local GPU's description, the model's fitted
 // parameters for it, and the algorithm ids cuBLASLt offers for fp32 compute (the SIMT
-// kernel families, perf/gemm_oracle_measurements.h).
+// kernel families, gemm_perf/gemm_oracle_measurements.h).
 struct ModelSelection {
   Hardware hw;
   GemmModelParams params;

@@ -31,9 +31,9 @@
 #include "gpu/stream.h"
 #include "kernels/output_compare.h"
 #include "kernels/stream_gate.h"
-#include "perf/gemm_corpus.h"
-#include "perf/gemm_oracle.h"
-#include "perf/gemm_suite.h"
+#include "gemm_perf/gemm_corpus.h"
+#include "gemm_perf/gemm_oracle.h"
+#include "gemm_perf/gemm_suite.h"
 
 namespace hetrec {
 
@@ -236,7 +236,7 @@ double round_error(double e) {
   return std::round(e / scale) * scale;
 }
 
-// One row in the order of kOracleCandidateColumns (perf/gemm_oracle.h).
+// One row in the order of kOracleCandidateColumns (gemm_perf/gemm_oracle.h).
 json candidate_row(const cublaslt::EnumeratedAlgo& e, const Timing& t, double err) {
   const auto& c = e.config;
   const GemmConfig g = cublaslt::gemm_config_of(c);

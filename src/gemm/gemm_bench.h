@@ -1,8 +1,8 @@
 #pragma once
-// `hetrec gemm bench`: the cuBLASLt oracle. For every shape of the suite (perf/gemm_suite.h)
+// `hetrec gemm bench`: the cuBLASLt oracle. For every shape of the suite (gemm_perf/gemm_suite.h)
 // it enumerates cuBLASLt's algorithm configurations (gemm/cublaslt_algos.h), checks each
 // one's output against the heuristic's, times it, and writes the results as JSON (format in
-// docs/perf_model.md; perf/gemm_oracle.h reads it back). The heuristic's returned algorithms
+// docs/perf_model.md; gemm_perf/gemm_oracle.h reads it back). The heuristic's returned algorithms
 // are timed as the structs it returns, each with its list rank (`heuristic.returned`), beside
 // the enumerated configurations rebuilt from their attributes.
 #include <string>
@@ -11,7 +11,7 @@
 namespace hetrec {
 
 struct GemmBenchOptions {
-  std::string suite = "all";  // "all", one model of the suite (perf/gemm_suite.h), or "corpus" (perf/gemm_corpus.h)
+  std::string suite = "all";  // "all", one model of the suite (gemm_perf/gemm_suite.h), or "corpus" (gemm_perf/gemm_corpus.h)
   std::vector<std::string> families;  // --suite corpus only: these families (empty: all)
   int shard_index = 0, shard_count = 1;  // every shard_count-th shape from shard_index (after the filter)
   std::string filter;   // ECMAScript regex matched (search) against shape ids; empty: the whole suite

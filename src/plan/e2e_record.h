@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "perf/gemm_selector.h"
+#include "gemm_perf/gemm_selector.h"
 #include "plan/calibration.h"
 #include "plan/id_distribution.h"
 

@@ -10,7 +10,7 @@
 #include "kernels/embedding_backward_geometry.h"
 #include "model/gpu/batch_buffer_sizes.h"
 #include "optim/sparse_update.h"
-#include "perf/gemm_problem.h"
+#include "gemm_perf/gemm_problem.h"
 #include "plan/comm_model.h"
 #include "plan/gpu_model_layout.h"
 #include "plan/sharded_layout.h"

@@ -10,7 +10,7 @@
 //
 // What each term counts (docs/planner.md gives the derivations):
 //   GEMMs         every forward, input-gradient and weight-gradient GEMM of the bottom
-//                 MLP, cross net and top MLP, predicted by perf/'s selector at the
+//                 MLP, cross net and top MLP, predicted by gemm_perf/'s selector at the
 //                 recipe's precision;
 //   element-wise  the passes the GPU model runs beside its GEMMs (ReLU backward with bias
 //                 sums, cross-layer products, loss, dense optimizer), bytes read + written;
@@ -41,7 +41,7 @@
 #include <vector>
 
 #include "model/model_config.h"
-#include "perf/gemm_selector.h"
+#include "gemm_perf/gemm_selector.h"
 #include "plan/id_distribution.h"
 #include "plan/recipe.h"
 #include "plan/step_model_params.h"

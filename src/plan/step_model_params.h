@@ -12,7 +12,7 @@
 namespace hetrec {
 
 enum class StepFactor {
-  // GEMM time = GEMM model time (perf/, without its launch) / factor, one factor per pipe
+  // GEMM time = GEMM model time (gemm_perf/, without its launch) / factor, one factor per pipe
   // the GEMM runs on: SIMT fp32, TF32, 16-bit (bf16 and fp16).
   gemm_fp32,
   gemm_tf32,

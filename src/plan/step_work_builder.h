@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "dispatch/gemm_dispatch.h"
 #include "hw/hardware.h"
-#include "perf/gemm_problem.h"
+#include "gemm_perf/gemm_problem.h"
 #include "plan/comm_model.h"
 #include "plan/recipe.h"
 #include "plan/step_model.h"

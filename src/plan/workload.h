@@ -2,7 +2,7 @@
 // What is planned for: the model, its optimizers and how its ids are distributed; and
 // where: one accelerator with its GEMM model and step-model factors.
 #include "model/model_config.h"
-#include "perf/gemm_selector.h"
+#include "gemm_perf/gemm_selector.h"
 #include "plan/id_distribution.h"
 #include "plan/step_model_params.h"
 

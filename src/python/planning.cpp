@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/install_paths.h"
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 #include "plan/recipe_toml.h"
 #include "plan/report.h"
 #include "plan/search.h"

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/install_paths.h"
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 #include "plan/calibration.h"
 #include "plan/e2e_record.h"
 #include "plan/planner_record.h"

@@ -1,8 +1,8 @@
 #include "tune/gemm_select_text.h"
 
 #include "core/error.h"
-#include "perf/gemm_report.h"
-#include "perf/gemm_selector.h"
+#include "gemm_perf/gemm_report.h"
+#include "gemm_perf/gemm_selector.h"
 #include "tune/small_gemm_selection.h"
 
 namespace hetrec::tune {

@@ -1,14 +1,14 @@
 #pragma once
 // What `hetrec gemm select` prints for one GEMM: the analytical model's choice of a library
-// configuration (perf/gemm_report.h) and, where a dimension is at most 16, how the
+// configuration (gemm_perf/gemm_report.h) and, where a dimension is at most 16, how the
 // small-GEMM kernels compete with it (tune/small_gemm_selection.h). The program and the
 // Python module both print through here.
 #include <cstdint>
 #include <string>
 
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_problem.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_problem.h"
 
 namespace hetrec::tune {
 

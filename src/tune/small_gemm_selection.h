@@ -2,10 +2,10 @@
 // The small-GEMM kernels (kernels/small_gemm_kernel.cuh) as candidates of the GEMM
 // selection: for a GEMM with a dimension of at most 16 whose layout and types one of the
 // kernels takes, the variant the small-GEMM model predicts fastest, priced on the same
-// footing as the library's configurations (perf/gemm_model.h: one launch overhead per
+// footing as the library's configurations (gemm_perf/gemm_model.h: one launch overhead per
 // kernel). Choosing between the two is a comparison of predictions; nothing is timed.
 //
-// A GemmProblem (row-major frame, perf/gemm_problem.h) maps to a kind when
+// A GemmProblem (row-major frame, gemm_perf/gemm_problem.h) maps to a kind when
 //   rows    N <= 16, A as stored (M x K), B either way: C = A op(B) (+ bias, ReLU);
 //   outer   K <= 16, the same layouts;
 //   reduce  A stored K x M and B stored K x N (C = A^T B over K batch rows, a weight
@@ -19,8 +19,8 @@
 
 #include "hw/hardware.h"
 #include "kernels/small_gemm_variant.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_problem.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_problem.h"
 #include "tune/small_gemm_model.h"
 
 namespace hetrec::tune {

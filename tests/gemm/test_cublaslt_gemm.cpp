@@ -21,7 +21,7 @@
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 
 namespace hetrec {
 namespace {

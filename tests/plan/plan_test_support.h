@@ -9,8 +9,8 @@
 
 #include "hw/hardware.h"
 #include "model/model_config.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_selector.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_selector.h"
 #include "plan/workload.h"
 
 namespace hetrec::test {

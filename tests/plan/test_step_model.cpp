@@ -12,7 +12,7 @@
 #include "kernels/embedding_backward_geometry.h"
 #include "model/gpu/batch_buffer_sizes.h"
 #include "model/gpu/dense_layout.h"
-#include "perf/gemm_problem.h"
+#include "gemm_perf/gemm_problem.h"
 #include "plan/id_distribution.h"
 #include "plan/step_model.h"
 #include "plan_test_support.h"

@@ -9,10 +9,10 @@
 #include <string>
 
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
-#include "perf/gemm_oracle.h"
-#include "perf/gemm_oracle_measurements.h"
-#include "perf/gemm_suite.h"
+#include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_oracle.h"
+#include "gemm_perf/gemm_oracle_measurements.h"
+#include "gemm_perf/gemm_suite.h"
 #include "tune/small_gemm_selection.h"
 
 namespace hetrec::tune {

@@ -25,7 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hw/hardware.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 #include "tune/small_gemm_selection.h"
 
 namespace hetrec::tune {

@@ -38,7 +38,7 @@
 #include "model/gpu/step_output.h"
 #include "model/gpu/tuned_kernels.h"
 #include "model/gpu/tuned_small_gemms.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 
 namespace hetrec::gpu_model {
 

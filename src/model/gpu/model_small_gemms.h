@@ -13,7 +13,7 @@
 #include "gpu/device.h"
 #include "hw/hardware.h"
 #include "model/gpu/tuned_small_gemms.h"
-#include "perf/gemm_model_params.h"
+#include "gemm_perf/gemm_model_params.h"
 #include "tune/small_gemm_model.h"
 
 namespace hetrec::gpu_model {

@@ -1,0 +1,123 @@
+// The learned GEMM ranker's file checks (validators, features, folds), its features' key
+// parsing, and the router's two branches, on the shipped ranker and small crafted files.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/text_file.h"
+#include "gemm_perf/gemm_oracle.h"
+#include "gemm_perf/gemm_ranker.h"
+#include "gemm_perf_test_support.h"
+
+namespace hetrec {
+namespace {
+
+const std::string kRanker = std::string(HETREC_SOURCE_DIR) + "/gemm/rankers/h200-20261130d.json.xz";
+const std::string kOracle = std::string(HETREC_SOURCE_DIR) + "/bench/results/gemm-oracle-20261130d-h200.json.xz";
+const GemmRankerValidators kH200{"NVIDIA H200", "13.0", "130100", ""};
+
+std::string expect_config_error(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected a ConfigError";
+  return "";
+}
+
+// The shipped ranker with `edit` applied, written to a scratch file.
+std::string edited_ranker(const std::string& name, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json j = nlohmann::json::parse(read_text_file(kRanker));
+  edit(j);
+  const std::string path = ::testing::TempDir() + name + ".json";
+  std::ofstream(path) << j.dump();
+  return path;
+}
+
+TEST(GemmRanker, LoadsForItsGpuAndRefusesAnother) {
+  EXPECT_NO_THROW((void)load_gemm_ranker(kRanker, kH200));
+  const std::string gpu = expect_config_error([] { (void)load_gemm_ranker(kRanker, {"NVIDIA A100", "", "", ""}); });
+  EXPECT_NE(gpu.find("$.validators.gpu"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("NVIDIA H200"), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("NVIDIA A100"), std::string::npos) << gpu;
+  const std::string lib = expect_config_error([] { (void)load_gemm_ranker(kRanker, {"", "", "120900", ""}); });
+  EXPECT_NE(lib.find("cublaslt_version"), std::string::npos) << lib;
+  const std::string corpus = expect_config_error([] { (void)load_gemm_ranker(kRanker, {"", "", "", "00ff"}); });
+  EXPECT_NE(corpus.find("corpus_sha256"), std::string::npos) << corpus;
+}
+
+TEST(GemmRanker, RefusesOtherFeaturesMissingFoldsAndBrokenModels) {
+  const std::string features = edited_ranker("features", [](nlohmann::json& j) { j["features"][0] = "log2_q"; });
+  EXPECT_NE(expect_config_error([&] { (void)load_gemm_ranker(features, kH200); }).find("$.features"),
+            std::string::npos);
+  EXPECT_NE(expect_config_error([] { (void)load_gemm_ranker(kRanker, kH200, 99); }).find("no fold 99"),
+            std::string::npos);
+  const std::string model = edited_ranker("model", [](nlohmann::json& j) { j["model"] = {{"learner", 3}}; });
+  EXPECT_NE(expect_config_error([&] { (void)load_gemm_ranker(model, kH200); }).find("$.model"), std::string::npos);
+  const std::string router = edited_ranker("router", [](nlohmann::json& j) { j.erase("router"); });
+  EXPECT_NE(expect_config_error([&] { (void)load_gemm_ranker(router, kH200); }).find("short_kernel_us"),
+            std::string::npos);
+}
+
+TEST(GemmRanker, FoldsCoverDisjointFamilies) {
+  const auto folds = gemm_ranker_folds(kRanker);
+  ASSERT_GE(folds.size(), 2u);
+  std::set<std::string> seen;
+  for (const auto& f : folds)
+    for (const auto& fam : f) EXPECT_TRUE(seen.insert(fam).second) << fam << " in two folds";
+}
+
+TEST(GemmRanker, UnknownFamilyIsAnError) {
+  const Hardware hw = test::shipped_hardware("h200_sxm");
+  auto shapes = ranker_shapes(hw, load_gemm_oracle(kOracle));
+  shapes.resize(1);
+  shapes[0].family = "not_a_family";
+  const std::string e = expect_config_error(
+      [&] { (void)evaluate_ranker_held_out(kRanker, kH200, hw, test::shipped_params(hw), shapes); });
+  EXPECT_NE(e.find("not_a_family"), std::string::npos) << e;
+}
+
+TEST(GemmRanker, RouterKeepsTheHeuristicOnLongKernelsAndRanksShortOnes) {
+  const Hardware hw = test::shipped_hardware("h200_sxm");
+  const GemmModelParams params = test::shipped_params(hw);
+  const auto ranker = load_gemm_ranker(kRanker, kH200);
+  std::size_t learned = 0, kept = 0;
+  for (const RankerShape& s : ranker_shapes(hw, load_gemm_oracle(kOracle))) {
+    if (s.heuristic_candidate < 0) continue;
+    const RankerPick p = select_gemm_by_ranker(*ranker, hw, params, s.problem, s.candidates, s.heuristic_candidate);
+    const RankerRows rows = gemm_ranker_rows(hw, params, s.problem, s.candidates);
+    const RankerPick full = route_gemm_choice(*ranker, rows, s.heuristic_candidate);
+    EXPECT_EQ(p.candidate, full.candidate) << s.id;  // the shortcut changes no choice
+    EXPECT_EQ(p.learned, full.learned) << s.id;
+    if (p.learned) {
+      ++learned;
+    } else {
+      ++kept;
+      EXPECT_EQ(p.candidate, s.heuristic_candidate) << s.id;
+    }
+    // Shortlist: never empty, the heuristic's top-1 always in it.
+    ASSERT_FALSE(rows.rows.empty());
+    EXPECT_NE(std::find(rows.candidate.begin(), rows.candidate.end(), std::size_t(s.heuristic_candidate)),
+              rows.candidate.end());
+  }
+  EXPECT_GT(learned, 0u);
+  EXPECT_GT(kept, 0u);
+}
+
+TEST(GemmRankerFeatures, MalformedKeyIsAnError) {
+  const Hardware hw = test::shipped_hardware("h200_sxm");
+  GemmProblem p;
+  p.m = p.n = p.k = 256;
+  RankerCandidate c;
+  c.key = "a1.t2.s3";
+  c.config.tile_m = c.config.tile_n = 64;
+  const std::string e =
+      expect_config_error([&] { (void)gemm_ranker_rows(hw, test::shipped_params(hw), p, {c}); });
+  EXPECT_NE(e.find("a1.t2.s3"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace hetrec
