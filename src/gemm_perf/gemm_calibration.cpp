@@ -146,8 +146,8 @@ std::vector<FitParameter> fit_parameters(const Hardware& hw, std::span<const Mea
   const auto uses = [&](MatrixPrecision p) { return used.pipes.count(p) > 0; };
   // Matrix-pipe efficiency: at most the datasheet rate, at least a tenth of it.
   constexpr double kEfficiencyLo = 0.1, kEfficiencyHi = 1.0;
-  const auto add_precision = [&](const char* name, std::initializer_list<double PrecisionEfficiency::*> fields) {
-    std::vector<double PrecisionEfficiency::*> f(fields);
+  const auto add_precision = [&](const char* name, std::initializer_list<double PrecisionValues::*> fields) {
+    std::vector<double PrecisionValues::*> f(fields);
     out.push_back({std::string("matrix_efficiency.") + name,
                    [f](const GemmModelParams& q) { return q.matrix_efficiency.*f.front(); },
                    [f](GemmModelParams& q, double v) {
@@ -160,13 +160,13 @@ std::vector<FitParameter> fit_parameters(const Hardware& hw, std::span<const Mea
   // cannot trade a measured quantity against the unmeasured ones.
   const bool measured_gemm = hw.measured && hw.measured->bf16_gemm_tflops_low;
   const bool measured_copy = hw.measured && hw.measured->copy_tbs;
-  if (uses(MatrixPrecision::fp32)) add_precision("fp32", {&PrecisionEfficiency::fp32});
+  if (uses(MatrixPrecision::fp32)) add_precision("fp32", {&PrecisionValues::fp32});
   // The tensor-core precisions share one datapath whose per-precision rates the datasheet
   // gives; what is left (clock under load, issue) is common to them: one efficiency.
   if (!measured_gemm && (uses(MatrixPrecision::tf32) || uses(MatrixPrecision::bf16) ||
                          uses(MatrixPrecision::fp16) || uses(MatrixPrecision::fp8)))
-    add_precision("tensor", {&PrecisionEfficiency::tf32, &PrecisionEfficiency::fp16, &PrecisionEfficiency::bf16,
-                             &PrecisionEfficiency::fp8});
+    add_precision("tensor", {&PrecisionValues::tf32, &PrecisionValues::fp16, &PrecisionValues::bf16,
+                             &PrecisionValues::fp8});
   if (used.legacy_instruction)
     out.push_back(scalar("legacy_instruction_efficiency", &GemmModelParams::legacy_instruction_efficiency, 0.1, 1.0));
   // Bank conflicts and swizzle arithmetic cost tuned kernels at most half the banks' rate.

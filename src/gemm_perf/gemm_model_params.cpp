@@ -84,22 +84,6 @@ double positive(TomlTableReader& r, std::string_view key) {
 
 }  // namespace
 
-double PrecisionEfficiency::of(MatrixPrecision p) const {
-  switch (p) {
-    case MatrixPrecision::fp32:
-      return fp32;
-    case MatrixPrecision::tf32:
-      return tf32;
-    case MatrixPrecision::fp16:
-      return fp16;
-    case MatrixPrecision::bf16:
-      return bf16;
-    case MatrixPrecision::fp8:
-      return fp8;
-  }
-  return 0.0;
-}
-
 double l2_rate_factor(TomlTableReader& r, std::string_view key, double absent) {
   const std::optional<double> v = r.optional_number(key);
   if (!v) return absent;

@@ -59,20 +59,13 @@ inline constexpr double kDefaultTileOverheadExposure = 1.0;
 // Launch cost of one kernel in a stream, seen as the gap it adds. Generic guess.
 inline constexpr double kDefaultLaunchOverheadUs = 3.0;
 
-struct PrecisionEfficiency {  // share of the datasheet dense rate sustained in the main loop
-  double fp32 = kDefaultMatrixEfficiency;
-  double tf32 = kDefaultMatrixEfficiency;
-  double fp16 = kDefaultMatrixEfficiency;
-  double bf16 = kDefaultMatrixEfficiency;
-  double fp8 = kDefaultMatrixEfficiency;
-  double of(MatrixPrecision p) const;
-};
-
 struct GemmModelParams {
   std::string arch = "generic";                  // the architecture these values are for
   bool calibrated = false;                       // true once fitted to measurements
   std::string note = "generic starting values";  // what they were fitted to, or why chosen
-  PrecisionEfficiency matrix_efficiency;
+  // Share of the datasheet dense rate sustained in the main loop, by matrix precision.
+  PrecisionValues matrix_efficiency = {kDefaultMatrixEfficiency, kDefaultMatrixEfficiency, kDefaultMatrixEfficiency,
+                                       kDefaultMatrixEfficiency, kDefaultMatrixEfficiency};
   double legacy_instruction_efficiency = kDefaultLegacyInstructionEfficiency;
   double shared_memory_efficiency = kDefaultSharedMemoryEfficiency;
   double l2_bytes_per_clock_per_unit = kDefaultL2BytesPerClockPerUnit;
