@@ -1,4 +1,4 @@
-// small_gemm_bench: the MLPs' narrow-layer GEMMs of a config (tune/small_gemm_model.h
+// small_gemm_bench: the MLPs' narrow-layer GEMMs of a config (tune/small_gemm_cost.h
 // small_gemm_mlp_gemms: forward, weight gradient and input gradient of every layer with
 // in <= 16 or out <= 16) at several batches and operand types, each timed in one run as
 //   ours default  the small-GEMM kernel with its starting parameters
@@ -49,7 +49,7 @@
 #include "train/config.h"
 #include "gemm_perf/gemm_model_params.h"
 #include "tune/gpu/small_gemm_bench.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 #include "tune/small_gemm_selection.h"
 #include "tune/winners.h"
 

@@ -6,7 +6,7 @@ find_package(nlohmann_json REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(LibLZMA REQUIRED)  # xz-compressed results files (core/text_file)
-find_package(CURL REQUIRED)  # the model-backed kernel proposer's HTTPS client (tune/http_client); libcurl4-openssl-dev
+find_package(CURL REQUIRED)  # the LLM-backed kernel proposer's HTTPS client (tune/http_client); libcurl4-openssl-dev
 find_package(ZLIB REQUIRED)  # deflated members of .npz archives (data/npy_array); zlib1g-dev
 
 # OpenBLAS: prefer the OpenMP build so BLAS threads and our OpenMP loops share one pool.

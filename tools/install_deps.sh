@@ -19,7 +19,7 @@ pkgs=(build-essential cmake ninja-build pkg-config libopenblas-openmp-dev libtom
       chromium
       # Distributed training over MPI (src/dist/, mpirun in the tests).
       openmpi-bin libopenmpi-dev
-      # The model-backed kernel proposer's HTTPS client (src/tune/http_client.cpp).
+      # The LLM-backed kernel proposer's HTTPS client (src/tune/http_client.cpp).
       libcurl4-openssl-dev
       # The GEMM ranker: trained by tools/train_gemm_ranker.py, loaded through XGBoost's C API
       # (src/gemm_perf/gemm_ranker.cpp).

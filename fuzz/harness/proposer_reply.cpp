@@ -1,4 +1,4 @@
-// Fuzz target: a model-backed proposer's reply (tune/proposer_reply.h), what a remote
+// Fuzz target: an LLM-backed proposer's reply (tune/proposer_reply.h), what a remote
 // service sends back for the tuner to compile.
 #include <string>
 

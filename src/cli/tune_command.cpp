@@ -14,7 +14,7 @@
 #if defined(HETREC_WITH_GPU)
 #include "model/gpu/gpu_embeddings.h"
 #include "tune/gpu/tune_session.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 #endif
 
 namespace hetrec::cli {

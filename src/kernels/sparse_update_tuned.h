@@ -3,7 +3,7 @@
 // (kernels/sparse_update_kernel.cuh) other than the one nvcc builds in: the tuner
 // compiles its candidates through this, and the engine the tuned winner it loads at
 // start. A variant is a parameter set; the kernel source is the same (or, for a
-// candidate from the model-backed proposer, a rewrite of that header with the same
+// candidate from the LLM-backed proposer, a rewrite of that header with the same
 // kernel signature).
 #include <cstdint>
 #include <string>

@@ -23,7 +23,7 @@ std::string verdict_name(Verdict v);
 struct Attempt {
   std::string kernel;
   std::string shape;          // the shape key it was tuned for
-  std::string origin;         // "space" (the variant space), "model" (the model-backed proposer)
+  std::string origin;         // "space" (the variant space), "model" (the LLM-backed proposer)
   ParameterSet params;
   Verdict verdict = Verdict::pruned;
   std::string reason;         // why it was rejected; empty when passed

@@ -1,5 +1,5 @@
 #pragma once
-// The model-backed proposer's HTTP client: one POST through libcurl, https with the
+// The LLM-backed proposer's HTTP client: one POST through libcurl, https with the
 // system's certificate store (peer and host name verified) or plain http, nothing else
 // (no other protocol, no redirects). The reply is bounded in size and in time; a bearer
 // key never travels over plain http except to a loopback address (SECURITY.md).

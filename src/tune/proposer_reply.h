@@ -1,5 +1,5 @@
 #pragma once
-// The model-backed proposer's reply, taken apart: the chat-completions JSON, the message
+// The LLM-backed proposer's reply, taken apart: the chat-completions JSON, the message
 // content, and the rewritten kernel header in its first fenced code block. Everything a
 // remote service sends is checked here before the tuner compiles it; every failure is an
 // IoError saying what was wrong (the tuning loop logs it and goes on without a

@@ -21,7 +21,7 @@
 #include "kernels/small_gemm_variant.h"
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_problem.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 
 namespace hetrec::tune {
 

@@ -14,13 +14,13 @@
 #include "core/error.h"
 #include "core/exclusive_file.h"
 #include "kernels/small_gemm_variant.h"
-#include "tune/cross_net_model.h"
-#include "tune/dot_backward_model.h"
-#include "tune/dot_interaction_model.h"
-#include "tune/embedding_forward_model.h"
+#include "tune/cross_net_cost.h"
+#include "tune/dot_backward_cost.h"
+#include "tune/dot_interaction_cost.h"
+#include "tune/embedding_forward_cost.h"
 #include "tune/proposer_reply.h"
-#include "tune/small_gemm_model.h"
-#include "tune/sparse_update_model.h"
+#include "tune/small_gemm_cost.h"
+#include "tune/sparse_update_cost.h"
 
 namespace hetrec::tune {
 

@@ -27,7 +27,7 @@ struct Winner {
   double default_us = 0.0;  // of the built-in variant on the same workload
   double floor_us = 0.0;
   std::string workload;     // what it was timed on (one line)
-  // A rewrite of the kernel header from the model-backed proposer; empty: the built-in
+  // A rewrite of the kernel header from the LLM-backed proposer; empty: the built-in
   // source with `params`.
   std::string kernel_header;
 };

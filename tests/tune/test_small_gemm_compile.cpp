@@ -11,7 +11,7 @@
 #include "kernels/rtc_sources.h"
 #include "kernels/small_gemm_sources.h"
 #include "kernels/small_gemm_tuned.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 
 namespace hetrec::kernels {
 namespace {

@@ -15,7 +15,7 @@
 #include "gpu/device.h"
 #include "kernels/small_gemm_sources.h"
 #include "model/gpu/gpu_dlrm.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 #include "tune/winners.h"
 
 namespace hetrec::tune {

@@ -14,7 +14,7 @@
 #include "hw/hardware.h"
 #include "model/gpu/tuned_small_gemms.h"
 #include "gemm_perf/gemm_model_params.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 
 namespace hetrec::gpu_model {
 

@@ -14,7 +14,7 @@
 
 #include "gpu/device.h"
 #include "kernels/small_gemm_tuned.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 
 namespace hetrec::gpu_model {
 

@@ -13,7 +13,7 @@
 #include "gpu/device_buffer.h"
 #include "gpu/stream.h"
 #include "kernels/cross_net.h"
-#include "tune/cross_net_model.h"
+#include "tune/cross_net_cost.h"
 #include "tune/gpu/embedding_forward_bench.h"
 
 namespace hetrec::tune {

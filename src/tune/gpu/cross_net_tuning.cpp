@@ -1,6 +1,6 @@
 // The tuner's adapter of the cross net's element-wise passes: kernel, variant space, cost
 // model and bench bound into KernelProblems, one per shape. The family's kernel, model and
-// bench stay where they are (kernels/cross_net*, tune/cross_net_model.*, tune/gpu/cross_net_bench.*).
+// bench stay where they are (kernels/cross_net*, tune/cross_net_cost.*, tune/gpu/cross_net_bench.*).
 #include <memory>
 #include <string>
 #include <vector>
@@ -8,7 +8,7 @@
 #include "core/error.h"
 #include "kernels/cross_net.h"
 #include "kernels/cross_net_tuned.h"
-#include "tune/cross_net_model.h"
+#include "tune/cross_net_cost.h"
 #include "tune/gpu/cross_net_bench.h"
 #include "tune/gpu/kernel_search.h"
 

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "kernels/dot_interaction.h"
 #include "kernels/dot_interaction_backward_tuned.h"
-#include "tune/dot_backward_model.h"
+#include "tune/dot_backward_cost.h"
 #include "tune/gpu/dot_backward_bench.h"
 #include "tune/gpu/kernel_search.h"
 

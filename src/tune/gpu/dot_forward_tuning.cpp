@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "kernels/dot_interaction.h"
 #include "kernels/dot_interaction_tuned.h"
-#include "tune/dot_interaction_model.h"
+#include "tune/dot_interaction_cost.h"
 #include "tune/gpu/dot_interaction_bench.h"
 #include "tune/gpu/kernel_search.h"
 

@@ -10,7 +10,7 @@
 #include "gpu/device_buffer.h"
 #include "gpu/stream.h"
 #include "kernels/dot_interaction.h"
-#include "tune/dot_interaction_model.h"
+#include "tune/dot_interaction_cost.h"
 #include "tune/gpu/embedding_forward_bench.h"
 
 namespace hetrec::tune {

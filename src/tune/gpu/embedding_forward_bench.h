@@ -13,7 +13,7 @@
 #include "gpu/device_buffer.h"
 #include "gpu/stream.h"
 #include "kernels/embedding_types.h"
-#include "tune/embedding_forward_model.h"
+#include "tune/embedding_forward_cost.h"
 
 namespace hetrec::tune {
 

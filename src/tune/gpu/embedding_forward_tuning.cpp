@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "kernels/embedding_bag_forward.h"
 #include "kernels/embedding_forward_tuned.h"
-#include "tune/embedding_forward_model.h"
+#include "tune/embedding_forward_cost.h"
 #include "tune/gpu/embedding_forward_bench.h"
 #include "tune/gpu/kernel_search.h"
 

@@ -11,7 +11,7 @@
 #include "kernels/rtc_sources.h"
 #include "kernels/small_gemm_sources.h"
 #include "tune/kernel_families.h"
-#include "tune/model_proposer.h"
+#include "tune/llm_proposer.h"
 #include "tune/occupancy.h"
 
 namespace hetrec::tune {
@@ -203,7 +203,7 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
   }
 
   nlohmann::json model_json = nullptr;
-  if (const auto endpoint = model_endpoint_from_env(); endpoint && best_us > 0.0 && Clock::now() < deadline) {
+  if (const auto endpoint = llm_endpoint_from_env(); endpoint && best_us > 0.0 && Clock::now() < deadline) {
     KernelRewriteRequest req;
     req.kernel = k.kernel;
     req.header_name = k.header;
@@ -217,7 +217,7 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
     req.hardware = hardware_text(o.hw);
     Attempt a = new_attempt("model", best_params);
     std::string header;
-    const ModelProposal proposal = propose_kernel_rewrite(*endpoint, req, proposer_limits());
+    const LlmProposal proposal = propose_kernel_rewrite(*endpoint, req, proposer_limits());
     if (proposal.ok()) {
       header = proposal.header;
       a = run_candidate(best_params, "model", compile(best_params, header), 0.0);

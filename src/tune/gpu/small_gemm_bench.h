@@ -14,7 +14,7 @@
 #include "gpu/stream.h"
 #include "kernels/small_gemm_tuned.h"
 #include "tune/gpu/embedding_forward_bench.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 
 namespace hetrec::tune {
 

@@ -9,7 +9,7 @@
 #include "gpu/caching_allocator.h"
 #include "kernels/small_gemm_sources.h"
 #include "kernels/small_gemm_tuned.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 #include "tune/gpu/small_gemm_bench.h"
 #include "tune/gpu/kernel_search.h"
 

@@ -18,7 +18,7 @@
 #include "gpu/stream.h"
 #include "kernels/embedding_types.h"
 #include "tune/gpu/embedding_forward_bench.h"
-#include "tune/sparse_update_model.h"
+#include "tune/sparse_update_cost.h"
 
 namespace hetrec::tune {
 

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "kernels/embedding_bag_backward.h"
 #include "kernels/sparse_update_tuned.h"
-#include "tune/sparse_update_model.h"
+#include "tune/sparse_update_cost.h"
 #include "tune/gpu/sparse_update_bench.h"
 #include "tune/gpu/kernel_search.h"
 

@@ -13,7 +13,7 @@
 #include "kernels/rtc_sources.h"
 #include "tune/attempt.h"
 #include "tune/gpu/kernel_search.h"
-#include "tune/model_proposer.h"
+#include "tune/llm_proposer.h"
 #include "tune/winners.h"
 
 namespace hetrec::tune {
@@ -35,9 +35,9 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
       throw ConfigError("--kernel " + k + ": no variant space for this kernel; tunable: " + names + "all");
     }
   // Configuration first, so that a bad endpoint or winners file is reported as such on
-  // any machine: the proposer's URL and key rule (tune/model_proposer.h), the winners
+  // any machine: the proposer's URL and key rule (tune/llm_proposer.h), the winners
   // file's schema, hashes and bounds (tune/winners.h).
-  (void)model_endpoint_from_env();
+  (void)llm_endpoint_from_env();
   WinnersStore store = WinnersStore::load(o.winners_path);
   if (gpu::device_count() == 0) throw DeviceError("hetrec tune: no GPU is visible; tuning measures on the device");
   const auto start = Clock::now();

@@ -1,8 +1,8 @@
 #pragma once
 // One `hetrec tune` run on the current device: for every kernel and shape asked for,
-// propose variants (pruned and ordered by the kernel's model: tune/embedding_forward_model.h,
-// tune/dot_interaction_model.h, tune/sparse_update_model.h, tune/dot_backward_model.h,
-// tune/cross_net_model.h), compile each
+// propose variants (pruned and ordered by the kernel's cost model: tune/embedding_forward_cost.h,
+// tune/dot_interaction_cost.h, tune/sparse_update_cost.h, tune/dot_backward_cost.h,
+// tune/cross_net_cost.h), compile each
 // with NVRTC, check its resources, verify it against the reference, time it, and keep
 // the winner; every attempt goes to the attempt log, winners to the winners file, and a
 // summary to the results JSON.
@@ -36,7 +36,7 @@ struct TuneOptions {
   double sparse_eps = 1e-8;
   // The cross net's shapes: one per GEMM operand type, at width (tables + 1) x dim.
   std::vector<DType> cross_operand_dtypes = {DType::f32, DType::bf16};
-  // The small-GEMM shapes to tune (tune/small_gemm_model.h small_gemm_mlp_gemms), with
+  // The small-GEMM shapes to tune (tune/small_gemm_cost.h small_gemm_mlp_gemms), with
   // the baseline each must beat: cuBLASLt as the engine runs it.
   std::vector<kernels::SmallGemmShape> small_gemm_shapes;
   int64_t batch = 65536;

@@ -1,4 +1,4 @@
-#include "tune/sparse_update_model.h"
+#include "tune/sparse_update_cost.h"
 
 #include <algorithm>
 

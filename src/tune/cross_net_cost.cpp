@@ -1,4 +1,4 @@
-#include "tune/cross_net_model.h"
+#include "tune/cross_net_cost.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "tune/dot_backward_model.h"
+#include "tune/dot_backward_cost.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,5 +1,5 @@
 #pragma once
-// The optional model-backed proposer: when HETREC_TUNE_LLM_URL names an
+// The optional LLM-backed proposer: when HETREC_TUNE_LLM_URL names an
 // OpenAI-compatible chat-completions endpoint, the tuner sends it the kernel source, the
 // resource report, the measured profile and the hardware description, and takes the
 // kernel header it returns as one more candidate. That candidate goes through the same
@@ -16,7 +16,7 @@
 
 namespace hetrec::tune {
 
-struct ModelEndpoint {
+struct LlmEndpoint {
   std::string url;    // HETREC_TUNE_LLM_URL, e.g. https://api.example.com/v1/chat/completions
   std::string key;    // HETREC_TUNE_LLM_KEY (sent as a bearer token when set)
   std::string model;  // HETREC_TUNE_LLM_MODEL (required with the URL)
@@ -35,7 +35,7 @@ HttpLimits proposer_limits();
 // key would go over plain http to a host that is not a loopback address
 // (check_key_transport), or HETREC_TUNE_LLM_CA_FILE names no readable file. Checked when
 // `hetrec tune` starts, before any device work.
-std::optional<ModelEndpoint> model_endpoint_from_env();
+std::optional<LlmEndpoint> llm_endpoint_from_env();
 
 struct KernelRewriteRequest {
   std::string kernel;        // "embedding_bag_forward"
@@ -48,23 +48,23 @@ struct KernelRewriteRequest {
 };
 
 // The chat-completions request body.
-nlohmann::json build_chat_request(const ModelEndpoint& endpoint, const KernelRewriteRequest& request);
+nlohmann::json build_chat_request(const LlmEndpoint& endpoint, const KernelRewriteRequest& request);
 
 // Sends the request and returns the rewritten header (proposed_header). Throws IoError on
 // a failed exchange (transport, limits, status other than 2xx, a malformed reply) and
 // ConfigError when the endpoint breaks check_key_transport (before connecting).
-std::string request_kernel_rewrite(const ModelEndpoint& endpoint, const KernelRewriteRequest& request,
+std::string request_kernel_rewrite(const LlmEndpoint& endpoint, const KernelRewriteRequest& request,
                                    const HttpLimits& limits);
 
 // One proposal as the tuning loop takes it: the header, or why there is none.
-struct ModelProposal {
+struct LlmProposal {
   std::string header;  // empty when the exchange failed
   std::string error;   // the IoError's message when it failed
   bool ok() const { return error.empty(); }
 };
-// request_kernel_rewrite with every IoError turned into ModelProposal::error, so that a
+// request_kernel_rewrite with every IoError turned into LlmProposal::error, so that a
 // failing service costs one candidate, never the tuning session.
-ModelProposal propose_kernel_rewrite(const ModelEndpoint& endpoint, const KernelRewriteRequest& request,
+LlmProposal propose_kernel_rewrite(const LlmEndpoint& endpoint, const KernelRewriteRequest& request,
                                      const HttpLimits& limits);
 
 }  // namespace hetrec::tune

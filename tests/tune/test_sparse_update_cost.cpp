@@ -9,7 +9,7 @@
 #include "hw/hardware.h"
 #include "kernels/long_rows.h"
 #include "tune/occupancy.h"
-#include "tune/sparse_update_model.h"
+#include "tune/sparse_update_cost.h"
 
 namespace hetrec::tune {
 namespace {
@@ -38,7 +38,7 @@ ParameterSet params(int vec, int lanes, int grads, int block, int min_blocks) {
           {"min_blocks_per_sm", min_blocks}};
 }
 
-TEST(SparseUpdateModel, SpaceAndConversions) {
+TEST(SparseUpdateCost, SpaceAndConversions) {
   EXPECT_EQ(enumerate(sparse_update_space()).size(), 3u * 4 * 4 * 3 * 4);
   // The built-in variant: 16-byte vectors, the fewest lanes that cover the row, four
   // gradients in flight, 256 threads, four resident blocks per SM.
@@ -54,7 +54,7 @@ TEST(SparseUpdateModel, SpaceAndConversions) {
   EXPECT_EQ(bf16.key(), "rows=bf16 dim=128 opt=rowwise_adagrad");
 }
 
-TEST(SparseUpdateModel, LayoutCoversTheRow) {
+TEST(SparseUpdateCost, LayoutCoversTheRow) {
   const kernels::SparseUpdateShape s{DType::bf16, 128, SparseOptimizerKind::rowwise_adagrad};
   // 4-byte vectors of bf16: 2 elements, 64 vectors; 8 lanes take 8 each.
   const kernels::SparseUpdateLayout l = kernels::sparse_update_layout(s, {4, 8, 4, 256, 4}, 32);
@@ -74,7 +74,7 @@ TEST(SparseUpdateModel, LayoutCoversTheRow) {
   EXPECT_THROW(kernels::sparse_update_layout(s, {16, 0, 0, 256, 4}, 32), ConfigError);
 }
 
-TEST(SparseUpdateModel, FloorCountsRowsStateAndGradients) {
+TEST(SparseUpdateCost, FloorCountsRowsStateAndGradients) {
   const Hardware hw = h200();
   const SparseUpdateWorkload w = workload(DType::bf16, 128);
   // Rows (256 bytes) and the row-wise accumulator (4 bytes) read and written, 12 plan
@@ -92,7 +92,7 @@ TEST(SparseUpdateModel, FloorCountsRowsStateAndGradients) {
   EXPECT_THROW(sparse_update_floor_us(none, w), ConfigError);
 }
 
-TEST(SparseUpdateModel, StaticRules) {
+TEST(SparseUpdateCost, StaticRules) {
   const Hardware hw = h200();
   const SparseUpdateWorkload w = workload(DType::bf16, 128);
   EXPECT_EQ(sparse_update_static_problem(hw, w, params(16, 16, 4, 256, 4)), "");  // the built-in
@@ -115,7 +115,7 @@ TEST(SparseUpdateModel, StaticRules) {
   }
 }
 
-TEST(SparseUpdateModel, PredictionIsTheLargerOfBandwidthAndIssue) {
+TEST(SparseUpdateCost, PredictionIsTheLargerOfBandwidthAndIssue) {
   const Hardware hw = h200();
   const SparseUpdateWorkload w = workload(DType::bf16, 128);
   const ParameterSet built_in = params(16, 16, 4, 256, 4);
@@ -132,7 +132,7 @@ TEST(SparseUpdateModel, PredictionIsTheLargerOfBandwidthAndIssue) {
             sparse_update_predicted_us(hw, w, built_in) - 1e-9);
 }
 
-TEST(SparseUpdateModel, LongRowsAreChunkedBySquareRoot) {
+TEST(SparseUpdateCost, LongRowsAreChunkedBySquareRoot) {
   EXPECT_EQ(kernels::long_row_chunks(1), 0u);
   EXPECT_EQ(kernels::long_row_chunks(kernels::kLongSegment), 0u);
   // 65 occurrences: chunks of 64 (the minimum), so two.
@@ -143,7 +143,7 @@ TEST(SparseUpdateModel, LongRowsAreChunkedBySquareRoot) {
   EXPECT_EQ(kernels::long_row_chunk_length(10000), 100u);
 }
 
-TEST(SparseUpdateModel, OccupancyOfTheLaunchBoundWorkedByHand) {
+TEST(SparseUpdateCost, OccupancyOfTheLaunchBoundWorkedByHand) {
   const Hardware hw = h200();
   // The built-in bound asks for 4 blocks of 256: the compiler caps registers at
   // 65536 / 1024 = 64, and 64 registers give exactly those 4 blocks (half the SM).

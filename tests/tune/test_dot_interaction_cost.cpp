@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/dot_interaction_model.h"
+#include "tune/dot_interaction_cost.h"
 
 namespace hetrec::tune {
 namespace {
@@ -24,7 +24,7 @@ ParameterSet params(int block, int samples, int pad) {
   return {{"block_threads", block}, {"samples_per_block", samples}, {"row_pad", pad}};
 }
 
-TEST(DotForwardModel, SpaceAndConversions) {
+TEST(DotForwardCost, SpaceAndConversions) {
   const auto all = enumerate(dot_forward_space());
   EXPECT_EQ(all.size(), 32u);
   EXPECT_EQ(dot_parameters(kernels::kDefaultDotForwardVariant), params(256, 1, 1));
@@ -32,7 +32,7 @@ TEST(DotForwardModel, SpaceAndConversions) {
   EXPECT_THROW(to_dot_variant({{"block_threads", 128}}), ConfigError);
 }
 
-TEST(DotForwardModel, FloorIsBytesOrFlopsWhicheverIsLarger) {
+TEST(DotForwardCost, FloorIsBytesOrFlopsWhicheverIsLarger) {
   const Hardware hw = h200();
   const DotForwardWorkload w = workload(27, 128);
   EXPECT_EQ(w.pairs(), 351);
@@ -45,7 +45,7 @@ TEST(DotForwardModel, FloorIsBytesOrFlopsWhicheverIsLarger) {
               1e-9);
 }
 
-TEST(DotForwardModel, StaticRules) {
+TEST(DotForwardCost, StaticRules) {
   const Hardware hw = h200();
   const DotForwardWorkload w = workload(27, 128);
   EXPECT_EQ(dot_forward_static_problem(hw, w, params(256, 1, 1)), "");
@@ -60,7 +60,7 @@ TEST(DotForwardModel, StaticRules) {
   EXPECT_NE(dot_forward_static_problem(hw, workload(3, 16), params(512, 1, 1)).find("idle threads"), std::string::npos);
 }
 
-TEST(DotForwardModel, PredictionIsAtLeastTheFloorAndOccupancyFollowsSharedMemory) {
+TEST(DotForwardCost, PredictionIsAtLeastTheFloorAndOccupancyFollowsSharedMemory) {
   const Hardware hw = h200();
   const DotForwardWorkload w = workload(27, 128);
   for (const ParameterSet& p : enumerate(dot_forward_space())) {

@@ -1,4 +1,4 @@
-#include "tune/embedding_forward_model.h"
+#include "tune/embedding_forward_cost.h"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 
 #include "hw/hardware.h"
 #include "kernels/dot_interaction_backward_variant.h"
-#include "tune/dot_interaction_model.h"
+#include "tune/dot_interaction_cost.h"
 #include "tune/variant_space.h"
 
 namespace hetrec::tune {

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "hw/hardware.h"
 #include "kernels/cross_net_variant.h"
-#include "tune/cross_net_model.h"
+#include "tune/cross_net_cost.h"
 
 namespace hetrec::tune {
 namespace {
@@ -30,7 +30,7 @@ ParameterSet bwd(int vec, int cols, int groups, int chunk) {
 
 bool has(const std::string& problem, const char* rule) { return problem.rfind(rule, 0) == 0; }
 
-TEST(CrossNetModel, SpacesAndConversions) {
+TEST(CrossNetCost, SpacesAndConversions) {
   EXPECT_EQ(enumerate(cross_forward_space()).size(), 48u);
   EXPECT_EQ(enumerate(cross_backward_space()).size(), 144u);
   EXPECT_EQ(cross_forward_parameters(kernels::kDefaultCrossForwardVariant), fwd(1, 1, 256));
@@ -51,7 +51,7 @@ TEST(CrossNetModel, SpacesAndConversions) {
   EXPECT_EQ(kernels::CrossNetShape({DType::bf16, 3456}).key(), "op=bf16 width=3456");
 }
 
-TEST(CrossNetModel, BytesPerElementAndFloors) {
+TEST(CrossNetCost, BytesPerElementAndFloors) {
   const Hardware hw = h200();
   const double n = static_cast<double>(kMlperfBatch) * kMlperfWidth;
   // Forward: x0, x, z read; out written, and the operand copy in 16-bit mode.
@@ -68,7 +68,7 @@ TEST(CrossNetModel, BytesPerElementAndFloors) {
   EXPECT_THROW(cross_forward_floor_us(no_bandwidth, workload(DType::f32)), ConfigError);
 }
 
-TEST(CrossNetModel, ForwardRules) {
+TEST(CrossNetCost, ForwardRules) {
   const Hardware hw = h200();
   const CrossWorkload w = workload(DType::bf16);
   EXPECT_EQ(cross_forward_static_problem(hw, w, fwd(8, 4, 1024)), "");
@@ -82,7 +82,7 @@ TEST(CrossNetModel, ForwardRules) {
   EXPECT_TRUE(has(cross_forward_static_problem(hw, workload(DType::f64), fwd(1, 1, 256)), "invalid"));
 }
 
-TEST(CrossNetModel, BackwardRules) {
+TEST(CrossNetCost, BackwardRules) {
   const Hardware hw = h200();
   const CrossWorkload w = workload(DType::bf16);
   EXPECT_EQ(cross_backward_static_problem(hw, w, bwd(4, 128, 2, 512)), "");
@@ -105,7 +105,7 @@ TEST(CrossNetModel, BackwardRules) {
   EXPECT_EQ(kernels::cross_backward_sum_chain(kMlperfBatch), 1024 + 512);
 }
 
-TEST(CrossNetModel, PredictionIsAtLeastTheFloorAndFavoursBytesInFlight) {
+TEST(CrossNetCost, PredictionIsAtLeastTheFloorAndFavoursBytesInFlight) {
   const Hardware hw = h200();
   for (DType op : {DType::f32, DType::bf16}) {
     const CrossWorkload w = workload(op);

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/dot_backward_model.h"
+#include "tune/dot_backward_cost.h"
 
 namespace hetrec::tune {
 namespace {
@@ -26,7 +26,7 @@ ParameterSet params(int block, int samples, int pad, int rows) {
   return {{"block_threads", block}, {"samples_per_block", samples}, {"row_pad", pad}, {"rows_per_thread", rows}};
 }
 
-TEST(DotBackwardModel, SpaceAndConversions) {
+TEST(DotBackwardCost, SpaceAndConversions) {
   EXPECT_EQ(enumerate(dot_backward_space()).size(), 128u);
   EXPECT_EQ(dot_backward_parameters(kernels::kDefaultDotBackwardVariant), params(256, 1, 1, 1));
   EXPECT_EQ(to_dot_backward_variant(params(128, 4, 0, 2)), (kernels::DotBackwardVariant{128, 4, 0, 2}));
@@ -36,7 +36,7 @@ TEST(DotBackwardModel, SpaceAndConversions) {
   EXPECT_THROW(to_dot_backward_variant(extra), ConfigError);
 }
 
-TEST(DotBackwardModel, FloorIsBytesOrFlopsWhicheverIsLarger) {
+TEST(DotBackwardCost, FloorIsBytesOrFlopsWhicheverIsLarger) {
   const Hardware hw = h200();
   const DotBackwardWorkload w = workload(27, 128);
   // Features read and dfeatures written (27 x 128 each), dout read (128 + 351).
@@ -50,7 +50,7 @@ TEST(DotBackwardModel, FloorIsBytesOrFlopsWhicheverIsLarger) {
   EXPECT_NEAR(floor, bytes / 4.8e12 * 1e6, 1e-9);  // bound by HBM on the H200
 }
 
-TEST(DotBackwardModel, SharedMemoryRule) {
+TEST(DotBackwardCost, SharedMemoryRule) {
   const Hardware hw = h200();
   // One sample: (27 x 129 + 27 x 28) floats = 16956 B; eight: 135648 B, within 227 KB.
   EXPECT_EQ(kernels::dot_backward_shared_bytes(27, 128, kernels::kDefaultDotBackwardVariant), 16956u);
@@ -63,7 +63,7 @@ TEST(DotBackwardModel, SharedMemoryRule) {
             std::string::npos);
 }
 
-TEST(DotBackwardModel, BankConflictRule) {
+TEST(DotBackwardCost, BankConflictRule) {
   const Hardware hw = h200();
   // D = 128: a warp stays within one row group, every pair-gradient read is a broadcast.
   EXPECT_EQ(dot_backward_static_problem(hw, workload(32, 128), params(256, 1, 0, 1)), "");
@@ -81,7 +81,7 @@ TEST(DotBackwardModel, BankConflictRule) {
   EXPECT_EQ(dot_backward_static_problem(hw, workload(15, 16), params(64, 1, 0, 8)), "");
 }
 
-TEST(DotBackwardModel, IdleThreadRule) {
+TEST(DotBackwardCost, IdleThreadRule) {
   const Hardware hw = h200();
   // 3 features x 16 columns: 48 items (3 pairs) for 512 threads.
   EXPECT_NE(dot_backward_static_problem(hw, workload(3, 16), params(512, 1, 1, 1)).find("idle threads"),
@@ -91,7 +91,7 @@ TEST(DotBackwardModel, IdleThreadRule) {
   EXPECT_EQ(dot_backward_static_problem(hw, workload(27, 128), params(512, 1, 1, 8)), "");
 }
 
-TEST(DotBackwardModel, PredictionCountsSharedClocksAndIsAtLeastTheFloor) {
+TEST(DotBackwardCost, PredictionCountsSharedClocksAndIsAtLeastTheFloor) {
   const Hardware hw = h200();
   const DotBackwardWorkload w = workload(27, 128);
   // Default: staging 3456/32 = 108 + ceil(27 x 28 / 32) = 24 + 2 x ceil(351/32) = 22 clocks;
@@ -107,7 +107,7 @@ TEST(DotBackwardModel, PredictionCountsSharedClocksAndIsAtLeastTheFloor) {
   }
 }
 
-TEST(DotBackwardModel, OccupancyFollowsSharedMemory) {
+TEST(DotBackwardCost, OccupancyFollowsSharedMemory) {
   const Hardware hw = h200();
   const DotBackwardWorkload w = workload(27, 128);
   // 16956 B per block: 13 blocks fit 228 KB; 8 blocks of 256 threads fill the SM.

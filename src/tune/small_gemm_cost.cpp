@@ -1,4 +1,4 @@
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 
 #include <algorithm>
 #include <cmath>

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/embedding_forward_model.h"
+#include "tune/embedding_forward_cost.h"
 #include "tune/occupancy.h"
 
 namespace hetrec::tune {
@@ -27,7 +27,7 @@ ParameterSet params(int vec_bytes, int lanes, int ids, int block) {
   return {{"vec_bytes", vec_bytes}, {"lanes", lanes}, {"ids_in_flight", ids}, {"block_threads", block}};
 }
 
-TEST(EmbeddingForwardModel, FloorCountsRowsOutputIdsAndOffsets) {
+TEST(EmbeddingForwardCost, FloorCountsRowsOutputIdsAndOffsets) {
   const EmbeddingForwardWorkload w = workload(DType::f32, 128);
   // 50000 ids x (512 B row + 4 B id) + 10000 bags x 512 B output + 10001 offsets x 4 B.
   const double bytes = 50000.0 * 516 + 10000.0 * 512 + 10001.0 * 4;
@@ -40,7 +40,7 @@ TEST(EmbeddingForwardModel, FloorCountsRowsOutputIdsAndOffsets) {
   EXPECT_DOUBLE_EQ(embedding_forward_bytes(u), 20000.0 * 512 + 50000.0 * 4 + 10000.0 * 512 + 10001.0 * 4);
 }
 
-TEST(EmbeddingForwardModel, IssueTimeCountsEveryLanesLoads) {
+TEST(EmbeddingForwardCost, IssueTimeCountsEveryLanesLoads) {
   const Hardware hw = h200();
   const EmbeddingForwardWorkload w = workload(DType::f32, 128);
   // 4-byte vectors over 32 lanes: 4 loads per lane, 128 per id.
@@ -50,7 +50,7 @@ TEST(EmbeddingForwardModel, IssueTimeCountsEveryLanesLoads) {
             embedding_forward_issue_us(hw, w, params(4, 32, 4, 256)));
 }
 
-TEST(EmbeddingForwardModel, StaticRulesPruneWithReasons) {
+TEST(EmbeddingForwardCost, StaticRulesPruneWithReasons) {
   const Hardware hw = h200();
   const EmbeddingForwardWorkload w = workload(DType::f32, 128);
   EXPECT_EQ(embedding_forward_static_problem(hw, w, params(16, 32, 4, 256)), "");
@@ -72,7 +72,7 @@ TEST(EmbeddingForwardModel, StaticRulesPruneWithReasons) {
             std::string::npos);
 }
 
-TEST(EmbeddingForwardModel, PredictionNeverBeatsTheFloorAndRewardsLoadsInFlight) {
+TEST(EmbeddingForwardCost, PredictionNeverBeatsTheFloorAndRewardsLoadsInFlight) {
   const Hardware hw = h200();
   EmbeddingForwardWorkload w = workload(DType::f32, 128);
   w.batch = 65536;
@@ -88,7 +88,7 @@ TEST(EmbeddingForwardModel, PredictionNeverBeatsTheFloorAndRewardsLoadsInFlight)
             embedding_forward_predicted_us(hw, w, params(16, 32, 1, 256), 0.05));
 }
 
-TEST(EmbeddingForwardModel, DefaultParametersResolveTheLaneCount) {
+TEST(EmbeddingForwardCost, DefaultParametersResolveTheLaneCount) {
   const ParameterSet p = forward_parameters(kernels::kDefaultForwardVariant, {DType::f32, DType::f32, 128}, 32);
   EXPECT_EQ(p, params(16, 32, 4, 256));  // 32 vectors of 4 floats: one warp
   const ParameterSet b = forward_parameters(kernels::kDefaultForwardVariant, {DType::bf16, DType::f32, 128}, 32);

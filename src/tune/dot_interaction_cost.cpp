@@ -1,4 +1,4 @@
-#include "tune/dot_interaction_model.h"
+#include "tune/dot_interaction_cost.h"
 
 #include <algorithm>
 

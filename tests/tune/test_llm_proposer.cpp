@@ -1,4 +1,4 @@
-// The model-backed proposer's client against servers started by the test on 127.0.0.1:
+// The LLM-backed proposer's client against servers started by the test on 127.0.0.1:
 // the request it sends (chat-completions JSON with the kernel source, resources, profile
 // and hardware; bearer key), the reply it parses (Content-Length and chunked), and every
 // way a remote service can fail it: a reply past the size bound, a bad Content-Length,
@@ -21,7 +21,7 @@
 #include "loopback_server.h"
 #include "tls_test_server.h"
 #include "tune/http_client.h"
-#include "tune/model_proposer.h"
+#include "tune/llm_proposer.h"
 
 namespace hetrec::tune {
 namespace {
@@ -80,7 +80,7 @@ HttpLimits test_limits() {
 // The IoError request_kernel_rewrite throws against a server sending `response`.
 std::string io_error_for(const std::string& response, const HttpLimits& limits = test_limits(), int delay_ms = 0) {
   LoopbackServer server(response, delay_ms);
-  const ModelEndpoint e{server.url(), "", "m", ""};
+  const LlmEndpoint e{server.url(), "", "m", ""};
   try {
     request_kernel_rewrite(e, request(), limits);
   } catch (const IoError& err) {
@@ -90,9 +90,9 @@ std::string io_error_for(const std::string& response, const HttpLimits& limits =
   return "";
 }
 
-TEST(ModelProposer, SendsTheChatRequestAndReturnsTheCodeBlock) {
+TEST(LlmProposer, SendsTheChatRequestAndReturnsTheCodeBlock) {
   LoopbackServer server(ok_response(completion_json()));
-  const ModelEndpoint e{server.url(), "sk-test", "kernel-model", ""};
+  const LlmEndpoint e{server.url(), "sk-test", "kernel-model", ""};
   EXPECT_EQ(request_kernel_rewrite(e, request(), test_limits()), kKernel);
 
   const std::string sent = server.request();
@@ -108,20 +108,20 @@ TEST(ModelProposer, SendsTheChatRequestAndReturnsTheCodeBlock) {
     EXPECT_NE(user.find(part), std::string::npos) << part;
 }
 
-TEST(ModelProposer, ReadsChunkedResponses) {
+TEST(LlmProposer, ReadsChunkedResponses) {
   LoopbackServer server("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(completion_json(), 97));
-  const ModelEndpoint e{server.url(), "", "m", ""};
+  const LlmEndpoint e{server.url(), "", "m", ""};
   EXPECT_EQ(request_kernel_rewrite(e, request(), test_limits()), kKernel);
   EXPECT_EQ(server.request().find("Authorization"), std::string::npos);  // no key, no header
 }
 
-TEST(ModelProposer, ErrorStatusIsAnIoErrorWithTheStatus) {
+TEST(LlmProposer, ErrorStatusIsAnIoErrorWithTheStatus) {
   const std::string what = io_error_for("HTTP/1.1 401 Unauthorized\r\nContent-Length: 12\r\n\r\nbad key here");
   EXPECT_NE(what.find("401"), std::string::npos) << what;
   EXPECT_NE(what.find("bad key here"), std::string::npos) << what;
 }
 
-TEST(ModelProposer, OversizedRepliesAreRefusedAtTheBound) {
+TEST(LlmProposer, OversizedRepliesAreRefusedAtTheBound) {
   const HttpLimits limits = test_limits();
   const std::string big(limits.max_reply_bytes + 1, 'x');
   // Announced by Content-Length: refused before the body is read.
@@ -137,7 +137,7 @@ TEST(ModelProposer, OversizedRepliesAreRefusedAtTheBound) {
   EXPECT_NE(what.find("larger than the limit"), std::string::npos) << what;
 }
 
-TEST(ModelProposer, MalformedLengthsAndChunksAreIoErrors) {
+TEST(LlmProposer, MalformedLengthsAndChunksAreIoErrors) {
   const std::string body = completion_json();
   const std::string size = std::to_string(body.size());
   // A Content-Length that is no number, a negative one, one that overflows, two that differ.
@@ -168,7 +168,7 @@ TEST(ModelProposer, MalformedLengthsAndChunksAreIoErrors) {
   EXPECT_NE(what.find("the reply's headers exceed 65536 bytes"), std::string::npos) << what;
 }
 
-TEST(ModelProposer, InvalidJsonAndRepliesWithoutCodeAreIoErrors) {
+TEST(LlmProposer, InvalidJsonAndRepliesWithoutCodeAreIoErrors) {
   std::string what = io_error_for(ok_response("{\"choices\": [ {\"message\": "));
   EXPECT_NE(what.find("not JSON"), std::string::npos) << what;
   what = io_error_for(ok_response("[1, 2, 3]"));
@@ -184,7 +184,7 @@ TEST(ModelProposer, InvalidJsonAndRepliesWithoutCodeAreIoErrors) {
   EXPECT_THROW(chat_content("{\"choices\": [{\"message\": \"text\"}]}"), IoError);
 }
 
-TEST(ModelProposer, ASlowReplyEndsAtTheTimeout) {
+TEST(LlmProposer, ASlowReplyEndsAtTheTimeout) {
   HttpLimits limits = test_limits();
   limits.total_timeout_seconds = 1;
   const auto start = std::chrono::steady_clock::now();
@@ -195,10 +195,10 @@ TEST(ModelProposer, ASlowReplyEndsAtTheTimeout) {
   EXPECT_LT(seconds, 3.5);
 }
 
-TEST(ModelProposer, FailuresCostTheCandidateNotTheSession) {
+TEST(LlmProposer, FailuresCostTheCandidateNotTheSession) {
   LoopbackServer server("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nnot-hex\r\n");
-  const ModelEndpoint e{server.url(), "", "m", ""};
-  ModelProposal p;
+  const LlmEndpoint e{server.url(), "", "m", ""};
+  LlmProposal p;
   EXPECT_NO_THROW(p = propose_kernel_rewrite(e, request(), test_limits()));
   EXPECT_FALSE(p.ok());
   EXPECT_TRUE(p.header.empty());
@@ -210,7 +210,7 @@ TEST(ModelProposer, FailuresCostTheCandidateNotTheSession) {
   EXPECT_EQ(p.header, kKernel);
 }
 
-TEST(ModelProposer, KeyRuleIsAPureCheckOnTheUrl) {
+TEST(LlmProposer, KeyRuleIsAPureCheckOnTheUrl) {
   EXPECT_TRUE(is_loopback_host("localhost"));
   EXPECT_TRUE(is_loopback_host("LocalHost"));
   EXPECT_TRUE(is_loopback_host("127.0.0.1"));
@@ -243,7 +243,7 @@ TEST(ModelProposer, KeyRuleIsAPureCheckOnTheUrl) {
   }
 }
 
-TEST(ModelProposer, AKeyForAPlainHttpRemoteIsRefusedBeforeConnecting) {
+TEST(LlmProposer, AKeyForAPlainHttpRemoteIsRefusedBeforeConnecting) {
   // 192.0.2.1 is TEST-NET-1 (RFC 5737): nothing answers there, so a client that tried to
   // connect would fail with an IoError after the connect timeout. The refusal is a
   // ConfigError, at once: the check runs before any connection.
@@ -257,7 +257,7 @@ TEST(ModelProposer, AKeyForAPlainHttpRemoteIsRefusedBeforeConnecting) {
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 1.0);
 }
 
-TEST(ModelProposer, UrlParsing) {
+TEST(LlmProposer, UrlParsing) {
   HttpUrl u = parse_http_url("http://localhost:8080/v1/chat/completions", "X");
   EXPECT_FALSE(u.https);
   EXPECT_EQ(u.host, "localhost");
@@ -278,29 +278,29 @@ TEST(ModelProposer, UrlParsing) {
     EXPECT_THROW(parse_http_url(bad, "X"), ConfigError) << bad;
 }
 
-TEST(ModelProposer, EndpointFromTheEnvironment) {
+TEST(LlmProposer, EndpointFromTheEnvironment) {
   for (const char* v : {"HETREC_TUNE_LLM_URL", "HETREC_TUNE_LLM_MODEL", "HETREC_TUNE_LLM_KEY", "HETREC_TUNE_LLM_CA_FILE"})
     ::unsetenv(v);
-  EXPECT_FALSE(model_endpoint_from_env().has_value());  // nothing needed otherwise
+  EXPECT_FALSE(llm_endpoint_from_env().has_value());  // nothing needed otherwise
   ::setenv("HETREC_TUNE_LLM_URL", "http://127.0.0.1:9/v1/chat/completions", 1);
-  EXPECT_THROW(model_endpoint_from_env(), ConfigError);  // a URL without a model
+  EXPECT_THROW(llm_endpoint_from_env(), ConfigError);  // a URL without a model
   ::setenv("HETREC_TUNE_LLM_MODEL", "m", 1);
   ::setenv("HETREC_TUNE_LLM_KEY", "k", 1);
-  const auto e = model_endpoint_from_env();
+  const auto e = llm_endpoint_from_env();
   ASSERT_TRUE(e.has_value());
   EXPECT_EQ(e->model, "m");
   EXPECT_EQ(e->key, "k");
   ::setenv("HETREC_TUNE_LLM_URL", "http://192.0.2.1/v1/chat/completions", 1);
-  EXPECT_THROW(model_endpoint_from_env(), ConfigError);  // a key in clear text to a remote host
+  EXPECT_THROW(llm_endpoint_from_env(), ConfigError);  // a key in clear text to a remote host
   ::setenv("HETREC_TUNE_LLM_URL", "https://192.0.2.1/v1/chat/completions", 1);
-  EXPECT_TRUE(model_endpoint_from_env().has_value());
+  EXPECT_TRUE(llm_endpoint_from_env().has_value());
   ::setenv("HETREC_TUNE_LLM_CA_FILE", "/nonexistent/ca.pem", 1);
-  EXPECT_THROW(model_endpoint_from_env(), ConfigError);
+  EXPECT_THROW(llm_endpoint_from_env(), ConfigError);
   for (const char* v : {"HETREC_TUNE_LLM_URL", "HETREC_TUNE_LLM_MODEL", "HETREC_TUNE_LLM_KEY", "HETREC_TUNE_LLM_CA_FILE"})
     ::unsetenv(v);
 }
 
-TEST(ModelProposer, ConnectionRefusedIsAnIoError) {
+TEST(LlmProposer, ConnectionRefusedIsAnIoError) {
   // Bind a port, close it, then connect to it: nothing listens.
   int port = 0;
   {
@@ -308,11 +308,11 @@ TEST(ModelProposer, ConnectionRefusedIsAnIoError) {
     port = probe.port();
     EXPECT_THROW(request_kernel_rewrite({probe.url(), "", "m", ""}, request(), test_limits()), IoError);  // no JSON
   }
-  const ModelEndpoint e{"http://127.0.0.1:" + std::to_string(port) + "/", "", "m", ""};
+  const LlmEndpoint e{"http://127.0.0.1:" + std::to_string(port) + "/", "", "m", ""};
   EXPECT_THROW(request_kernel_rewrite(e, request(), test_limits()), IoError);
 }
 
-class ModelProposerTls : public ::testing::Test {
+class LlmProposerTls : public ::testing::Test {
  protected:
   void SetUp() override {
     cert_ = (std::filesystem::temp_directory_path() / ("hetrec_proposer_tls_" + std::to_string(::getpid()) + "_" +
@@ -324,9 +324,9 @@ class ModelProposerTls : public ::testing::Test {
   std::string cert_;
 };
 
-TEST_F(ModelProposerTls, AnUntrustedCertificateIsRefused) {
+TEST_F(LlmProposerTls, AnUntrustedCertificateIsRefused) {
   TlsServer server(ok_response(completion_json()), cert_);
-  const ModelEndpoint e{"https://127.0.0.1:" + std::to_string(server.port()) + "/v1", "sk-test", "m", ""};
+  const LlmEndpoint e{"https://127.0.0.1:" + std::to_string(server.port()) + "/v1", "sk-test", "m", ""};
   try {
     request_kernel_rewrite(e, request(), test_limits());
     FAIL() << "expected an IoError: the certificate is self-signed and not trusted";
@@ -337,16 +337,16 @@ TEST_F(ModelProposerTls, AnUntrustedCertificateIsRefused) {
   EXPECT_FALSE(server.handshake_done());
 }
 
-TEST_F(ModelProposerTls, ATrustedCertificateWorksAndItsHostNameIsChecked) {
+TEST_F(LlmProposerTls, ATrustedCertificateWorksAndItsHostNameIsChecked) {
   {
     TlsServer server(ok_response(completion_json()), cert_);
-    const ModelEndpoint e{"https://127.0.0.1:" + std::to_string(server.port()) + "/v1", "sk-test", "m", cert_};
+    const LlmEndpoint e{"https://127.0.0.1:" + std::to_string(server.port()) + "/v1", "sk-test", "m", cert_};
     EXPECT_EQ(request_kernel_rewrite(e, request(), test_limits()), kKernel);
     EXPECT_TRUE(server.handshake_done());
   }
   // The same trusted certificate, reached under a name it was not issued for.
   TlsServer server(ok_response(completion_json()), cert_);
-  const ModelEndpoint e{"https://localhost:" + std::to_string(server.port()) + "/v1", "sk-test", "m", cert_};
+  const LlmEndpoint e{"https://localhost:" + std::to_string(server.port()) + "/v1", "sk-test", "m", cert_};
   try {
     request_kernel_rewrite(e, request(), test_limits());
     FAIL() << "expected an IoError: the certificate names 127.0.0.1 only";

@@ -1,4 +1,4 @@
-#include "tune/model_proposer.h"
+#include "tune/llm_proposer.h"
 
 #include <cstdlib>
 #include <fstream>
@@ -17,10 +17,10 @@ HttpLimits proposer_limits() {
   return l;
 }
 
-std::optional<ModelEndpoint> model_endpoint_from_env() {
+std::optional<LlmEndpoint> llm_endpoint_from_env() {
   const char* url = std::getenv(kUrlVariable);
   if (!url || !*url) return std::nullopt;
-  ModelEndpoint e;
+  LlmEndpoint e;
   e.url = url;
   if (const char* key = std::getenv("HETREC_TUNE_LLM_KEY")) e.key = key;
   check_key_transport(parse_http_url(e.url, kUrlVariable), !e.key.empty(), kUrlVariable);
@@ -35,7 +35,7 @@ std::optional<ModelEndpoint> model_endpoint_from_env() {
   return e;
 }
 
-nlohmann::json build_chat_request(const ModelEndpoint& endpoint, const KernelRewriteRequest& r) {
+nlohmann::json build_chat_request(const LlmEndpoint& endpoint, const KernelRewriteRequest& r) {
   const std::string system =
       "You optimise GPU kernels. Reply with the complete rewritten header file in one fenced code block and nothing "
       "else. Keep the kernel's name, template parameters and argument list exactly; the result must stay correct "
@@ -52,7 +52,7 @@ nlohmann::json build_chat_request(const ModelEndpoint& endpoint, const KernelRew
           {"temperature", 0.2}};
 }
 
-std::string request_kernel_rewrite(const ModelEndpoint& endpoint, const KernelRewriteRequest& request,
+std::string request_kernel_rewrite(const LlmEndpoint& endpoint, const KernelRewriteRequest& request,
                                    const HttpLimits& limits) {
   const HttpUrl url = parse_http_url(endpoint.url, kUrlVariable);
   check_key_transport(url, !endpoint.key.empty(), kUrlVariable);
@@ -80,9 +80,9 @@ std::string request_kernel_rewrite(const ModelEndpoint& endpoint, const KernelRe
   }
 }
 
-ModelProposal propose_kernel_rewrite(const ModelEndpoint& endpoint, const KernelRewriteRequest& request,
+LlmProposal propose_kernel_rewrite(const LlmEndpoint& endpoint, const KernelRewriteRequest& request,
                                      const HttpLimits& limits) {
-  ModelProposal p;
+  LlmProposal p;
   try {
     p.header = request_kernel_rewrite(endpoint, request, limits);
   } catch (const IoError& e) {

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/small_gemm_model.h"
+#include "tune/small_gemm_cost.h"
 
 namespace hetrec::tune {
 namespace {
@@ -36,7 +36,7 @@ ParameterSet params(int vec, int lanes, int rows, int unroll, int split) {
   return {{"vec", vec}, {"lanes", lanes}, {"rows_per_block", rows}, {"unroll", unroll}, {"split", split}};
 }
 
-TEST(SmallGemmModel, SpacesAndConversions) {
+TEST(SmallGemmCost, SpacesAndConversions) {
   EXPECT_EQ(enumerate(small_gemm_space(SmallGemmKind::rows)).size(), 4u * 6 * 6 * 3);
   EXPECT_EQ(enumerate(small_gemm_space(SmallGemmKind::outer)).size(), 3u * 4 * 4);
   EXPECT_EQ(enumerate(small_gemm_space(SmallGemmKind::reduce)).size(), 4u * 4 * 3 * 5);
@@ -51,7 +51,7 @@ TEST(SmallGemmModel, SpacesAndConversions) {
   EXPECT_THROW(to_small_gemm_variant(extra), ConfigError);
 }
 
-TEST(SmallGemmModel, TheMlpsNarrowLayersAndTheirGemms) {
+TEST(SmallGemmCost, TheMlpsNarrowLayersAndTheirGemms) {
   // DLRM-DCNv2's bottom MLP 13-512-256-128 and top MLP ...-256-1.
   const auto bottom = small_gemm_mlp_gemms("bottom_mlp", 13, {512, 256, 128}, true, false, DType::f32);
   ASSERT_EQ(bottom.size(), 2u);  // no input gradient of the dense features
@@ -72,7 +72,7 @@ TEST(SmallGemmModel, TheMlpsNarrowLayersAndTheirGemms) {
   EXPECT_EQ(bottom[1].shape.key(), "reduce narrow=13 wide=512 C=wide^T*narrow fp32");
 }
 
-TEST(SmallGemmModel, FloorIsTheBytesAtHbmBandwidthAndTheShapesAreBandwidthBound) {
+TEST(SmallGemmCost, FloorIsTheBytesAtHbmBandwidthAndTheShapesAreBandwidthBound) {
   const Hardware hw = h200();
   // The 1-wide logit layer's forward: A read (65536 x 256 fp32), w and the bias read, y written.
   const SmallGemmWorkload gemv = workload(shape(SmallGemmKind::rows, 1, 256, true, DType::f32, SmallGemmEpilogue::bias));
@@ -96,7 +96,7 @@ TEST(SmallGemmModel, FloorIsTheBytesAtHbmBandwidthAndTheShapesAreBandwidthBound)
       }
 }
 
-TEST(SmallGemmModel, StaticRules) {
+TEST(SmallGemmCost, StaticRules) {
   const Hardware hw = h200();
   const SmallGemmWorkload gemv = workload(shape(SmallGemmKind::rows, 1, 256, true, DType::f32, SmallGemmEpilogue::bias));
   EXPECT_EQ(small_gemm_static_problem(hw, gemv, params(4, 8, 8, 2, 1)), "");
@@ -137,7 +137,7 @@ TEST(SmallGemmModel, StaticRules) {
             << g.shape.key();
 }
 
-TEST(SmallGemmModel, PredictionNeverBeatsTheFloorAndPenalisesFewLoadsInFlight) {
+TEST(SmallGemmCost, PredictionNeverBeatsTheFloorAndPenalisesFewLoadsInFlight) {
   const Hardware hw = h200();
   const SmallGemmWorkload gemv = workload(shape(SmallGemmKind::rows, 1, 256, true, DType::f32, SmallGemmEpilogue::bias));
   const double floor = small_gemm_floor_us(hw, gemv);
