@@ -16,6 +16,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -45,19 +46,41 @@ def page_for(picture_path):
     return text.replace("</body>", script + "</body>")
 
 
+# Chromium is started afresh for each picture; on a loaded machine a start can stall or end
+# without rendering. Such a run gives no verdict at all (never a passing one), so it is tried
+# again, up to this many times, before the check fails.
+RENDER_ATTEMPTS = 3
+RENDER_TIMEOUT_S = 60
+
+
 def render(browser, picture_path, work):
     harness = os.path.join(work, os.path.basename(picture_path) + ".check.html")
     with open(harness, "w", encoding="utf-8") as f:
         f.write(page_for(picture_path))
-    profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=work)
-    cmd = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--window-size=1400,1000",
-           "--user-data-dir=" + profile, "--dump-dom", "file://" + harness]
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    # The last one: the script's own text (in the dumped DOM too) names the element.
-    found = re.findall(r'<pre id="layout-verdict">(\{.*?)</pre>', r.stdout, re.S)
-    if not found:
-        raise RuntimeError("%s: Chromium gave no verdict (exit %d)\n%s" % (picture_path, r.returncode, r.stderr[-2000:]))
-    return json.loads(html.unescape(found[-1]))
+    failures = []
+    for attempt in range(1, RENDER_ATTEMPTS + 1):
+        profile = tempfile.mkdtemp(prefix="chromium-profile-", dir=work)
+        cmd = [browser, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", "--window-size=1400,1000",
+               "--user-data-dir=" + profile, "--dump-dom", "file://" + harness]
+        # In a process group of its own, so that a stalled attempt is stopped with every
+        # process the browser started.
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            stdout, stderr = proc.communicate(timeout=RENDER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            failures.append("attempt %d: no answer within %d s" % (attempt, RENDER_TIMEOUT_S))
+            continue
+        # The last one: the script's own text (in the dumped DOM too) names the element.
+        found = re.findall(r'<pre id="layout-verdict">(\{.*?)</pre>', stdout, re.S)
+        if found:
+            if failures:
+                print("%s: rendered on attempt %d (%s)" % (picture_path, attempt, "; ".join(failures)))
+            return json.loads(html.unescape(found[-1]))
+        failures.append("attempt %d: exit %d, no verdict\n%s" % (attempt, proc.returncode, stderr[-2000:]))
+    raise RuntimeError("%s: Chromium gave no verdict in %d attempts\n%s" %
+                       (picture_path, RENDER_ATTEMPTS, "\n".join(failures)))
 
 
 def run(cmd, cwd):
