@@ -5,7 +5,7 @@
 // file through XGBoost's C API and refuses a file made for another GPU, driver or cuBLASLt.
 // The router takes the ranker's pick where the ranker is reliable (kernels the analytical
 // model predicts short) and cuBLASLt's heuristic top-1, as the library returned it,
-// elsewhere (docs/perf_model.md, "The learned ranker").
+// elsewhere (docs/gemm_selection.md, "The learned ranker").
 #include <memory>
 #include <optional>
 #include <string>

@@ -4,7 +4,7 @@
 // the model describes it, the analytical model's prediction and its roofline terms, and the
 // configuration's rank in the library heuristic's returned list. One function computes them
 // for training (`hetrec gemm features`, from an oracle) and at selection time, so the two
-// cannot drift. docs/perf_model.md ("The learned ranker") lists them.
+// cannot drift. docs/gemm_selection.md ("The learned ranker") lists them.
 #include <array>
 #include <string>
 #include <vector>

@@ -34,7 +34,7 @@ namespace {
 using json = nlohmann::json;
 
 const std::string kSource = HETREC_SOURCE_DIR;
-// The records and the figures of today's model on them (docs/perf_model.md, "The
+// The records and the figures of today's model on them (docs/gemm_selection.md, "The
 // small-GEMM kernels as candidates"): geomean of oracle / chosen over each record's GEMMs,
 // and of our best variant / the variant picked. The first record's narrow GEMMs informed
 // the model's fitted constants (kStagingStepClocks, kFinishClocksPerChunk); the bf16 and
