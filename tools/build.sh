@@ -5,6 +5,7 @@
 #   HETREC_PRESET=<preset>   use that configure/build preset instead
 #   HETREC_TARGETS="a b"     build only these targets (default: everything, tests included)
 #   HETREC_WERROR=ON|OFF     warnings as errors (CI and tools/test.sh: ON; default: as configured, OFF)
+#   HETREC_REQUIRE_TEST_TOOLS=ON|OFF  a missing test tool fails instead of skipping (tools/test.sh: ON)
 #   HETREC_QUIET_BUILD=1     one status line instead of the build tool's progress (tools/demo.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +16,7 @@ fi
 [ -x /usr/local/cuda/bin/nvcc ] && export PATH="/usr/local/cuda/bin:$PATH"
 configure=()
 [ -n "${HETREC_WERROR:-}" ] && configure+=("-DHETREC_WERROR=${HETREC_WERROR}")
+[ -n "${HETREC_REQUIRE_TEST_TOOLS:-}" ] && configure+=("-DHETREC_REQUIRE_TEST_TOOLS=${HETREC_REQUIRE_TEST_TOOLS}")
 build=(-j "$(nproc)")
 [ -n "${HETREC_TARGETS:-}" ] && build+=(--target ${HETREC_TARGETS})
 cmake --preset "$preset" "${configure[@]}" >/dev/null

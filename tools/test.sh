@@ -9,6 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 stage() { printf '\n== %s (%s)\n' "$1" "$(date -u +%H:%M:%S)" >&2; }
 export HETREC_WERROR=ON  # tools/build.sh, tools/hip_build.sh and the presets below
+export HETREC_REQUIRE_TEST_TOOLS=ON  # tools/build.sh: no test left out for a missing tool
 
 stage "dependencies"
 tools/install_deps.sh
