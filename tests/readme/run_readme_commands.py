@@ -16,7 +16,10 @@ that matches wins, a command no rule matches is run as written):
            `--set` step limits where the rule gives them)
   script   tools/demo.sh and tools/test.sh: not recursed into; the files and configs they
            use are checked, and demo.sh's train line runs with a step budget
+  slow     run as written with a longer time limit (SLOW_TIMEOUT_S)
+  elsewhere  run by another test of the suite, which the reason names: checked here, not run
   long     too slow for the test, with the reason: checked, not run
+Leading `NAME=value` words set the command's environment, as a shell does.
 Checked for every command, run or not: each repository path it names (configs/, bench/,
 hw/, tools/, ...) exists, and each --option is one its subcommand accepts (`--help`).
 A rule that matches no command fails the test (a stale rule hides a changed README).
@@ -48,8 +51,10 @@ RULES = [
     (r"^mpirun -np 2 build/cuda/src/cli/hetrec train\b", "gpu", "two GPUs; 50 steps, 65536 evaluation samples",
      ["--set", "train.steps=50", "--set", "train.eval_samples=65536"]),
     (r"\bbuild/cuda/", "gpu", "runs the CUDA build on a GPU", None),
-    (r"\bhetrec gemm calibrate .*--folds 5\b", "long",
+    (r"\bhetrec gemm calibrate .*--folds 5\b", "slow",
      "fits the model 5 times over the full 5,607-configuration oracle: about 90 s on 2 cores", None),
+    (r"\bcpack -G\b", "elsewhere",
+     "tests/install/test_deb.sh builds the package from this build tree and checks its contents", None),
     # The demo's step count, and so its checkpoint's name, is kept: the same number of
     # steps of 16 samples each, and a 4096-sample evaluation.
     (r"^build/cpu/src/cli/hetrec train --config configs/demo\.toml$", "budget",
@@ -57,6 +62,8 @@ RULES = [
     (r"^mpirun -np 4 build/cpu/src/cli/hetrec train\b", "budget", "20 steps, 4096 evaluation samples",
      ["--set", "train.steps=20", "--set", "train.eval_samples=4096"]),
 ]
+
+SLOW_TIMEOUT_S = 400  # the "slow" commands' limit (the default is 120 s)
 
 # Rules that may match nothing: the fallback for any other command of the CUDA build.
 FALLBACK_RULES = {r"\bbuild/cuda/"}
@@ -203,6 +210,9 @@ class Runner:
         words = shlex.split(command) + (argv_extra or [])
         env = dict(os.environ)
         env.update(env_extra or {})
+        while words and re.match(r"^[A-Za-z_]\w*=", words[0]):  # NAME=value before the program
+            name, value = words.pop(0).split("=", 1)
+            env[name] = value
         if "train.txt" in words and not os.path.exists(os.path.join(self.work, "train.txt")):
             criteo_tsv(os.path.join(self.work, "train.txt"))
         start = time.time()
@@ -283,8 +293,10 @@ class Runner:
                                                           "" if self.cuda_build else ", not a CUDA build")
             elif kind == "script":
                 status = self.check_script(line, command)
-            elif kind == "long":
+            elif kind in ("long", "elsewhere"):
                 status = "checked, not run"
+            elif kind == "slow":
+                status = "ok" if self.execute(line, command, extra, None, timeout=SLOW_TIMEOUT_S)[0] else "FAIL"
             else:
                 argv = self.demo_budget() if extra == "demo_same_steps" else extra
                 env = MPI_ENV if command.startswith("mpirun") else None
