@@ -1,10 +1,11 @@
 # cmake --install <build> --prefix P and cpack -G DEB (docs/install.md):
 #   P/bin/hetrec                          the program
-#   P/share/hetrec/{hw,configs,tune}      its data files, found relative to the program
+#   P/share/hetrec/{hw,configs,tune,gemm/rankers}  its data files, found relative to the program
 #                                         (core/install_paths.h)
 #   P/lib/libhetrec_*.a, P/include/hetrec the layer libraries and their headers
 #   P/lib/cmake/hetrec/                   hetrecConfig.cmake: find_package(hetrec), targets hetrec::<layer>
-#   P/lib/python3/dist-packages/          the Python module (HETREC_PYTHON)
+#   P/lib/python3/dist-packages/          the Python module (HETREC_PYTHON) and the readers of an
+#                                         exported model, hetrec_numpy.py and hetrec_torch.py
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -12,6 +13,11 @@ install(TARGETS hetrec RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/hw/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hetrec/hw)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/configs/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hetrec/configs)
 install(FILES ${PROJECT_SOURCE_DIR}/tune/winners.json DESTINATION ${CMAKE_INSTALL_DATADIR}/hetrec/tune)
+# The learned GEMM rankers, each for the GPU, driver and cuBLASLt it was trained on (model.gemm_ranker).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/gemm/rankers/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hetrec/gemm/rankers)
+# The exported model in NumPy and PyTorch (docs/export.md): `import hetrec_torch` beside the module.
+install(FILES ${PROJECT_SOURCE_DIR}/python/hetrec_numpy.py ${PROJECT_SOURCE_DIR}/python/hetrec_torch.py
+        DESTINATION lib/python3/dist-packages)
 # The recorded measurements `hetrec plan` calibrates its step model on.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/bench/results/ DESTINATION ${CMAKE_INSTALL_DATADIR}/hetrec/bench/results
         FILES_MATCHING PATTERN "e2e-*.json" PATTERN "planner-*.json")

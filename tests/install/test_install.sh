@@ -15,8 +15,10 @@ prefix=$work/prefix
 cd "$work"
 
 for f in bin/hetrec share/hetrec/hw/h200_sxm.toml share/hetrec/hw/params share/hetrec/configs/demo.toml \
-         share/hetrec/tune/winners.json lib/cmake/hetrec/hetrecConfig.cmake lib/cmake/hetrec/hetrecConfigVersion.cmake \
-         lib/cmake/hetrec/hetrecTargets.cmake include/hetrec/train/config.h; do
+         share/hetrec/tune/winners.json share/hetrec/gemm/rankers/h200-20261130d.json.xz \
+         lib/cmake/hetrec/hetrecConfig.cmake lib/cmake/hetrec/hetrecConfigVersion.cmake \
+         lib/cmake/hetrec/hetrecTargets.cmake include/hetrec/train/config.h \
+         lib/python3/dist-packages/hetrec_numpy.py lib/python3/dist-packages/hetrec_torch.py; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 
@@ -40,6 +42,14 @@ if [ -n "$python" ]; then
   ls "$module_dir"/hetrec*.so >/dev/null || fail "Python module not installed in $module_dir"
   found=$(PYTHONPATH=$module_dir "$python" -c 'import hetrec; print(hetrec.hardware_dir())')
   [ "$found" = "$prefix/share/hetrec/hw" ] || fail "the installed module reads $found"
+  # The installed NumPy reader scores the installed program's export as the program does.
+  ckpt=$(ls out/demo/checkpoints/*.hck | tail -1) || fail "the demo training wrote no checkpoint"
+  demo=(--config "$prefix/share/hetrec/configs/demo.toml" --set data.synthetic.eval_samples=2048 --checkpoint "$ckpt")
+  "$prefix/bin/hetrec" export "${demo[@]}" --output model.safetensors >export.txt 2>&1 || { cat export.txt; fail "export"; }
+  "$prefix/bin/hetrec" predict "${demo[@]}" --samples 512 --output batch.safetensors >predict.txt 2>&1 \
+    || { cat predict.txt; fail "predict"; }
+  "$python" "$module_dir/hetrec_numpy.py" --model model.safetensors --batch batch.safetensors >numpy.txt 2>&1 \
+    || { cat numpy.txt; fail "the installed hetrec_numpy.py does not reproduce the program's predictions"; }
 fi
 
 "$cmake" -S "$consumer" -B consumer-build -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
