@@ -101,6 +101,7 @@ def main():
     dtype = getattr(torch, args.dtype)
     model = hetrec_torch.load(args.model, device=args.device, dtype=dtype).eval()
     batch = hetrec_torch.load_batch(args.batch, device=args.device)
+    _, batch_meta = hetrec_torch.read_safetensors(args.batch)
     with torch.no_grad():
         logits = model(batch["dense"].to(dtype), batch["offsets"], batch["ids"]).double()
     predictions = torch.sigmoid(logits)
@@ -128,7 +129,12 @@ def main():
         "device": args.device,
         "dtype": args.dtype,
         "model": {"arch": desc["arch"], "tables": len(desc["tables"]), "embedding_dim": desc["embedding_dim"],
-                  "row_dtype": desc["row_dtype"], "checkpoint_step": desc["checkpoint"]["step"]},
+                  "row_dtype": desc["row_dtype"], "checkpoint_step": desc["checkpoint"]["step"],
+                  "cross_layers": desc.get("cross_layers", 0), "cross_rank": desc.get("cross_rank", 0),
+                  "pooling": sorted({t["pooling"] for t in desc["tables"]})},
+        # The engine that wrote the reference predictions (`hetrec predict`): cpu or gpu.
+        "hetrec_device": batch_meta.get("device", "unknown"),
+        "hetrec_overrides": args.set or [],
         "metrics": metrics,
     }
     text = json.dumps(result, indent=2)

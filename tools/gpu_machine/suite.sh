@@ -12,6 +12,7 @@
 #   mpi    the data-parallel GPU checks under mpirun (OpenMPI from .carry/suite/openmpi.tar.xz,
 #          tools/gpu_machine/pack_mpi.sh): the GPU tests with 1 rank and with one rank per
 #          GPU, and `mpirun hetrec train` of the demo with a checkpoint resumed on 1 rank
+#   export    the export round trip in PyTorch against the GPU engine's predictions, per network form
 #   e2e1:CONFIG:BATCH:TAG[:ARG,ARG...]        e2e_bench alone (ARGs comma-separated)
 #   e2edist:NP:CONFIG:BATCH:TAG[:ARG,ARG...]  `mpirun -np NP e2e_bench` (ARGs comma-separated)
 # Usage: tools/gpu_machine/suite.sh OUT_DIR COMMIT STAGE...
@@ -29,7 +30,7 @@ for stage in "$@"; do
   echo "=== stage $stage ($(date +%T))"
   case $stage in
     tests)
-      for t in "$bin"/gpu_test_* "$bin"/gemm_test_* "$bin"/dist_test_nccl* "$bin"/dist_test_distributed_gpu* "$bin"/tune_test_gate* "$bin"/kernels_test_* "$bin"/model_gpu_test_*; do
+      for t in "$bin"/*_test_*; do  # every test program tools/gpu_machine/pack.sh packed
         timeout 200 "$t" --gtest_brief=1 > "$out/$(basename "$t").log" 2>&1
         echo "$(basename "$t") rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
       done
@@ -89,6 +90,21 @@ for stage in "$@"; do
       timeout 300 mpirun -np 1 "$bin/hetrec" train "${demo[@]}" --set train.steps=600 --set train.resume=true \
         > "$out/mpirun-demo-resume.log" 2>&1
       echo "mpirun -np 1 resume rc=$?"; tail -6 "$out/mpirun-demo-resume.log" ;;
+    export)
+      # The export round trip in PyTorch against the GPU engine's own predictions
+      # (tools/export_parity_torch.py: train 200 steps on the GPU, export, predict, compare),
+      # for each network form and row type the exported description carries.
+      for v in 'dlrm:' 'dcnv2:model.arch="dcnv2"' 'dcnv2-lowrank:model.arch="dcnv2",model.cross_rank=8' \
+               'dlrm-mean:model.pooling="mean"' 'dcnv2-bf16rows:model.arch="dcnv2",model.row_dtype="bf16"' \
+               'dlrm-fp16rows:model.row_dtype="fp16"'; do
+        name=${v%%:*}
+        IFS=, read -r -a kv <<< "${v#*:}"
+        sets=(--set train.device=gpu)
+        for x in "${kv[@]}"; do [ -n "$x" ] && sets+=(--set "$x"); done
+        timeout 150 python3 tools/export_parity_torch.py --hetrec "$bin/hetrec" --config configs/demo.toml "${sets[@]}" \
+          --workdir "/tmp/export-$name" --out "$out/export-parity-$name.json" > "$out/export-$name.log" 2>&1
+        echo "export $name rc=$? $(grep -E '"(max_rel_diff|hetrec_device)"' "$out/export-parity-$name.json" 2>/dev/null | tr -d '\n ')"
+      done ;;
     e2e1:*)
       IFS=: read -r _ config batch tag args <<< "$stage"
       IFS=, read -r -a extra <<< "${args:-}"
