@@ -284,6 +284,9 @@ int run(int argc, char** argv) {
   std::printf("GEMM configurations: %zu chosen by the model (%zu of them from the selections file; predicted %.1f us "
               "in all), %zu by cuBLASLt's heuristic\n",
               gemm_counts.by_model, gemm_counts.from_cache, gemm_counts.predicted_us, gemm_counts.by_library);
+  if (!gemm_counts.ranker.empty())
+    std::printf("  learned ranker %s: %zu learned picks, %zu of the heuristic's list run as returned\n",
+                gemm_counts.ranker.c_str(), gemm_counts.learned, gemm_counts.as_returned);
 
   const std::vector<gpu_model::SmallGemmDecision> small_gemms =
       single ? single->small_gemm_decisions() : distributed->small_gemm_decisions();
@@ -348,6 +351,9 @@ int run(int argc, char** argv) {
                       {"from_selections_file", gemm_counts.from_cache},
                       {"by_library", gemm_counts.by_library},
                       {"model_predicted_us", gemm_counts.predicted_us},
+                      {"ranker", gemm_counts.ranker},
+                      {"learned_picks", gemm_counts.learned},
+                      {"run_as_returned", gemm_counts.as_returned},
                       {"small_gemm_decisions", small_gemm_json}}},
                     {"rank_phase_ms", rank_phase_json}};
   if (json_out.empty())

@@ -6,16 +6,26 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/log.h"
 #if defined(HETREC_WITH_CUDA)
+#include "gemm/cublaslt_algo_ids.h"
+#include "gemm/cublaslt_algos.h"
 #include "gemm/cublaslt_model_choice.h"
 #include "gemm/device_validators.h"
 #include "gpu/device.h"
 #endif
 
 namespace hetrec::cublaslt {
+
+#if defined(HETREC_WITH_CUDA)
+namespace {
+// A selections-file entry of a configuration from the heuristic's list, run as returned.
+constexpr std::string_view kReturnedSuffix = "@returned";
+}  // namespace
+#endif
 
 struct Gemm::Plan {
   std::unique_ptr<MatmulDescriptors> desc;
@@ -70,11 +80,28 @@ std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const M
   const int variant = static_cast<int>(p.epilogue) + 1;
   if (selection_cache_) {
     if (const auto hit = selection_cache_->find(key, variant); hit && !hit->vendor_config.empty()) {
-      if (const auto config = parse_algo_key(hit->vendor_config)) {
-        const auto algo = check_config(handle_, p, desc, *config, workspace_bytes);
+      // "<key>@returned": one of the heuristic's listed structs, run as the library returns it
+      // (a struct rebuilt from the key may run another kernel), so the list is asked again.
+      const std::string_view recorded = hit->vendor_config;
+      const bool returned = recorded.ends_with(kReturnedSuffix);
+      if (const auto config = parse_algo_key(returned ? recorded.substr(0, recorded.size() - kReturnedSuffix.size())
+                                                      : recorded)) {
+        std::optional<EnumeratedAlgo> algo;
+        if (returned) {
+          for (const cublasLtMatmulAlgo_t& a : heuristic_algos(handle_, desc.desc, desc.a, desc.b, desc.d,
+                                                               workspace_bytes, al, p.d_type != DType::f32,
+                                                               kHeuristicConfigs))
+            if (read_algo_config(a) == *config) {
+              algo = check_algo(handle_, desc, a, workspace_bytes);
+              break;
+            }
+        } else {
+          algo = check_config(handle_, p, desc, *config, workspace_bytes);
+        }
         if (algo && algo_allowed(*algo, p, al)) {
           ++counts_.by_model;
           ++counts_.from_cache;
+          if (returned) ++counts_.as_returned;
           counts_.predicted_us += hit->predicted_us;
           predicted_us = hit->predicted_us;
           return algo->algo;
@@ -85,11 +112,14 @@ std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const M
   const auto choice = choose_algo_by_model(handle_, p, desc, workspace_bytes, al, *model_selection_);
   if (!choice) return std::nullopt;
   ++counts_.by_model;
+  if (choice->learned) ++counts_.learned;
+  if (choice->list_rank >= 0) ++counts_.as_returned;
   counts_.predicted_us += choice->predicted_us;
   predicted_us = choice->predicted_us;
   if (selection_cache_) {
-    selection_cache_->insert(key, CachedGemmChoice{choice->config, choice->predicted_us, algo_key(choice->algo.config)},
-                             variant);
+    std::string recorded = algo_key(choice->algo.config);
+    if (choice->list_rank >= 0) recorded += kReturnedSuffix;
+    selection_cache_->insert(key, CachedGemmChoice{choice->config, choice->predicted_us, recorded}, variant);
     try {
       std::filesystem::create_directories(std::filesystem::path(selection_cache_path_).parent_path());
       selection_cache_->save(selection_cache_path_);
@@ -103,13 +133,18 @@ std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const M
 }
 #endif
 
-void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path) {
+void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path,
+                               std::shared_ptr<const GemmRanker> ranker, const std::string& ranker_id) {
 #if defined(HETREC_WITH_CUDA)
-  model_selection_ = std::make_unique<const ModelSelection>(make_model_selection(handle_, std::move(hw), std::move(params)));
+  ModelSelection selection = make_model_selection(handle_, std::move(hw), std::move(params));
+  selection.ranker = std::move(ranker);
+  model_selection_ = std::make_unique<const ModelSelection>(std::move(selection));
+  counts_.ranker = model_selection_->ranker ? ranker_id : std::string();
   if (!cache_path.empty()) {
     const ProbeValidators v = local_probe_validators(gpu::current_device());
     GemmCacheValidators validators = make_gemm_cache_validators(v.gpu, v.driver, v.blas_library, model_selection_->params);
     validators.items.emplace_back("runtime", v.runtime);
+    validators.items.emplace_back("ranker", model_selection_->ranker ? ranker_id : std::string("none"));
     selection_cache_ = std::make_unique<GemmSelectionCache>(GemmSelectionCache::load(cache_path, validators, Logger{}));
     selection_cache_path_ = std::move(cache_path);
   }
@@ -117,6 +152,8 @@ void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string 
   (void)hw;
   (void)params;
   (void)cache_path;
+  (void)ranker;
+  (void)ranker_id;
   throw ConfigError("GEMM selection by the model needs cuBLASLt's configuration enumeration (a CUDA build)");
 #endif
 }

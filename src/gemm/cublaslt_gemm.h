@@ -41,7 +41,11 @@ class Gemm {
   // the GPU, driver, runtime, cuBLASLt version and the parameters' fingerprint. A problem
   // found there runs its recorded configuration once cuBLASLt accepts it for the operands at
   // hand (no enumeration, no prediction); every new choice is added and the file rewritten.
-  void use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path = "");
+  // ranker (optional): the learned ranker of this GPU, driver and cuBLASLt (gemm_perf/gemm_ranker.h);
+  // its router then chooses (gemm/cublaslt_model_choice.h), and `ranker_id` (its file's name
+  // and checksum) joins the selections file's validators.
+  void use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path = "",
+                           std::shared_ptr<const GemmRanker> ranker = nullptr, const std::string& ranker_id = "");
 
   // How the algorithms of the problems planned so far were chosen.
   struct SelectionCounts {
@@ -49,6 +53,9 @@ class Gemm {
     std::size_t by_library = 0;   // the heuristic's choice
     double predicted_us = 0.0;    // the model's predictions summed over its choices
     std::size_t from_cache = 0;   // of by_model, choices read from the selections file
+    std::size_t learned = 0;      // of by_model, the learned ranker's picks (not from the file)
+    std::size_t as_returned = 0;  // of by_model, the heuristic's listed structs run as it returned them
+    std::string ranker;           // the learned ranker in use (its file's name and checksum), "" for none
   };
   const SelectionCounts& selection_counts() const { return counts_; }
 

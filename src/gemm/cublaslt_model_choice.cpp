@@ -2,11 +2,14 @@
 #if defined(HETREC_WITH_CUDA)
 #include "gemm/cublaslt_model_choice.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "core/error.h"
+#include "gemm/device_validators.h"
 #include "gemm_perf/gemm_model.h"
 #include "gemm_perf/gemm_oracle.h"
 #include "gemm_perf/gemm_oracle_measurements.h"
@@ -36,10 +39,59 @@ OracleCandidate as_candidate(const AlgoConfig& c) {
   return o;
 }
 
+using Described = std::vector<std::optional<DescribedLibraryConfig>>;
+
+// The router's pick among the described candidates (each run as the struct it is: the
+// heuristic's listed ones as returned). nullopt: it keeps the heuristic's top-1, which the
+// model cannot describe (the caller's heuristic path runs it).
+std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmProblem& library_problem,
+                                           const std::vector<EnumeratedAlgo>& offered, const Described& described,
+                                           const std::vector<cublasLtMatmulAlgo_t>& listed) {
+  std::vector<std::string> listed_keys;
+  for (const cublasLtMatmulAlgo_t& a : listed) listed_keys.push_back(algo_key(read_algo_config(a)));
+  std::vector<RankerCandidate> candidates;
+  std::vector<std::size_t> offered_of;
+  int heuristic = -1;
+  for (std::size_t i = 0; i < offered.size(); ++i) {
+    if (!described[i]) continue;
+    RankerCandidate c;
+    c.key = algo_key(offered[i].config);
+    c.config = described[i]->config;
+    c.alternatives = described[i]->alternatives;
+    c.transposed = described[i]->transposed;
+    for (std::size_t r = 0; r < listed_keys.size(); ++r)
+      if (listed_keys[r] == c.key) {
+        c.list_rank = static_cast<int>(r);
+        c.returned = true;  // add_heuristic_configs(keep_returned) put the returned struct in its place
+        break;
+      }
+    if (c.list_rank == 0) heuristic = static_cast<int>(candidates.size());
+    candidates.push_back(std::move(c));
+    offered_of.push_back(i);
+  }
+  if (candidates.empty()) return std::nullopt;
+  const RankerPick pick = select_gemm_by_ranker(*s.ranker, s.hw, s.params, library_problem, candidates, heuristic);
+  const int chosen = pick.candidate >= 0 ? pick.candidate : heuristic;
+  if (chosen < 0) return std::nullopt;
+  const RankerCandidate& c = candidates[static_cast<std::size_t>(chosen)];
+  const double t = predict_best_of(s.hw, s.params, c.transposed ? transposed_product(library_problem) : library_problem,
+                                   c.config, c.alternatives);
+  ModelChoice out{offered[offered_of[static_cast<std::size_t>(chosen)]], c.config, std::isnan(t) ? 0.0 : t};
+  out.list_rank = c.list_rank < kNotListed ? c.list_rank : -1;
+  out.learned = pick.learned;
+  return out;
+}
+
 }  // namespace
 
+GemmRankerValidators local_ranker_validators(int device_index) {
+  const ProbeValidators v = local_probe_validators(device_index);
+  return {v.gpu, v.driver, std::to_string(cublasLtGetVersion()), ""};
+}
+
 ModelSelection make_model_selection(cublasLtHandle_t handle, Hardware hw, GemmModelParams params) {
-  return ModelSelection{std::move(hw), std::move(params), list_algo_ids(handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F)};
+  return ModelSelection{std::move(hw), std::move(params), list_algo_ids(handle, CUBLAS_COMPUTE_32F, CUDA_R_32F, CUDA_R_32F),
+                        nullptr};
 }
 
 GemmProblem model_problem(const Problem& p) {
@@ -76,10 +128,10 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
   const bool sixteen_bit_d = problem.d_type != DType::f32;
   // The heuristic's own list too (it reaches beyond the enumeration's bounds), its
   // configurations run as the structs it returned.
-  add_heuristic_configs(handle, desc, workspace_bytes,
-                        heuristic_algos(handle, desc.desc, desc.a, desc.b, desc.d, workspace_bytes, alignment,
-                                        sixteen_bit_d, kHeuristicConfigs),
-                        enumeration, true);
+  const std::vector<cublasLtMatmulAlgo_t> listed = heuristic_algos(handle, desc.desc, desc.a, desc.b, desc.d,
+                                                                    workspace_bytes, alignment, sixteen_bit_d,
+                                                                    kHeuristicConfigs);
+  add_heuristic_configs(handle, desc, workspace_bytes, listed, enumeration, true);
   std::vector<EnumeratedAlgo> offered;
   std::vector<OracleCandidate> candidates;
   for (const EnumeratedAlgo& e : enumeration.valid) {
@@ -91,6 +143,15 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
   validate_gemm_problem(engine_problem);
   const GemmProblem library_problem = library_frame(engine_problem);
   const auto described = describe_library_configs(selection.hw, library_problem, candidates, selection.simt_families);
+  if (selection.ranker) {
+    std::optional<ModelChoice> routed = route_by_ranker(selection, library_problem, offered, described, listed);
+    if (routed) {
+      routed->offered = offered.size();
+      routed->predicted = static_cast<std::size_t>(std::count_if(described.begin(), described.end(),
+                                                                 [](const auto& d) { return d.has_value(); }));
+    }
+    return routed;
+  }
   std::optional<ModelChoice> best;
   std::size_t predicted = 0;
   for (std::size_t i = 0; i < offered.size(); ++i) {

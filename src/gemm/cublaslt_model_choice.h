@@ -1,9 +1,12 @@
 #pragma once
 // The engine's GEMM selection by the analytical model (gemm_perf/): every cuBLASLt algorithm
 // configuration that runs a problem (the enumeration of gemm/cublaslt_algos.h, plus the
-// library heuristic's first kHeuristicConfigs choices) is described in the model's terms and predicted;
-// the one predicted fastest is run. No kernel is timed. CUDA only (hipBLASLt has no
-// per-configuration enumeration).
+// library heuristic's first kHeuristicConfigs choices, kept as the structs it returned) is
+// described in the model's terms and predicted; without a ranker the one predicted fastest
+// is run. With the learned ranker of this GPU (ModelSelection::ranker), its router chooses:
+// the ranker's best-scored candidate where the model predicts the heuristic's top-1 short
+// (under the ranker's short_kernel_us), the heuristic's top-1 as returned elsewhere. No
+// kernel is timed. CUDA only (hipBLASLt has no per-configuration enumeration).
 //
 // Left out before the prediction: configurations that need more workspace than the Gemm
 // holds, that need more pointer alignment than the operands have (the algorithm's
@@ -18,8 +21,13 @@
 #include "hw/hardware.h"
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_problem.h"
+#include "gemm_perf/gemm_ranker.h"
 
 namespace hetrec::cublaslt {
+
+// What the learned rankers are validated by on this device (gemm_perf/gemm_ranker.h): the
+// GPU's name, the driver and cuBLASLt's version, as `hetrec gemm bench` records them.
+GemmRankerValidators local_ranker_validators(int device_index);
 
 // simt_families filled from the library's id list for fp32 compute and operands.
 ModelSelection make_model_selection(cublasLtHandle_t handle, Hardware hw, GemmModelParams params);
@@ -33,6 +41,8 @@ struct ModelChoice {
   EnumeratedAlgo algo;
   GemmConfig config;  // its description in the model's terms
   double predicted_us = 0.0;
+  int list_rank = -1;     // its place in the heuristic's returned list (-1: not listed), run as returned
+  bool learned = false;   // the ranker's pick (else the model's fastest, or the router kept the heuristic's)
   std::size_t offered = 0;    // configurations that passed the workspace, alignment and split-K filters
   std::size_t predicted = 0;  // of them, ones the model could describe and run
 };
@@ -41,8 +51,10 @@ struct ModelChoice {
 // algorithm's minimum, and a 16-bit D does not get split-K partials added in its own type.
 bool algo_allowed(const EnumeratedAlgo& algo, const Problem& problem, const Alignment& alignment);
 
-// The configuration predicted fastest, or nullopt when the model can describe none of the
-// library's configurations for the problem.
+// The configuration predicted fastest (or the router's pick), or nullopt when the model can
+// describe none of the library's configurations for the problem (or, with a ranker, the
+// router keeps the heuristic's top-1 and the model cannot describe it: the caller's
+// heuristic path then runs that same top-1).
 std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const Problem& problem,
                                                 const MatmulDescriptors& desc, std::size_t workspace_bytes,
                                                 const Alignment& alignment, const ModelSelection& selection);

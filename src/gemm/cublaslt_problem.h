@@ -21,16 +21,22 @@
 #include "gemm_perf/gemm_selection_cache.h"
 #include "gpu/platform.h"
 
+namespace hetrec {
+class GemmRanker;  // gemm_perf/gemm_ranker.h
+}
+
 namespace hetrec::cublaslt {
 
 // What GEMM selection by the analytical model needs besides the problem
 // (gemm/cublaslt_model_choice.h): the local GPU's description, the model's fitted
-// parameters for it, and the algorithm ids cuBLASLt offers for fp32 compute (the SIMT
-// kernel families, gemm_perf/gemm_oracle_measurements.h).
+// parameters for it, the algorithm ids cuBLASLt offers for fp32 compute (the SIMT kernel
+// families, gemm_perf/gemm_oracle_measurements.h) and, where one was trained on this GPU,
+// driver and cuBLASLt, the learned ranker whose router picks (gemm_perf/gemm_ranker.h).
 struct ModelSelection {
   Hardware hw;
   GemmModelParams params;
   std::vector<int> simt_families;
+  std::shared_ptr<const GemmRanker> ranker;  // null: the model's fastest prediction runs
 };
 
 enum class Epilogue : uint8_t {

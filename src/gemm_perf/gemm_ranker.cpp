@@ -4,9 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 
+#include "core/checksum.h"
 #include "core/error.h"
 #include "core/text_file.h"
 #include "gemm_perf/gemm_model.h"
@@ -47,28 +51,42 @@ void check_xgb(int rc, const std::string& path, const char* what) {
 
 }  // namespace
 
+namespace {
+
+GemmRankerValidators trained_for(const json& j, const std::string& path) {
+  if (!j.is_object() || !j.contains("validators")) bad(path, "$.validators", "missing");
+  const json& v = j.at("validators");
+  return {string_at(v, "gpu", path, "$.validators."), string_at(v, "driver", path, "$.validators."),
+          string_at(v, "cublaslt_version", path, "$.validators."),
+          string_at(v, "corpus_sha256", path, "$.validators.")};
+}
+
+// The first validator of `device` (non-empty) that `file` differs in, with both values.
+std::optional<std::string> mismatch(const GemmRankerValidators& device, const GemmRankerValidators& file) {
+  const std::pair<const char*, std::pair<std::string, std::string>> checks[] = {
+      {"gpu", {device.gpu, file.gpu}},
+      {"driver", {device.driver, file.driver}},
+      {"cublaslt_version", {device.cublaslt_version, file.cublaslt_version}},
+      {"corpus_sha256", {device.corpus_sha256, file.corpus_sha256}}};
+  for (const auto& [key, values] : checks)
+    if (!values.first.empty() && values.first != values.second)
+      return std::string(key) + ": the ranker was trained for '" + values.second + "', this run has '" + values.first + "'";
+  return std::nullopt;
+}
+
+}  // namespace
+
 GemmRanker::~GemmRanker() {
   if (booster_) (void)XGBoosterFree(static_cast<BoosterHandle>(booster_));
 }
 
 std::unique_ptr<GemmRanker> load_gemm_ranker(const std::string& path, const GemmRankerValidators& device, int fold) {
   const json j = read_ranker_json(path);
-  if (!j.is_object() || !j.contains("validators")) bad(path, "$.validators", "missing");
-  const json& v = j.at("validators");
   std::unique_ptr<GemmRanker> r(new GemmRanker());
-  r->trained_for_ = {string_at(v, "gpu", path, "$.validators."), string_at(v, "driver", path, "$.validators."),
-                     string_at(v, "cublaslt_version", path, "$.validators."),
-                     string_at(v, "corpus_sha256", path, "$.validators.")};
-  const std::pair<const char*, std::pair<std::string, std::string>> checks[] = {
-      {"gpu", {device.gpu, r->trained_for_.gpu}},
-      {"driver", {device.driver, r->trained_for_.driver}},
-      {"cublaslt_version", {device.cublaslt_version, r->trained_for_.cublaslt_version}},
-      {"corpus_sha256", {device.corpus_sha256, r->trained_for_.corpus_sha256}}};
-  for (const auto& [key, values] : checks)
-    if (!values.first.empty() && values.first != values.second)
-      bad(path, std::string("$.validators.") + key,
-          "the ranker was trained for '" + values.second + "', this run has '" + values.first +
-              "' (retrain it: tools/train_gemm_ranker.py)");
+  r->trained_for_ = trained_for(j, path);
+  if (const auto why = mismatch(device, r->trained_for_))
+    bad(path, "$.validators." + why->substr(0, why->find(':')),
+        why->substr(why->find(':') + 2) + " (retrain it: tools/train_gemm_ranker.py)");
   if (!j.contains("features") || !j.at("features").is_array()) bad(path, "$.features", "expected an array");
   const json& names = j.at("features");
   bool same = names.size() == kGemmRankerFeatures;
@@ -100,6 +118,37 @@ std::unique_ptr<GemmRanker> load_gemm_ranker(const std::string& path, const Gemm
   check_xgb(XGBoosterLoadModelFromBuffer(h, text.data(), text.size()), path, (where + " is not a model").c_str());
   check_xgb(XGBoosterSetParam(h, "nthread", "1"), path, "XGBoosterSetParam");
   return r;
+}
+
+GemmRankerValidators gemm_ranker_trained_for(const std::string& path) { return trained_for(read_ranker_json(path), path); }
+
+std::string choose_gemm_ranker_file(const std::string& setting, const std::string& dir,
+                                    const GemmRankerValidators& device) {
+  if (setting == "none") return "";
+  if (!setting.empty()) {
+    if (const auto why = mismatch(device, gemm_ranker_trained_for(setting)))
+      throw ConfigError("model.gemm_ranker = \"" + setting + "\": " + *why +
+                        " (give a ranker of this GPU, \"\" to find one, or \"none\")");
+    return setting;
+  }
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && (name.ends_with(".json.xz") || name.ends_with(".json")))
+      files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files)
+    if (!mismatch(device, gemm_ranker_trained_for(f))) return f;
+  return "";
+}
+
+std::string gemm_ranker_id(const std::string& path) {
+  const std::string bytes = read_text_file(path);  // decompressed for .xz
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x", crc32c(bytes.data(), bytes.size()));
+  return std::filesystem::path(path).filename().string() + ":" + crc;
 }
 
 std::vector<std::vector<std::string>> gemm_ranker_folds(const std::string& path) {

@@ -52,6 +52,20 @@ class GemmRanker {
 std::unique_ptr<GemmRanker> load_gemm_ranker(const std::string& path, const GemmRankerValidators& device,
                                              int fold = -1);
 
+// What a ranker file was trained for (its $.validators), without loading its models.
+GemmRankerValidators gemm_ranker_trained_for(const std::string& path);
+
+// The ranker file a run uses, from model.gemm_ranker (`setting`): "none" for no ranker; a
+// file's path, which must have been trained for `device` (ConfigError naming
+// model.gemm_ranker and both values otherwise); or "" for the first file of `dir` in name
+// order (*.json.xz, *.json) trained for `device` (each of its non-empty fields equal), none
+// when no file there is. Returns the path, "" for no ranker.
+std::string choose_gemm_ranker_file(const std::string& setting, const std::string& dir,
+                                    const GemmRankerValidators& device);
+
+// A ranker file's identity for the selections file's validators: its name and CRC-32C.
+std::string gemm_ranker_id(const std::string& path);
+
 // The families each fold of a ranker file held out (fold i's model never saw them).
 std::vector<std::vector<std::string>> gemm_ranker_folds(const std::string& path);
 

@@ -53,6 +53,11 @@ struct ModelConfig : FeatureSpec {
   // default, gemm-selections-<device index>.txt in the hetrec cache folder; "none" = kept
   // for this run only).
   std::string gemm_cache;
+  // GPU, gemm_selection = model: the learned GEMM ranker whose router chooses
+  // (gemm_perf/gemm_ranker.h): "" = the shipped one trained for this GPU, driver and cuBLASLt
+  // (gemm/rankers/), if any; a file's path (it must be trained for this device); "none" = the
+  // analytical model's fastest prediction alone.
+  std::string gemm_ranker;
   // GPU: names of the tables whose rows and optimizer state live in page-locked host
   // memory, read and updated in place by the device over the host link (the planner's
   // host placement). Every other table is in device memory. The CPU backend ignores it.

@@ -304,6 +304,7 @@ void parse_model(Section m, ModelConfig& model) {
   model.gemm_hardware = m.string("gemm_hardware", "");
   model.gemm_params = m.string("gemm_params", "");
   model.gemm_cache = m.string("gemm_cache", "");
+  model.gemm_ranker = m.string("gemm_ranker", "");
   model.host_tables = parse_host_tables(m, model);
   model.init_seed = static_cast<uint64_t>(m.integer("init_seed", 1, 0, kMaxI));
   m.reject_unknown();

@@ -58,6 +58,7 @@ nlohmann::json model_json(const ModelConfig& m) {
           {"gemm_hardware", m.gemm_hardware},
           {"gemm_params", m.gemm_params},
           {"gemm_cache", m.gemm_cache},
+          {"gemm_ranker", m.gemm_ranker},
           {"host_tables", m.host_tables},
           {"init_seed", m.init_seed}};
 }

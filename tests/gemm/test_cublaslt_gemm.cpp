@@ -1,8 +1,10 @@
 // The cuBLASLt wrapper (gemm/cublaslt_gemm.h): every transpose combination, precision
 // and epilogue against a double-precision reference on fresh random inputs, with the
 // output poisoned first and leading dimensions wider than the rows; with cuBLASLt's
-// heuristic choosing each configuration, and with the analytical model choosing it
-// (gemm/cublaslt_model_choice.h, CUDA builds).
+// heuristic choosing each configuration, with the analytical model choosing it
+// (gemm/cublaslt_model_choice.h, CUDA builds), and with the learned ranker's router
+// choosing it (the shipped ranker trained for this GPU, driver and cuBLASLt; skipped
+// where none is).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,7 +23,12 @@
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
 #include "hw/hardware.h"
+#include "core/install_paths.h"
 #include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_ranker.h"
+#if defined(HETREC_WITH_CUDA)
+#include "gemm/cublaslt_model_choice.h"
+#endif
 
 namespace hetrec {
 namespace {
@@ -78,22 +85,40 @@ struct Case {
   bool ta, tb;
 };
 
-enum class Selection { library, model };
+enum class Selection { library, model, ranked };
+
+bool by_model(Selection s) { return s != Selection::library; }
+
+// The shipped ranker trained for this GPU, driver and cuBLASLt ("" when none is).
+std::string local_ranker_file() {
+#if defined(HETREC_WITH_CUDA)
+  return choose_gemm_ranker_file("", data_dir() + "/gemm/rankers", cublaslt::local_ranker_validators(0));
+#else
+  return "";
+#endif
+}
 
 class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selection>> {
  protected:
   // The Gemm under test, choosing configurations as the parameter says.
   cublaslt::Gemm& make_gemm() {
     gemm_ = std::make_unique<cublaslt::Gemm>(alloc_);
-    if (std::get<1>(GetParam()) == Selection::model) use_model_selection(*gemm_);
+    if (by_model(std::get<1>(GetParam()))) use_model_selection(*gemm_);
     return *gemm_;
   }
-  // The model chooses, keeping its choices in this test's selections file.
+  // The model (or the ranker's router) chooses, keeping its choices in this test's selections file.
   void use_model_selection(cublaslt::Gemm& gemm) {
     const std::string dir = default_hardware_dir();
     Hardware hw = hardware_for_device(gpu::device_properties(0).name, dir, "test");
     GemmModelParams params = load_gemm_params_for(hw, dir + "/params");
-    gemm.use_model_selection(std::move(hw), std::move(params), cache_path_);
+    std::shared_ptr<const GemmRanker> ranker;
+    if (std::get<1>(GetParam()) == Selection::ranked) {
+#if defined(HETREC_WITH_CUDA)
+      ranker = load_gemm_ranker(ranker_file_, cublaslt::local_ranker_validators(0));
+#endif
+    }
+    gemm.use_model_selection(std::move(hw), std::move(params), cache_path_, ranker,
+                             ranker ? gemm_ranker_id(ranker_file_) : std::string());
   }
   void TearDown() override {
     // Every problem got a configuration the way the parameter says (the model describes
@@ -103,6 +128,12 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
     if (std::get<1>(GetParam()) == Selection::model) {
       EXPECT_GT(counts.by_model, 0u);
       EXPECT_EQ(counts.by_library, 0u);
+      EXPECT_TRUE(counts.ranker.empty());
+    } else if (std::get<1>(GetParam()) == Selection::ranked) {
+      // The router keeps the heuristic's top-1 where the model cannot describe it: that one
+      // runs through the library path.
+      EXPECT_GT(counts.by_model + counts.by_library, 0u);
+      EXPECT_FALSE(counts.ranker.empty());
     } else {
       EXPECT_EQ(counts.by_model, 0u);
     }
@@ -112,10 +143,14 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
     std::replace(test.begin(), test.end(), '/', '_');  // "PlainBiasAndReluEpilogues/fp32_model"
     cache_path_ = ::testing::TempDir() + "/gemm-selections-" + test + ".txt";
     std::remove(cache_path_.c_str());
+    if (std::get<1>(GetParam()) == Selection::ranked) {
+      ranker_file_ = local_ranker_file();
+      if (ranker_file_.empty()) GTEST_SKIP() << "no shipped GEMM ranker was trained for this GPU, driver and cuBLASLt";
+    }
   }
   gpu::CachingDeviceAllocator alloc_{0};
   std::unique_ptr<cublaslt::Gemm> gemm_;
-  std::string cache_path_;
+  std::string cache_path_, ranker_file_;
 };
 
 // op(A) (m x k) from a stored matrix: A is m x k, or k x m when transposed.
@@ -186,7 +221,7 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
   };
   cublaslt::Gemm& gemm = make_gemm();
   check_all(gemm);
-  if (std::get<1>(GetParam()) == Selection::model) {
+  if (by_model(std::get<1>(GetParam()))) {
     // A second engine run: every choice comes from the selections file the first one wrote,
     // and the recorded configurations compute the same products.
     ASSERT_EQ(gemm.selection_counts().from_cache, 0u);
@@ -195,6 +230,8 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
     check_all(again);
     EXPECT_EQ(again.selection_counts().from_cache, gemm.selection_counts().by_model);
     EXPECT_EQ(again.selection_counts().by_model, gemm.selection_counts().by_model);
+    // The heuristic's listed structs are found again in its list, to run as returned.
+    EXPECT_EQ(again.selection_counts().as_returned, gemm.selection_counts().as_returned);
     EXPECT_NE(read_text_file(cache_path_).find(" library=a"), std::string::npos);
   }
 }
@@ -483,7 +520,7 @@ TEST(CublasLtSixteenBitEpilogues, ReluMaskAndBiasGradientWithSixteenBitOutput) {
 
 // Selection by the model needs cuBLASLt's configuration enumeration (CUDA builds).
 #if defined(HETREC_WITH_CUDA)
-const auto kSelections = ::testing::Values(Selection::library, Selection::model);
+const auto kSelections = ::testing::Values(Selection::library, Selection::model, Selection::ranked);
 #else
 const auto kSelections = ::testing::Values(Selection::library);
 #endif
@@ -493,7 +530,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(Precision::fp32, Precision::tf32, Precision::bf16, Precision::fp16), kSelections),
     [](const ::testing::TestParamInfo<std::tuple<Precision, Selection>>& param_info) {
       return std::string(name(std::get<0>(param_info.param))) +
-             (std::get<1>(param_info.param) == Selection::model ? "_model" : "_library");
+             (std::get<1>(param_info.param) == Selection::model    ? "_model"
+              : std::get<1>(param_info.param) == Selection::ranked ? "_ranked"
+                                                                  : "_library");
     });
 
 }  // namespace

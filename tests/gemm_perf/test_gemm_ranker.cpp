@@ -49,6 +49,28 @@ TEST(GemmRanker, LoadsForItsGpuAndRefusesAnother) {
   EXPECT_NE(corpus.find("corpus_sha256"), std::string::npos) << corpus;
 }
 
+// model.gemm_ranker: "" finds the shipped file trained for the device (and none for another
+// GPU or cuBLASLt), "none" turns it off, and a named file of another GPU is refused naming the key.
+TEST(GemmRanker, ARunFindsTheRankerOfItsDeviceOrNone) {
+  const std::string dir = std::string(HETREC_SOURCE_DIR) + "/gemm/rankers";
+  EXPECT_EQ(choose_gemm_ranker_file("", dir, kH200), kRanker);
+  EXPECT_EQ(choose_gemm_ranker_file("", dir, {"NVIDIA H100 80GB HBM3", "13.0", "130100", ""}), "");
+  EXPECT_EQ(choose_gemm_ranker_file("", dir, {"NVIDIA H200", "13.0", "120900", ""}), "");
+  EXPECT_EQ(choose_gemm_ranker_file("none", dir, kH200), "");
+  EXPECT_EQ(choose_gemm_ranker_file("", ::testing::TempDir() + "/no-such-folder", kH200), "");
+  EXPECT_EQ(choose_gemm_ranker_file(kRanker, dir, kH200), kRanker);
+  const std::string e =
+      expect_config_error([&] { (void)choose_gemm_ranker_file(kRanker, dir, {"NVIDIA A100-SXM4-40GB", "", "", ""}); });
+  EXPECT_NE(e.find("model.gemm_ranker"), std::string::npos) << e;
+  EXPECT_NE(e.find("NVIDIA A100-SXM4-40GB"), std::string::npos) << e;
+  EXPECT_NE(e.find("NVIDIA H200"), std::string::npos) << e;
+  // The identity that joins the selections file's validators: the name and a checksum of the content.
+  const std::string id = gemm_ranker_id(kRanker);
+  EXPECT_EQ(id.rfind("h200-20261130d.json.xz:", 0), 0u) << id;
+  const std::string other = edited_ranker("identity", [](nlohmann::json& j) { j["router"]["short_kernel_us"] = 20.0; });
+  EXPECT_NE(gemm_ranker_id(other).substr(gemm_ranker_id(other).find(':')), id.substr(id.find(':')));
+}
+
 TEST(GemmRanker, RefusesOtherFeaturesMissingFoldsAndBrokenModels) {
   const std::string features = edited_ranker("features", [](nlohmann::json& j) { j["features"][0] = "log2_q"; });
   EXPECT_NE(expect_config_error([&] { (void)load_gemm_ranker(features, kH200); }).find("$.features"),
