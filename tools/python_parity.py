@@ -31,12 +31,13 @@ def overrides(out, device, full):
                      f'train.metrics_path="{out}/metrics.jsonl"', f'train.checkpoint_dir="{out}/checkpoints"']
 
 
-def commit():
+def commit(program):
+    """The commit the program was built from (`hetrec --version`)."""
     try:
-        return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
+        out = subprocess.run([program, "--version"], capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return next((line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("commit:")), "unknown")
 
 
 def gpu_name():
@@ -84,8 +85,8 @@ def main():
     result = {
         "benchmark": "python-parity",
         "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "gpu": gpu_name() if summary["device"] != "cpu" else "cpu",
-        "commit": commit(),
+        "gpu": "cpu" if summary["device"].startswith("cpu") else gpu_name(),
+        "commit": commit(args.program),
         "command": " ".join(shlex.quote(a) for a in sys.argv),
         "what": "hetrec Python module vs program: the demo (%s) with the same config and seed" %
                 ("as shipped" if args.full else "shrunk to 32 steps of 512 samples"),

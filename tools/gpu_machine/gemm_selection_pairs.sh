@@ -6,7 +6,8 @@
 # at the batches in BATCHES and the precisions in PRECISIONS (fp32, tf32, bf16). Writes each
 # run's e2e_bench JSON and log under OUT_DIR and one summary, OUT_DIR/gemm-selection-pairs.json:
 # per pair both step times, model / library, and whether model was slower anywhere.
-# Inputs: .carry/step/step.tar.xz (bin/, lib/: tools/gpu_machine/pack_step.sh).
+# Inputs: .carry/step/step.tar.xz (bin/, lib/: tools/gpu_machine/pack_step.sh), or the archive
+# STEP_ARCHIVE names (e.g. .carry/suite/suite.tar.xz, the same layout).
 # Usage: [PRECISIONS="bf16"] [BATCHES="16384 65536 131072"] [STEPS=10] \
 #          tools/gpu_machine/gemm_selection_pairs.sh OUT_DIR COMMIT
 # One precision (the 12 pairs of 4 configs x 3 batches, 24 runs of about 10-20 s each) fits a
@@ -15,7 +16,10 @@ set -uo pipefail
 out=$1 commit=$2
 root=/tmp/hetrec-step
 mkdir -p "$root" "$out"
-[ -x "$root/bin/e2e_bench" ] || tar -C "$root" -xJf .carry/step/step.tar.xz
+[ -x "$root/bin/e2e_bench" ] || tar -C "$root" -xJf "${STEP_ARCHIVE:-.carry/step/step.tar.xz}"
+# The data files (hw/, gemm/rankers/, tune/) beside the programs, as in an installed tree:
+# "model" finds the shipped ranker of this GPU there (model.gemm_ranker).
+mkdir -p "$root/share" && ln -sfn "$PWD" "$root/share/hetrec"
 export HETREC_COMMIT=$commit
 libs=$root/lib:${LD_LIBRARY_PATH:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
@@ -59,14 +63,18 @@ for f in glob.glob(os.path.join(out, "e2e-*.json")):
     except (OSError, ValueError, KeyError) as e:
         sys.exit(f"gemm_selection_pairs: {f}: unreadable e2e_bench result ({e})")
     runs.setdefault(key, {})[sel] = 1e3 * m["batch"] / m["hetrec_samples_per_s"]
+    if sel == "model":
+        g = m.get("gemm_selection", {})
+        runs[key]["model_selection"] = {k: g.get(k) for k in ("by_model", "by_library", "ranker", "learned_picks",
+                                                              "run_as_returned")}
 pairs = []
 for key in sorted(runs):
     r = runs[key]
     if "model" in r and "library" in r:
         pairs.append({"pair": key, "library_step_ms": r["library"], "model_step_ms": r["model"],
-                      "model_over_library": r["model"] / r["library"]})
+                      "model_over_library": r["model"] / r["library"], "model_selection": r.get("model_selection")})
     else:
-        pairs.append({"pair": key, "missing": sorted({"model", "library"} - set(r))})
+        pairs.append({"pair": key, "missing": sorted({"model", "library"} - set(r) - {"model_selection"})})
 timed = [p for p in pairs if "model_over_library" in p]
 summary = {"what": "training step time with model.gemm_selection = model against library, both in one device call",
            "pairs": pairs, "slower_pairs": [p["pair"] for p in timed if p["model_over_library"] > 1.0],

@@ -25,7 +25,7 @@ strip --strip-all "$stage"/bin/* 2>/dev/null || true
 # Libraries that come from Debian packages (not in the CUDA toolkit or the base system).
 for lib in $(ldd "$stage"/bin/* 2>/dev/null | awk '/=> \//{print $3}' | sort -u); do
   case $lib in
-    */libopenblas*|*/libgomp*|*/libtomlplusplus*|*/libfmt*|*/libgfortran*|*/libquadmath*|*/libmpi*|*/libopen-*|*/libhwloc*|*/libevent*|*/libpmix*|*/libltdl*|*/libudev*|*/liblzma*)
+    */libopenblas*|*/libgomp*|*/libtomlplusplus*|*/libfmt*|*/libgfortran*|*/libquadmath*|*/libmpi*|*/libopen-*|*/libhwloc*|*/libevent*|*/libpmix*|*/libltdl*|*/libudev*|*/liblzma*|*/libxgboost*|*/libdmlc*)
       cp -L "$lib" "$stage/lib/" ;;
   esac
 done

@@ -16,7 +16,7 @@ for x in "$@"; do cp "$x" "$stage/bin/"; done
 strip --strip-all "$stage"/bin/* 2>/dev/null || true
 for lib in $(ldd "$stage"/bin/* 2>/dev/null | awk '/=> \//{print $3}' | sort -u); do
   case $lib in
-    */libopenblas*|*/libgomp*|*/libtomlplusplus*|*/libfmt*|*/libgfortran*|*/libquadmath*|*/libmpi*|*/libopen-*|*/libhwloc*|*/libevent*|*/libpmix*|*/libltdl*|*/libudev*|*/liblzma*|*/libxgboost*)
+    */libopenblas*|*/libgomp*|*/libtomlplusplus*|*/libfmt*|*/libgfortran*|*/libquadmath*|*/libmpi*|*/libopen-*|*/libhwloc*|*/libevent*|*/libpmix*|*/libltdl*|*/libudev*|*/liblzma*|*/libxgboost*|*/libdmlc*)
       cp -L "$lib" "$stage/lib/" ;;
   esac
 done

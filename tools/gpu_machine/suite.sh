@@ -22,6 +22,8 @@ shift 2
 root=/tmp/hetrec-suite
 mkdir -p "$root" "$out"
 tar -C "$root" -xJf .carry/suite/suite.tar.xz
+# The data files (hw/, gemm/rankers/, tune/, configs/) beside the programs, as in an installed tree.
+mkdir -p "$root/share" && ln -sfn "$PWD" "$root/share/hetrec"
 export LD_LIBRARY_PATH=$root/lib:${LD_LIBRARY_PATH:-}
 export HETREC_COMMIT=$commit PYTHONUNBUFFERED=1 HETREC_HW_DIR=$PWD/hw  # the programs run outside their build tree
 bin=$root/bin
