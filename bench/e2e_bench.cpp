@@ -102,7 +102,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
-  bool no_graph = false, profile = false, no_overlap = false;
+  bool no_graph = false, profile = false, no_overlap = false, no_model_small_gemms = false;
   app.add_option("--config", config, "hetrec config file (its [model] and [optim] are used)");
   app.add_option("--batch", batch, "samples per step");
   app.add_option("--steps", steps, "timed steps (the median is reported)");
@@ -115,6 +115,9 @@ int run(int argc, char** argv) {
   app.add_flag("--no-overlap", no_overlap,
                "under mpirun: run the embedding lookups, exchanges and update in the compute stream, not beside "
                "the dense layers (GpuModelOptions::overlap_exchanges)");
+  app.add_flag("--no-model-small-gemms", no_model_small_gemms,
+               "with model.gemm_selection = \"model\": cuBLASLt runs the narrow layers' GEMMs too "
+               "(GpuModelOptions::model_small_gemms)");
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
   app.add_option("--commit", commit, "commit the binary was built from");
   app.add_option("--tag", tag, "suffix of the default results file name");
@@ -156,6 +159,7 @@ int run(int argc, char** argv) {
   opts.cuda_graph = !no_graph;
   opts.profile_phases = profile;
   opts.overlap_exchanges = !no_overlap;
+  opts.model_small_gemms = !no_model_small_gemms;
   opts.tuned_kernels_file = tuned_kernels;
 
   // Data parallel under mpirun: the ranks on the host (MPI) and on the GPUs (NCCL).
@@ -341,6 +345,7 @@ int run(int argc, char** argv) {
                     {"sharding", placement},
                     {"exchange_dtype", dtype_name(exchanged)},
                     {"overlap_exchanges", ranks > 1 && !no_overlap && !profile},
+                    {"model_small_gemms", !no_model_small_gemms},
                     {"batch_copied_ahead", true},  // every step announces the next (prepare_next)
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},

@@ -41,14 +41,28 @@ OracleCandidate as_candidate(const AlgoConfig& c) {
 
 using Described = std::vector<std::optional<DescribedLibraryConfig>>;
 
+// The keys of the heuristic's returned list, in its order.
+std::vector<std::string> listed_keys_of(const std::vector<cublasLtMatmulAlgo_t>& listed) {
+  std::vector<std::string> keys;
+  for (const cublasLtMatmulAlgo_t& a : listed) keys.push_back(algo_key(read_algo_config(a)));
+  return keys;
+}
+
+// A configuration's place in the heuristic's list (-1: not listed). A listed one is in the
+// offered configurations as the struct the heuristic returned (add_heuristic_configs with
+// keep_returned), which the selections file must find again in the list.
+int list_rank_of(const std::string& key, const std::vector<std::string>& listed_keys) {
+  for (std::size_t r = 0; r < listed_keys.size(); ++r)
+    if (listed_keys[r] == key) return static_cast<int>(r);
+  return -1;
+}
+
 // The router's pick among the described candidates (each run as the struct it is: the
 // heuristic's listed ones as returned). nullopt: it keeps the heuristic's top-1, which the
 // model cannot describe (the caller's heuristic path runs it).
 std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmProblem& library_problem,
                                            const std::vector<EnumeratedAlgo>& offered, const Described& described,
-                                           const std::vector<cublasLtMatmulAlgo_t>& listed) {
-  std::vector<std::string> listed_keys;
-  for (const cublasLtMatmulAlgo_t& a : listed) listed_keys.push_back(algo_key(read_algo_config(a)));
+                                           const std::vector<std::string>& listed_keys) {
   std::vector<RankerCandidate> candidates;
   std::vector<std::size_t> offered_of;
   int heuristic = -1;
@@ -59,12 +73,10 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
     c.config = described[i]->config;
     c.alternatives = described[i]->alternatives;
     c.transposed = described[i]->transposed;
-    for (std::size_t r = 0; r < listed_keys.size(); ++r)
-      if (listed_keys[r] == c.key) {
-        c.list_rank = static_cast<int>(r);
-        c.returned = true;  // add_heuristic_configs(keep_returned) put the returned struct in its place
-        break;
-      }
+    if (const int rank = list_rank_of(c.key, listed_keys); rank >= 0) {
+      c.list_rank = rank;
+      c.returned = true;  // add_heuristic_configs(keep_returned) put the returned struct in its place
+    }
     if (c.list_rank == 0) heuristic = static_cast<int>(candidates.size());
     candidates.push_back(std::move(c));
     offered_of.push_back(i);
@@ -76,7 +88,10 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
   const RankerCandidate& c = candidates[static_cast<std::size_t>(chosen)];
   const double t = predict_best_of(s.hw, s.params, c.transposed ? transposed_product(library_problem) : library_problem,
                                    c.config, c.alternatives);
-  ModelChoice out{offered[offered_of[static_cast<std::size_t>(chosen)]], c.config, std::isnan(t) ? 0.0 : t};
+  ModelChoice out;
+  out.algo = offered[offered_of[static_cast<std::size_t>(chosen)]];
+  out.config = c.config;
+  out.predicted_us = std::isnan(t) ? 0.0 : t;
   out.list_rank = c.list_rank < kNotListed ? c.list_rank : -1;
   out.learned = pick.learned;
   return out;
@@ -143,8 +158,9 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
   validate_gemm_problem(engine_problem);
   const GemmProblem library_problem = library_frame(engine_problem);
   const auto described = describe_library_configs(selection.hw, library_problem, candidates, selection.simt_families);
+  const std::vector<std::string> listed_keys = listed_keys_of(listed);
   if (selection.ranker) {
-    std::optional<ModelChoice> routed = route_by_ranker(selection, library_problem, offered, described, listed);
+    std::optional<ModelChoice> routed = route_by_ranker(selection, library_problem, offered, described, listed_keys);
     if (routed) {
       routed->offered = offered.size();
       routed->predicted = static_cast<std::size_t>(std::count_if(described.begin(), described.end(),
@@ -161,11 +177,17 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
                                      described[i]->alternatives);
     if (std::isnan(t)) continue;
     ++predicted;
-    if (!best || t < best->predicted_us) best = ModelChoice{offered[i], described[i]->config, t, 0, 0};
+    if (!best || t < best->predicted_us) {
+      best = ModelChoice{};
+      best->algo = offered[i];
+      best->config = described[i]->config;
+      best->predicted_us = t;
+    }
   }
   if (best) {
     best->offered = offered.size();
     best->predicted = predicted;
+    best->list_rank = list_rank_of(algo_key(best->algo.config), listed_keys);
   }
   return best;
 }

@@ -41,10 +41,10 @@ struct ModelChoice {
   EnumeratedAlgo algo;
   GemmConfig config;  // its description in the model's terms
   double predicted_us = 0.0;
-  int list_rank = -1;     // its place in the heuristic's returned list (-1: not listed), run as returned
-  bool learned = false;   // the ranker's pick (else the model's fastest, or the router kept the heuristic's)
   std::size_t offered = 0;    // configurations that passed the workspace, alignment and split-K filters
   std::size_t predicted = 0;  // of them, ones the model could describe and run
+  int list_rank = -1;     // its place in the heuristic's returned list (-1: not listed), run as returned
+  bool learned = false;   // the ranker's pick (else the model's fastest, or the router kept the heuristic's)
 };
 
 // Whether the engine may run `algo` for the problem: the operands' alignment meets the

@@ -184,7 +184,7 @@ std::vector<tune::SmallGemmLayerGemm> GpuDlrm::narrow_gemms(bool bottom_mlp) con
 // model.gemm_selection = "model", at the first reserve(): the small-GEMM kernels become
 // candidates of every narrow fp32 GEMM (model/gpu/model_small_gemms.h).
 void GpuDlrm::choose_small_gemms_by_model(int64_t batch) {
-  if (!model_selection_ || small_gemms_by_model_) return;
+  if (!model_selection_ || small_gemms_by_model_ || !options_.model_small_gemms) return;
   small_gemms_ = gpu_model::choose_small_gemms_by_model(model_selection_->first, model_selection_->second, props_,
                                                         narrow_gemms(true), narrow_gemms(false), batch,
                                                         std::move(small_gemms_));

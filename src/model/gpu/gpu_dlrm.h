@@ -48,6 +48,9 @@ struct GpuModelOptions {
   bool overlap_exchanges = true;
   // Winners file of `hetrec tune` (tune/winners.h); empty: built-in kernel variants only.
   std::string tuned_kernels_file;
+  // model.gemm_selection = "model": the small-GEMM kernels compete with cuBLASLt for the
+  // narrow fp32 layers' GEMMs (model/gpu/model_small_gemms.h); off, cuBLASLt runs them all.
+  bool model_small_gemms = true;
 };
 
 class GpuModel : public Model {
