@@ -144,6 +144,7 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
     cache_path_ = ::testing::TempDir() + "/gemm-selections-" + test + ".txt";
     std::remove(cache_path_.c_str());
     if (std::get<1>(GetParam()) == Selection::ranked) {
+      HETREC_REQUIRE_GPU();  // the ranker is chosen by the device's name, driver and cuBLASLt
       ranker_file_ = local_ranker_file();
       if (ranker_file_.empty()) GTEST_SKIP() << "no shipped GEMM ranker was trained for this GPU, driver and cuBLASLt";
     }

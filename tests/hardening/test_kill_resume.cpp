@@ -172,7 +172,10 @@ TEST(KillResume, FiftyKillsNeverTearACheckpointAndResumesFinishExactly) {
       std::this_thread::sleep_for(std::chrono::microseconds(
           rng.below(static_cast<uint64_t>(std::chrono::microseconds(kMaxDelayInWrite).count()))));
     } else {
-      const auto window = std::chrono::duration_cast<std::chrono::microseconds>(uninterrupted / 3);
+      // Anywhere in an uninterrupted run's time: its start-up (device probe, data, model)
+      // can take most of a short run, so a window of the run's first part alone can hold no
+      // resume line and no finished checkpoint at all.
+      const auto window = std::chrono::duration_cast<std::chrono::microseconds>(uninterrupted);
       const auto strike = std::chrono::steady_clock::now() +
                           std::chrono::microseconds(rng.below(static_cast<uint64_t>(window.count()) + 1));
       while (!run->poll() && std::chrono::steady_clock::now() < strike) std::this_thread::sleep_for(kPollInterval);
