@@ -94,7 +94,9 @@ std::vector<fs::path> temporaries(const fs::path& dir) {
 TEST(CheckpointDir, ASecondRunOnTheSameDirectoryStopsAndNamesTheFirst) {
   const Scratch s("lock");
   const fs::path ckpt = s.path() / "ckpt", config = s.path() / "run.toml";
-  constexpr int kSteps = 2000, kEvery = 100;
+  // Long enough (about 8 s on one thread) to outlast the second run's start, which on a
+  // CUDA build without a GPU includes the device probe's 0.4 s.
+  constexpr int kSteps = 40000, kEvery = 2000;
   std::ofstream(config) << config_text(ckpt, kSteps, kEvery);
 
   HetrecProcess first(HETREC_EXE, {"train", "--config", config.string()}, s.path() / "first.out", s.path() / "first.err");
