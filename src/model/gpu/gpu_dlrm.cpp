@@ -9,9 +9,11 @@
 #include "core/error.h"
 #include "core/install_paths.h"
 #include "core/seed_streams.h"
-#include "gemm/cublaslt_model_choice.h"
 #include "gemm/device_probe.h"
 #include "gemm_perf/gemm_ranker.h"
+#if defined(HETREC_WITH_CUDA)
+#include "gemm/cublaslt_model_choice.h"
+#endif
 #include "model/dlrm.h"
 #include "model/gpu/gpu_dlrm_engine.h"
 #include "nn/cross_net.h"
@@ -207,6 +209,7 @@ void GpuDlrm::select_gemms_by_model(const ModelConfig& model) {
                                 ? default_cache_path("gemm-selections-" + std::to_string(options_.device) + ".txt")
                                 : model.gemm_cache;
   model_selection_.emplace(hw, params);
+#if defined(HETREC_WITH_CUDA)
   // The learned ranker trained for this GPU, driver and cuBLASLt (model.gemm_ranker): its
   // router chooses where it is reliable, the heuristic's top-1 elsewhere.
   const GemmRankerValidators device = cublaslt::local_ranker_validators(options_.device);
@@ -215,6 +218,9 @@ void GpuDlrm::select_gemms_by_model(const ModelConfig& model) {
   if (!ranker_file.empty()) ranker = load_gemm_ranker(ranker_file, device);
   gemm_.use_model_selection(std::move(hw), std::move(params), cache, ranker,
                             ranker ? gemm_ranker_id(ranker_file) : std::string());
+#else
+  gemm_.use_model_selection(std::move(hw), std::move(params), cache);  // refuses: the model needs CUDA
+#endif
 }
 
 gpu::DeviceProperties GpuDlrm::select_device(int index) {
