@@ -102,7 +102,8 @@ int run(int argc, char** argv) {
   std::vector<std::string> overrides;
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
-  bool no_graph = false, profile = false, no_overlap = false, no_model_small_gemms = false;
+  bool no_graph = false, profile = false, no_overlap = false, no_model_small_gemms = false, overlap_weight_gradients = false,
+       overlap_embedding_backward = false;
   app.add_option("--config", config, "hetrec config file (its [model] and [optim] are used)");
   app.add_option("--batch", batch, "samples per step");
   app.add_option("--steps", steps, "timed steps (the median is reported)");
@@ -118,6 +119,12 @@ int run(int argc, char** argv) {
   app.add_flag("--no-model-small-gemms", no_model_small_gemms,
                "with model.gemm_selection = \"model\": cuBLASLt runs the narrow layers' GEMMs too "
                "(GpuModelOptions::model_small_gemms)");
+  app.add_flag("--overlap-weight-gradients", overlap_weight_gradients,
+               "run the weight-gradient GEMMs on a second stream beside the input-gradient chain "
+               "(GpuModelOptions::overlap_weight_gradients)");
+  app.add_flag("--overlap-embedding-backward", overlap_embedding_backward,
+               "one device: run the embedding backward beside the bottom MLP's backward and the dense optimizer "
+               "(GpuModelOptions::overlap_embedding_backward)");
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
   app.add_option("--commit", commit, "commit the binary was built from");
   app.add_option("--tag", tag, "suffix of the default results file name");
@@ -160,6 +167,8 @@ int run(int argc, char** argv) {
   opts.profile_phases = profile;
   opts.overlap_exchanges = !no_overlap;
   opts.model_small_gemms = !no_model_small_gemms;
+  opts.overlap_weight_gradients = overlap_weight_gradients;
+  opts.overlap_embedding_backward = overlap_embedding_backward;
   opts.tuned_kernels_file = tuned_kernels;
 
   // Data parallel under mpirun: the ranks on the host (MPI) and on the GPUs (NCCL).
@@ -346,6 +355,8 @@ int run(int argc, char** argv) {
                     {"exchange_dtype", dtype_name(exchanged)},
                     {"overlap_exchanges", ranks > 1 && !no_overlap && !profile},
                     {"model_small_gemms", !no_model_small_gemms},
+                    {"overlap_weight_gradients", overlap_weight_gradients},
+                    {"overlap_embedding_backward", ranks == 1 && overlap_embedding_backward && !profile},
                     {"batch_copied_ahead", true},  // every step announces the next (prepare_next)
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},

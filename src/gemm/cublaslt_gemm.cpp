@@ -39,6 +39,11 @@ Gemm::Gemm(Allocator& device_allocator, std::size_t workspace_bytes) {
     workspace_ = Tensor::empty({static_cast<int64_t>(workspace_bytes)}, DType::u8, device_allocator);
 }
 
+void Gemm::add_side_lane(Allocator& device_allocator) {
+  if (has_side_lane()) return;
+  side_workspace_ = Tensor::empty({static_cast<int64_t>(workspace_.nbytes())}, DType::u8, device_allocator);
+}
+
 Gemm::~Gemm() {
   plans_.clear();
   if (handle_) (void)cublasLtDestroy(handle_);
@@ -165,12 +170,14 @@ std::optional<double> Gemm::predicted_us(const Problem& problem, const Operands&
   return plan(problem, operand_alignment(problem, operands)).predicted_us;
 }
 
-void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream) {
+void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream, Lane lane) {
   Plan& pl = plan(p, operand_alignment(p, o));
   if (!pl.algo) throw DeviceError("cuBLASLt has no algorithm for " + shape_text(p));
+  if (lane == Lane::side && !has_side_lane()) throw InternalError("cublaslt::Gemm: the side lane was not added");
   set_operand_pointers(p, o, pl.desc->desc);
-  void* ws = workspace_.defined() ? workspace_.raw() : nullptr;
-  const std::size_t ws_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
+  const Tensor& workspace = lane == Lane::side ? side_workspace_ : workspace_;
+  void* ws = workspace.defined() ? workspace.raw() : nullptr;
+  const std::size_t ws_bytes = workspace.defined() ? workspace.nbytes() : 0;
   HETREC_BLAS_CHECK(cublasLtMatmul(handle_, pl.desc->desc, &o.alpha, o.b, pl.desc->a, o.a, pl.desc->b, &o.beta, o.d,
                                    pl.desc->d, o.d, pl.desc->d, &*pl.algo, ws, ws_bytes, stream));
 }

@@ -22,13 +22,21 @@ namespace hetrec::cublaslt {
 
 // One cuBLASLt handle with its workspace and a cache of per-problem plans (descriptors
 // and the selected algorithm), so a training step never queries the heuristic twice for
-// one shape. Not thread-safe; the workspace serves one stream at a time.
+// one shape. Not thread-safe; a workspace serves one stream at a time: GEMMs that run
+// beside the others on a second stream use the side lane's workspace (Lane::side).
 class Gemm {
  public:
   // 32 MiB: the workspace cuBLAS's documentation recommends for Hopper.
   static constexpr std::size_t kDefaultWorkspaceBytes = std::size_t{32} << 20;
 
   explicit Gemm(Allocator& device_allocator, std::size_t workspace_bytes = kDefaultWorkspaceBytes);
+
+  // Which workspace a GEMM uses: the main one, or the side lane's (of the same size, so
+  // every plan runs on either) for GEMMs enqueued on a second stream.
+  enum class Lane { main, side };
+  // Allocates the side lane's workspace (a no-op when it exists).
+  void add_side_lane(Allocator& device_allocator);
+  bool has_side_lane() const { return side_workspace_.defined() || !workspace_.defined(); }
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
@@ -66,8 +74,9 @@ class Gemm {
   // selection, or where the library's heuristic chose because the model could describe
   // none of the configurations.
   std::optional<double> predicted_us(const Problem& problem, const Operands& operands);
-  // Throws DeviceError naming the shape when no algorithm exists or the call fails.
-  void run(const Problem& problem, const Operands& operands, gpu::stream_t stream);
+  // Throws DeviceError naming the shape when no algorithm exists or the call fails, and
+  // InternalError for Lane::side without add_side_lane.
+  void run(const Problem& problem, const Operands& operands, gpu::stream_t stream, Lane lane = Lane::main);
 
  private:
   struct Plan;
@@ -78,6 +87,7 @@ class Gemm {
 
   cublasLtHandle_t handle_ = nullptr;
   Tensor workspace_;
+  Tensor side_workspace_;  // Lane::side
   std::map<Key, std::unique_ptr<Plan>> plans_;
   // The model's choice for a new problem (from the selections file when it holds one).
   // `predicted_us` receives the model's prediction of the configuration returned.

@@ -28,6 +28,8 @@ void Stream::synchronize() const { HETREC_GPU_CHECK(cudaStreamSynchronize(stream
 
 void synchronize(stream_t stream) { HETREC_GPU_CHECK(cudaStreamSynchronize(stream)); }
 
-void Stream::wait(const Event& event) const { HETREC_GPU_CHECK(cudaStreamWaitEvent(stream_, event.get(), 0)); }
+void Stream::wait(const Event& event) const { gpu::wait(stream_, event); }
+
+void wait(stream_t stream, const Event& event) { HETREC_GPU_CHECK(cudaStreamWaitEvent(stream, event.get(), 0)); }
 
 }  // namespace hetrec::gpu

@@ -27,5 +27,7 @@ class Stream {
 
 // Blocks until all work submitted to `stream` has finished.
 void synchronize(stream_t stream);
+// Work submitted to `stream` after the call waits until `event` has completed.
+void wait(stream_t stream, const Event& event);
 
 }  // namespace hetrec::gpu

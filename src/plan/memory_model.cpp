@@ -156,6 +156,8 @@ void dense_state(Ledger& m, const GpuModelLayout& g, const OptimConfig& optim, c
   const bool half = sixteen_bit_dense(recipe.dense);
   if (half) m.device("dense parameters' 16-bit copy (what the 16-bit GEMMs read)", static_cast<double>(g.dense_flat_elements) * kHalfBytes);
   if (recipe.dense == DensePrecision::fp16) m.device("loss-scale state", kLossScaleBytes);
+  // GpuModelOptions::overlap_weight_gradients (off by default) adds the side lane's own
+  // workspace of the same size (Gemm::add_side_lane).
   m.device("cuBLASLt workspace", kCublasLtWorkspaceBytes);
   m.device("step scalars and output", kStepScalarsBytes);
   m.device("step scalars and output", kStepOutputBytes);

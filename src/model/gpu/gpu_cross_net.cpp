@@ -74,7 +74,18 @@ void GpuCrossNet::reserve(int64_t batch, Allocator& device) {
   capacity_ = batch;
 }
 
-void GpuCrossNet::gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_t stream) const {
+void GpuCrossNet::weight_gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_t stream, int mark) const {
+  if (!side_) {
+    gemm_run(gemm, c, stream);
+    return;
+  }
+  side_->fork(stream);
+  gemm_run(gemm, c, side_->stream(), cublaslt::Gemm::Lane::side);
+  side_->mark(mark);
+}
+
+void GpuCrossNet::gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_t stream,
+                           cublaslt::Gemm::Lane lane) const {
   cublaslt::Problem p;
   p.trans_a = c.ta;
   p.trans_b = c.tb;
@@ -94,7 +105,7 @@ void GpuCrossNet::gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_
   o.d = c.d;
   o.beta = c.beta;
   o.bias = c.bias;
-  gemm.run(p, o, stream);
+  gemm.run(p, o, stream, lane);
 }
 
 const float* GpuCrossNet::forward(cublaslt::Gemm& gemm, const float* x0, int64_t batch, gpu::stream_t stream) {
@@ -145,9 +156,15 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
     return;
   }
   void* dz = dz_.raw();
+  // With a side lane, the weight gradient reading dz (dU, or dW at full rank) records mark
+  // kDzRead and the one reading dvx (dV) mark kDvxRead; the next layer waits for each
+  // before it overwrites that buffer, and for both at the end.
+  constexpr int kDzRead = 0, kDvxRead = 1;
   for (int l = num - 1; l >= 0; --l) {
     const Layer& ly = layers_[static_cast<std::size_t>(l)];
     const bool bottom = l == 0;
+    const bool above = l + 1 < num;
+    if (side_ && above) side_->wait(stream, kDzRead);
     // G = g + h (the layer above's term); dz = G * x0 with the bias gradient; the direct
     // part of dL/dx0 accumulates in acc, and the bottom layer starts dx0 = acc + G.
     kernels::CrossBackward args;
@@ -172,23 +189,25 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
     if (rank_ > 0) {
       const void* vx = vxs_[static_cast<std::size_t>(l)].raw();
       void* dvx = dvx_.raw();
-      gemm_run(gemm, {true, false, n, r, batch, dz, n, vx, r, ly.grad_u, r, DType::f32, 0.0f, nullptr},
-               stream);  // dU = dz^T vx
+      weight_gemm_run(gemm, {true, false, n, r, batch, dz, n, vx, r, ly.grad_u, r, DType::f32, 0.0f, nullptr},
+                      stream, kDzRead);  // dU = dz^T vx
+      if (side_ && above) side_->wait(stream, kDvxRead);
       gemm_run(gemm, {false, false, batch, r, n, dz, n, weight(ly.u, ly.u16), r, dvx, r, op_type_, 0.0f, nullptr},
                stream);  // dvx = dz U, in the operand type
-      gemm_run(gemm, {true, false, r, n, batch, dvx, r, xl_op, n, ly.grad_v, n, DType::f32, 0.0f, nullptr},
-               stream);  // dV = dvx^T x
+      weight_gemm_run(gemm, {true, false, r, n, batch, dvx, r, xl_op, n, ly.grad_v, n, DType::f32, 0.0f, nullptr},
+                      stream, kDvxRead);  // dV = dvx^T x
       gemm_run(gemm,
                {false, false, batch, n, r, dvx, r, weight(ly.v, ly.v16), n, term, n, term_type, term_beta, nullptr},
                stream);  // term = dvx V
     } else {
-      gemm_run(gemm, {true, false, n, n, batch, dz, n, xl_op, n, ly.grad_kernel, n, DType::f32, 0.0f, nullptr},
-               stream);  // dW = dz^T x
+      weight_gemm_run(gemm, {true, false, n, n, batch, dz, n, xl_op, n, ly.grad_kernel, n, DType::f32, 0.0f, nullptr},
+                      stream, kDzRead);  // dW = dz^T x
       gemm_run(gemm, {false, false, batch, n, n, dz, n, weight(ly.kernel, ly.kernel16), n, term, n, term_type,
                       term_beta, nullptr},
                stream);  // term = dz W
     }
   }
+  if (side_) side_->join(stream);
 }
 
 }  // namespace hetrec::gpu_model

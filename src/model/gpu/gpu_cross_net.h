@@ -28,6 +28,7 @@
 #include "kernels/cross_net.h"
 #include "model/gpu/dense_parameters.h"
 #include "model/gpu/gpu_mlp.h"
+#include "model/gpu/side_lane.h"
 
 namespace hetrec::gpu_model {
 
@@ -57,13 +58,18 @@ class GpuCrossNet {
     tuned_backward_ = backward;
   }
 
+  // Run the weight-gradient GEMMs on `lane` beside the chain of input gradients (null:
+  // all on the backward's stream). The GEMM object handed to backward() needs its side
+  // lane. Not owned; it must outlive this.
+  void set_side_lane(SideLane* lane) { side_ = lane; }
+
   // x0: batch x width, contiguous. Returns x_L in fp32 (owned, valid until the next
   // forward), or null when set_output_16bit_only(true) in 16-bit mode.
   const float* forward(cublaslt::Gemm& gemm, const float* x0, int64_t batch, gpu::stream_t stream);
   // 16-bit mode: x_L's 16-bit copy (batch x width), valid after forward; else null.
   const void* output16() const;
   // g: dL/dx_L (batch x width, contiguous; overwritten). Writes every parameter gradient
-  // and dx0 (batch x width, contiguous).
+  // and dx0 (batch x width, contiguous), all complete in `stream`'s order on return.
   void backward(cublaslt::Gemm& gemm, const float* x0, float* g, float* dx0, int64_t batch, const Scratch& scratch,
                 gpu::stream_t stream);
 
@@ -87,7 +93,11 @@ class GpuCrossNet {
     float beta = 0.0f;
     const void* bias = nullptr;  // of d_type
   };
-  void gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_t stream) const;
+  void gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_t stream,
+                cublaslt::Gemm::Lane lane = cublaslt::Gemm::Lane::main) const;
+  // A weight-gradient GEMM: on the side lane (after what `stream` holds so far, then
+  // recording `mark`) when there is one, else on `stream`.
+  void weight_gemm_run(cublaslt::Gemm& gemm, const GemmCall& c, gpu::stream_t stream, int mark) const;
   // The GEMM operand of a parameter: its 16-bit copy in 16-bit mode.
   const void* weight(const float* fp32, const uint16_t* copy) const {
     return half() ? static_cast<const void*>(copy) : static_cast<const void*>(fp32);
@@ -115,6 +125,7 @@ class GpuCrossNet {
   Tensor acc_;                 // fp32: the direct part of dL/dx0
   const kernels::TunedCrossForward* tuned_forward_ = nullptr;
   const kernels::TunedCrossBackward* tuned_backward_ = nullptr;
+  SideLane* side_ = nullptr;
 };
 
 }  // namespace hetrec::gpu_model

@@ -81,6 +81,13 @@ GpuDlrm::GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuMo
                                              options.precision, cross_16bit);
   if (cross_16bit) cross_->set_output_16bit_only(top_->layer_16bit(0));
   if (cross_16bit) cross_->set_residual_16bit(model.cross_residual_16bit);
+  if (options.overlap_weight_gradients) {
+    gemm_.add_side_lane(alloc_);
+    side_lane_ = std::make_unique<gpu_model::SideLane>();
+    bottom_->set_side_lane(side_lane_.get());
+    top_->set_side_lane(side_lane_.get());
+    if (cross_) cross_->set_side_lane(side_lane_.get());
+  }
   if (data_parallel) {
     data_parallel_ = *data_parallel;
     sharded_ = std::make_unique<gpu_model::ShardedGpuEmbeddings>(model, optim, data_parallel->plan,

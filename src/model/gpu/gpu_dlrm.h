@@ -51,6 +51,15 @@ struct GpuModelOptions {
   // model.gemm_selection = "model": the small-GEMM kernels compete with cuBLASLt for the
   // narrow fp32 layers' GEMMs (model/gpu/model_small_gemms.h); off, cuBLASLt runs them all.
   bool model_small_gemms = true;
+  // The MLPs' and the cross net's weight-gradient GEMMs run on a second stream beside the
+  // chain of input gradients (model/gpu/side_lane.h, one more cuBLASLt workspace); off,
+  // every GEMM runs in one stream. Off by default until its step time is measured.
+  bool overlap_weight_gradients = false;
+  // One device, without loss scaling: the embedding backward's chunk sums and update run on
+  // the embedding stream beside the bottom MLP's backward and the dense optimizer; off (and
+  // whenever profile_phases is on), they follow them in the compute stream. Off by default
+  // until its step time is measured.
+  bool overlap_embedding_backward = false;
 };
 
 class GpuModel : public Model {

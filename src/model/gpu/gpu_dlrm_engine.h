@@ -34,6 +34,7 @@
 #include "model/gpu/gpu_mlp.h"
 #include "model/gpu/model_small_gemms.h"
 #include "model/gpu/sharded_embeddings.h"
+#include "model/gpu/side_lane.h"
 #include "model/gpu/step_graph.h"
 #include "model/gpu/step_output.h"
 #include "model/gpu/tuned_kernels.h"
@@ -142,13 +143,26 @@ class GpuDlrm final : public GpuModel {
   // One device, not profiling: the embedding backward's sort (which needs only the ids)
   // runs on the embedding stream from the step's start, beside the dense forward and
   // backward (kernels/embedding_bag_backward.h embedding_backward_sort); the chunk sums
-  // and the update wait for it (sorted_) on the compute stream.
+  // and the update follow it there once the interaction backward has written the
+  // tables' gradients (concurrent_embedding_backward) or wait for it (sorted_) on the
+  // compute stream.
   bool early_sort() const { return !sharded_ && !options_.profile_phases; }
+  // early_sort() with options.overlap_embedding_backward, without loss scaling (whose
+  // overflow check of every gradient must come before any update): the chunk sums and the
+  // update run on the embedding stream beside the bottom MLP's backward and the dense
+  // optimizer, which read none of what they write; the compute stream joins them
+  // (update_done_) before the step's outputs.
+  bool concurrent_embedding_backward() const {
+    return early_sort() && options_.overlap_embedding_backward && !loss_scale_.defined();
+  }
   // On the embedding stream, once the compute stream has the tables' slot gradients: the
   // gradient exchange, the agreement on the skip (and overflow) flags and the loss, then
   // the update. flags_agreed_ marks the end of its collectives, update_done_ its end.
   void start_embedding_backward(gpu::Communicator& comm, const float* grad_slots, int64_t stride,
                                 kernels::StepScalars* scalars, kernels::LossScaleState* loss_scale);
+  // early_sort(): the chunk sums and the update of this step's sorted ids on `stream`.
+  void update_embeddings_after_sort(const float* grad_slots, int64_t stride, kernels::StepScalars* scalars,
+                                    gpu::stream_t stream);
   void copy_skip_flag(gpu::stream_t s);
 
   ModelConfig config_;
@@ -172,6 +186,7 @@ class GpuDlrm final : public GpuModel {
   std::unique_ptr<GpuMlp> bottom_;
   std::unique_ptr<GpuCrossNet> cross_;
   std::unique_ptr<GpuMlp> top_;
+  std::unique_ptr<SideLane> side_lane_;  // options.overlap_weight_gradients
   std::unique_ptr<GpuEmbeddings> embeddings_;       // one device: every table
   std::unique_ptr<ShardedGpuEmbeddings> sharded_;   // data parallel: this rank's shards
   DataParallel data_parallel_;

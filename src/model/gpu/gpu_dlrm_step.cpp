@@ -280,6 +280,13 @@ void GpuDlrm::enqueue_step(int64_t batch) {
   // Without loss scaling the skip flag is settled by the loss, so the embedding backward
   // starts beside the bottom MLP's; with it, only after every gradient is checked.
   if (overlapped() && !loss_scale) start_embedding_backward(*comm, grad_x + dim, fd, scalars, loss_scale);
+  if (concurrent_embedding_backward()) {
+    const gpu::stream_t e = embedding_stream_.get();
+    fork_.record(s);
+    embedding_stream_.wait(fork_);  // after the sort, already on this stream
+    update_embeddings_after_sort(grad_x + dim, fd, scalars, e);
+    update_done_.record(e);
+  }
   bottom_->backward(gemm_, db.dense, config_.num_dense, grad_x, fd, nullptr, 0, batch, scratch, s);
   if (loss_scale) {
     // Every gradient an update reads, back to its true size; an overflow anywhere
@@ -312,14 +319,11 @@ void GpuDlrm::enqueue_step(int64_t batch) {
   } else {
     mark(kDenseAllReduce);
     mark(kGradientExchange);
-    if (early_sort()) {
+    if (concurrent_embedding_backward()) {
+      // Started beside the bottom MLP's backward.
+    } else if (early_sort()) {
       compute_.wait(sorted_);
-      const kernels::PooledGradView grad{grad_x + dim, fd, DType::f32};
-      const kernels::SparseOptimizerParams opt = embeddings_->optimizer(scalars);
-      kernels::embedding_backward_chunk_sums(embeddings_->tables(), db.bags, grad, opt, sort_plan_,
-                                             embedding_workspace_.raw(), s);
-      kernels::embedding_backward_apply(embeddings_->tables(), db.bags, grad, opt, sort_plan_, s,
-                                        tuned_.sparse_update.get());
+      update_embeddings_after_sort(grad_x + dim, fd, scalars, s);
     } else {
       kernels::embedding_bag_backward_update(embeddings_->tables(), db.bags, grad_x + dim, fd,
                                              embeddings_->optimizer(scalars), embedding_workspace_.raw(),
@@ -333,7 +337,7 @@ void GpuDlrm::enqueue_step(int64_t batch) {
     gpu::memcpy_async(&output_host_.as<StepOutput>()->overflow, &loss_scale->overflow, sizeof(int32_t),
                       gpu::CopyKind::device_to_host, s);
   }
-  if (overlapped()) compute_.wait(update_done_);
+  if (overlapped() || concurrent_embedding_backward()) compute_.wait(update_done_);
   mark(kDenseOptimizer);
   gpu::memcpy_async(&output_host_.as<StepOutput>()->loss, &device_output()->loss, sizeof(double),
                     gpu::CopyKind::device_to_host, s);
@@ -352,6 +356,17 @@ void GpuDlrm::start_embedding_backward(gpu::Communicator& comm, const float* gra
   flags_agreed_.record(e);
   sharded_->update(scalars, e, tuned_.sparse_update.get());
   update_done_.record(e);
+}
+
+void GpuDlrm::update_embeddings_after_sort(const float* grad_slots, int64_t stride, kernels::StepScalars* scalars,
+                                           gpu::stream_t stream) {
+  const kernels::PooledGradView grad{grad_slots, stride, DType::f32};
+  const kernels::SparseOptimizerParams opt = embeddings_->optimizer(scalars);
+  const DeviceBatch& db = batches_.device();
+  kernels::embedding_backward_chunk_sums(embeddings_->tables(), db.bags, grad, opt, sort_plan_,
+                                         embedding_workspace_.raw(), stream);
+  kernels::embedding_backward_apply(embeddings_->tables(), db.bags, grad, opt, sort_plan_, stream,
+                                    tuned_.sparse_update.get());
 }
 
 void GpuDlrm::copy_skip_flag(gpu::stream_t s) {

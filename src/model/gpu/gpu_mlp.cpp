@@ -253,6 +253,14 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
   int pingpong = 0;
   int g16 = 0;             // the grad16_ buffer that holds the current layer's 16-bit dz
   bool dz_ready = false;   // the layer above's input-gradient GEMM wrote dz and the bias gradient
+  // With a side lane, layer i's weight-gradient GEMM runs there and records mark i % 2;
+  // the main stream waits for it before anything of layer i - 1 that writes a gradient
+  // buffer (one of which still holds layer i's dz).
+  bool above_on_side = false;
+  const auto wait_for_above = [&](int i) {
+    if (above_on_side) side_->wait(stream, (i + 1) % 2);
+    above_on_side = false;
+  };
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     const std::size_t li = static_cast<std::size_t>(i);
     const Layer& l = layers_[li];
@@ -271,6 +279,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       dz_operand = grad16_[g16].raw();
       ld_dz = l.out;
     }
+    if (!dz_ready) wait_for_above(i);  // the pass below may write the buffer of the layer above's dz
     if (dz_ready) {
       // Done by the epilogue of the layer above's input-gradient GEMM.
     } else if (l.relu) {
@@ -304,14 +313,23 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     ow.a = dz_operand;
     ow.b = in_operand;
     ow.d = l.grad_weight;
+    const gpu::stream_t weight_stream = side_ ? side_->stream() : stream;
+    if (side_) side_->fork(stream);
     if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow)) {
       // C = dZ^T X: the narrow operand is dZ when the layer's output is the small side.
       const bool dz_narrow = k->shape().flag;
       k->launch({batch, dz_narrow ? ow.a : ow.b, dz_narrow ? pw.lda : pw.ldb, dz_narrow ? ow.b : ow.a,
                  dz_narrow ? pw.ldb : pw.lda, l.grad_weight, pw.ldd, nullptr, small_gemm_workspace_.data<float>()},
-                stream);
+                weight_stream);
     } else {
-      gemm.run(pw, ow, stream);
+      gemm.run(pw, ow, weight_stream, side_ ? cublaslt::Gemm::Lane::side : cublaslt::Gemm::Lane::main);
+    }
+    // The input-gradient GEMM below overwrites the gradient buffer the layer above's
+    // weight gradient reads.
+    wait_for_above(i);
+    if (side_) {
+      side_->mark(i % 2);
+      above_on_side = true;
     }
 
     // dx (batch x in) = dz W; where layer i - 1's epilogues fuse, its dz = dx * relu'
@@ -365,6 +383,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     grad = next;
     ld_grad = ld_next;
   }
+  if (side_) side_->join(stream);
 }
 
 }  // namespace hetrec::gpu_model

@@ -31,6 +31,7 @@
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/platform.h"
 #include "model/gpu/dense_parameters.h"
+#include "model/gpu/side_lane.h"
 #include "model/gpu/sixteen_bit_widths.h"
 #include "model/gpu/tuned_small_gemms.h"
 
@@ -75,9 +76,14 @@ class GpuMlp {
   float* forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_t batch, float* out, int64_t ld_out,
                  gpu::stream_t stream, const void* x16 = nullptr);
 
+  // Run the weight-gradient GEMMs on `lane` beside the input-gradient chain (null: all on
+  // the backward's stream). The GEMM object handed to backward() needs its side lane.
+  // Not owned; it must outlive the MLP.
+  void set_side_lane(SideLane* lane) { side_ = lane; }
+
   // dy: gradient of the last forward's output (row stride ld_dy; overwritten: the ReLU
   // mask is applied in place). Writes every parameter gradient, and dx (batch x in, row
-  // stride ldx_grad) unless null.
+  // stride ldx_grad) unless null; all of them are complete in `stream`'s order on return.
   void backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* dy, int64_t ld_dy, float* dx,
                 int64_t ldx_grad, int64_t batch, const Scratch& scratch, gpu::stream_t stream);
 
@@ -134,6 +140,7 @@ class GpuMlp {
   // (use index, batch) -> the decision (uses with a prediction only).
   std::map<std::pair<std::size_t, int64_t>, SmallGemmDecision> small_gemm_decisions_;
   Tensor small_gemm_workspace_;  // the weight-gradient kernels' partial sums (the largest need)
+  SideLane* side_ = nullptr;
 };
 
 }  // namespace hetrec::gpu_model
