@@ -1,32 +1,12 @@
 #include "gpu/caching_allocator.h"
 
-#include <bit>
-
 #include "core/error.h"
+#include "gpu/allocator_size_class.h"
 #include "gpu/memory.h"
 
 namespace hetrec::gpu {
 
-namespace {
-// 512 B: cudaMalloc aligns to 256 B; a 512 B quantum keeps every block 16-byte-vector
-// aligned with room for tails, and small buffers (counters, flags) share few classes.
-constexpr std::size_t kSmallQuantum = 512;
-constexpr std::size_t kSmallLimit = std::size_t{1} << 20;  // 1 MiB
-constexpr int kClassesPerOctave = 4;
-// Above this, blocks are model-sized (embedding tables, optimizer state): rounding them
-// by a quarter octave could waste tens of GB, so they round to the driver's 2 MiB pages.
-constexpr std::size_t kLargeLimit = std::size_t{256} << 20;
-constexpr std::size_t kLargeQuantum = std::size_t{2} << 20;
-}  // namespace
-
-std::size_t CachingDeviceAllocator::size_class(std::size_t bytes) {
-  if (bytes == 0) bytes = 1;
-  if (bytes <= kSmallLimit) return (bytes + kSmallQuantum - 1) / kSmallQuantum * kSmallQuantum;
-  if (bytes > kLargeLimit) return (bytes + kLargeQuantum - 1) / kLargeQuantum * kLargeQuantum;
-  const int octave = std::bit_width(bytes - 1) - 1;      // 2^octave < bytes <= 2^(octave+1)
-  const std::size_t step = (std::size_t{1} << octave) / kClassesPerOctave;
-  return (bytes + step - 1) / step * step;
-}
+std::size_t CachingDeviceAllocator::size_class(std::size_t bytes) { return allocator_size_class(bytes); }
 
 CachingDeviceAllocator::CachingDeviceAllocator(int device_index) : device_index_(device_index) {}
 

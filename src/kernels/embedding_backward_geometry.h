@@ -54,6 +54,11 @@ constexpr EmbeddingBackwardLayout embedding_backward_layout(int64_t max_ids, int
   return l;
 }
 
+// Bytes of bookkeeping per id of the capacity that one backward moves besides the sort:
+// the segment heads written and read by their scan, the segment starts, the chunk counts,
+// their scan and the chunk owners, each a uint32 (kernels/embedding_bag_backward.cu).
+inline constexpr std::size_t kEmbeddingBackwardBookkeepingBytesPerId = 15 * sizeof(uint32_t);
+
 // Scratch bytes for a batch of at most `max_ids` ids and rows of `dim` elements.
 constexpr std::size_t embedding_backward_workspace_bytes(int64_t max_ids, int dim) {
   return embedding_backward_layout(max_ids, dim).bytes;

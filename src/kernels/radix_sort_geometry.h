@@ -21,6 +21,10 @@ inline constexpr int kSortThreads = kSortDigits;
 inline constexpr int kSortItemsPerThread = 16;
 inline constexpr int kSortTile = kSortThreads * kSortItemsPerThread;
 
+// Bytes one pass moves per pair of 32-bit keys and values: the histogram reads the key,
+// the scatter reads and writes key and value (kernels/radix_sort.cu).
+inline constexpr std::size_t kSortPassBytesPerPair = sizeof(uint32_t) + 2 * (sizeof(uint32_t) + sizeof(uint32_t));
+
 // Tiles of a sort of `capacity` pairs (at least one) and the digit counts they make: one
 // per (digit, tile), scanned digit-major.
 constexpr int64_t radix_sort_tiles(int64_t capacity) { return blocks_of(capacity > 0 ? capacity : 1, kSortTile); }

@@ -30,10 +30,8 @@ inline constexpr double kRuntimeContextBytes = 528.0 * kMiB;
 // keeps (the runtime context is counted as a consumer by the memory model).
 double usable_device_bytes(const Hardware& hw);
 
-// The size class gpu::CachingDeviceAllocator serves a request of `bytes` from
-// (gpu/caching_allocator.cpp): multiples of 512 B up to 1 MiB, four classes per power of
-// two up to 256 MiB, multiples of 2 MiB above. Kept equal to that function by
-// tests/plan/test_memory_model.cpp's spot values.
+// The size class gpu::CachingDeviceAllocator serves a request of `bytes` from: the
+// allocator's own function (gpu/allocator_size_class.h).
 std::size_t caching_allocator_size_class(std::size_t bytes);
 
 }  // namespace hetrec

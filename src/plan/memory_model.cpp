@@ -14,6 +14,7 @@
 #include "kernels/pooled_piece_types.h"
 #include "kernels/step_scalars.h"
 #include "model/gpu/batch_buffer_sizes.h"
+#include "model/gpu/gemm_workspace.h"
 #include "model/gpu/step_output.h"
 #include "optim/sparse_update.h"
 #include "plan/device_memory.h"
@@ -23,9 +24,6 @@
 namespace hetrec {
 namespace {
 
-// cuBLASLt workspace the GPU model's GEMM object allocates (gemm/cublaslt_gemm.h,
-// Gemm::kDefaultWorkspaceBytes: what the cuBLAS documentation recommends for Hopper).
-constexpr double kCublasLtWorkspaceBytes = 32.0 * kMiB;
 // Device copies of the step scalars and of the step output (model/gpu/gpu_dlrm.cpp).
 constexpr std::size_t kStepScalarsBytes = sizeof(kernels::StepScalars);
 constexpr std::size_t kStepOutputBytes = sizeof(gpu_model::StepOutput);
@@ -156,9 +154,9 @@ void dense_state(Ledger& m, const GpuModelLayout& g, const OptimConfig& optim, c
   const bool half = sixteen_bit_dense(recipe.dense);
   if (half) m.device("dense parameters' 16-bit copy (what the 16-bit GEMMs read)", static_cast<double>(g.dense_flat_elements) * kHalfBytes);
   if (recipe.dense == DensePrecision::fp16) m.device("loss-scale state", kLossScaleBytes);
-  // GpuModelOptions::overlap_weight_gradients (off by default) adds the side lane's own
-  // workspace of the same size (Gemm::add_side_lane).
-  m.device("cuBLASLt workspace", kCublasLtWorkspaceBytes);
+  // GpuModelOptions::overlap_weight_gradients is off by default: one workspace.
+  m.device("cuBLASLt workspace",
+           static_cast<double>(gpu_model::kGemmWorkspaceBytes) * gpu_model::gemm_workspaces(false));
   m.device("step scalars and output", kStepScalarsBytes);
   m.device("step scalars and output", kStepOutputBytes);
 }

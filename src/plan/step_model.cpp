@@ -8,6 +8,7 @@
 #include "kernels/bce_loss_geometry.h"
 #include "kernels/column_sum_geometry.h"
 #include "kernels/embedding_backward_geometry.h"
+#include "kernels/radix_sort_geometry.h"
 #include "model/gpu/batch_buffer_sizes.h"
 #include "optim/sparse_update.h"
 #include "gemm_perf/gemm_problem.h"
@@ -34,12 +35,11 @@ constexpr double kLossBytes = 3 * kFloatBytes;          // logit, label in; grad
 // of the feature gradient reads and writes each element (unscale and finite check,
 // kernels/loss_scale.cu), plus the scale update's launch.
 constexpr double kUnscaleBytes = 2 * kFloatBytes;
-// Sort bytes per item and pass: the histogram reads the key, the scatter reads and
-// writes key and value (kernels/radix_sort.cu).
-constexpr double kSortPassBytes = 5 * kIndexBytes;
-// Per id of the backward's capacity: segment heads written and read by their scan,
-// segment starts, chunk counts, their scan and the chunk owners (embedding_bag_backward.cu).
-constexpr double kSegmentBookkeepingBytes = 15 * kIndexBytes;
+// The sort's bytes per pair and pass, and the backward's bookkeeping bytes per id of its
+// capacity: the kernels' own counts (kernels/radix_sort_geometry.h,
+// kernels/embedding_backward_geometry.h).
+constexpr double kSortPassBytes = static_cast<double>(kernels::kSortPassBytesPerPair);
+constexpr double kSegmentBookkeepingBytes = static_cast<double>(kernels::kEmbeddingBackwardBookkeepingBytesPerId);
 // Several GPUs: the pooled pieces' gather into X and its transpose (kernels/
 // pooled_pieces.cu) read and write each piece element once, one launch each: an fp32
 // element of X and one of the piece, which is fp32 or of the exchange's type.

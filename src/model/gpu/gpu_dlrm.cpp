@@ -15,6 +15,7 @@
 #include "gemm/cublaslt_model_choice.h"
 #endif
 #include "model/dlrm.h"
+#include "model/gpu/gemm_workspace.h"
 #include "model/gpu/gpu_dlrm_engine.h"
 #include "nn/cross_net.h"
 #include "nn/mlp.h"
@@ -37,7 +38,7 @@ GpuDlrm::GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuMo
       props_(select_device(options.device)),
       memory_at_start_(gpu::memory_info()),
       alloc_(options.device),
-      gemm_(alloc_),
+      gemm_(alloc_, kGemmWorkspaceBytes),
       // Data parallel: dense features and labels of the rank's samples only (the shards'
       // bags are staged by ShardedGpuEmbeddings).
       batches_(model.num_dense, model.num_tables(), /*stage_bags=*/data_parallel == nullptr, alloc_),
