@@ -1,6 +1,7 @@
 #include "cli/gemm_corpus_command.h"
 
 #include <algorithm>
+#include <array>
 #include <ctime>
 #include <cstdio>
 #include <memory>
@@ -34,8 +35,9 @@ struct CorpusOptions {
 // scoring) alone, and of a repeated shape's cache lookup. The heuristic's query, which needs
 // the GPU, is not included.
 struct SelectionCost {
-  double per_shape_us = 0.0;  // the router as the engine runs it, mean over the corpus
-  double ranked_path_us = 0.0, ranked_path_max_us = 0.0;  // features and scoring, mean and largest
+  // Per shape the median of a few timings; then the mean and the largest over the corpus.
+  double per_shape_us = 0.0, per_shape_max_us = 0.0;      // the router as the engine runs it
+  double ranked_path_us = 0.0, ranked_path_max_us = 0.0;  // features and scoring on every shape
   double cache_hit_us = 0.0;  // a repeated shape: one GemmSelectionCache lookup
   std::size_t shapes = 0;
 };
@@ -56,23 +58,34 @@ double thread_cpu_us() {
 
 SelectionCost selection_cost(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
                              const std::vector<RankerShape>& shapes) {
+  // A shape's cost is the median of a few timings, so one preempted run does not become the
+  // corpus's largest.
+  constexpr int kSelectionRepeats = 5;
+  const auto median_us = [&](const auto& select) {
+    std::array<double, kSelectionRepeats> t{};
+    for (double& x : t) {
+      const double t0 = thread_cpu_us();
+      select();
+      x = thread_cpu_us() - t0;
+    }
+    std::nth_element(t.begin(), t.begin() + kSelectionRepeats / 2, t.end());
+    return t[kSelectionRepeats / 2];
+  };
   SelectionCost c;
-  const double start = thread_cpu_us();
   for (const RankerShape& s : shapes) {
-    (void)select_gemm_by_ranker(ranker, hw, params, s.problem, s.candidates, s.heuristic_candidate);
+    const double router = median_us([&] {
+      (void)select_gemm_by_ranker(ranker, hw, params, s.problem, s.candidates, s.heuristic_candidate);
+    });
+    const double ranked = median_us([&] {  // the ranker's path (features and scoring) on every shape
+      (void)route_gemm_choice(ranker, gemm_ranker_rows(hw, params, s.problem, s.candidates), s.heuristic_candidate);
+    });
+    c.per_shape_us += router, c.per_shape_max_us = std::max(c.per_shape_max_us, router);
+    c.ranked_path_us += ranked, c.ranked_path_max_us = std::max(c.ranked_path_max_us, ranked);
     ++c.shapes;
   }
   const double n = static_cast<double>(c.shapes ? c.shapes : 1);
-  c.per_shape_us = (thread_cpu_us() - start) / n;
-  double worst = 0;
-  for (const RankerShape& s : shapes) {  // the ranker's path (features and scoring) on every shape
-    const double t0 = thread_cpu_us();
-    (void)route_gemm_choice(ranker, gemm_ranker_rows(hw, params, s.problem, s.candidates), s.heuristic_candidate);
-    const double t = thread_cpu_us() - t0;
-    c.ranked_path_us += t / n;
-    worst = std::max(worst, t);
-  }
-  c.ranked_path_max_us = worst;
+  c.per_shape_us /= n;
+  c.ranked_path_us /= n;
   GemmSelectionCache cache(make_gemm_cache_validators("gpu", "driver", "library", params));
   for (const RankerShape& s : shapes) cache.insert(s.problem, CachedGemmChoice{});
   constexpr int kLookupRounds = 100;
@@ -133,12 +146,12 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
       const SelectionCost cost = selection_cost(*load_gemm_ranker(o->ranker, device), hw, params, shapes);
       std::printf("%zu shapes held out by family: ranker geomean %.4f p5 %.4f time-weighted %.4f | routed %.4f p5 "
                   "%.4f time-weighted %.4f (%zu learned picks) | heuristic %.4f p5 %.4f time-weighted %.4f\n"
-                  "selection cost per new shape: %.1f us of CPU (the ranker's path: %.1f us mean, %.1f us largest) "
-                  "+ the heuristic's query, %.1f us median as the oracle recorded it; a repeated shape: %.2f us "
-                  "(cache lookup)\n",
+                  "selection cost per new shape: %.1f us of CPU mean, %.1f us largest (the ranker's path on every "
+                  "shape: %.1f us mean, %.1f us largest) + the heuristic's query, %.1f us median as the oracle "
+                  "recorded it; a repeated shape: %.2f us (cache lookup)\n",
                   e.shapes, e.ranker_geomean, e.ranker_p5, e.ranker_time_weighted, e.routed_geomean, e.routed_p5,
                   e.routed_time_weighted, e.routed_learned, e.heuristic_geomean, e.heuristic_p5,
-                  e.heuristic_time_weighted, cost.per_shape_us, cost.ranked_path_us, cost.ranked_path_max_us, heuristic_query_us(oracle),
+                  e.heuristic_time_weighted, cost.per_shape_us, cost.per_shape_max_us, cost.ranked_path_us, cost.ranked_path_max_us, heuristic_query_us(oracle),
                   cost.cache_hit_us);
       if (o->report.empty()) return;
       const nlohmann::json j{
@@ -162,12 +175,16 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
           {"routed_over_heuristic_time_weighted", e.routed_time_weighted / e.heuristic_time_weighted},
           {"selection_cpu_us_per_new_shape",
            {{"router_mean", cost.per_shape_us},
+            {"router_max", cost.per_shape_max_us},
+            {"router_worst_total", cost.per_shape_max_us + heuristic_query_us(oracle)},
             {"ranker_path_mean", cost.ranked_path_us},
             {"ranker_path_max", cost.ranked_path_max_us},
             {"heuristic_query_median_recorded", heuristic_query_us(oracle)},
             {"total_worst", cost.ranked_path_max_us + heuristic_query_us(oracle)},
-            {"note", "CPU time of this thread on the machine that ran the command; the heuristic's query needs the "
-                     "GPU, so its CPU time is the median the oracle recorded on the H200 host"}}},
+            {"repeats_per_shape", 5},
+            {"note", "CPU time of this thread on the machine that ran the command, per shape the median of the "
+                     "repeats; the heuristic's query needs the GPU, so its CPU time is the median the oracle "
+                     "recorded on the H200 host"}}},
           {"cache_hit_us", cost.cache_hit_us}};
       write_file_atomically(o->report, j.dump(2) + "\n");
     };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -171,20 +172,21 @@ std::vector<std::vector<std::string>> gemm_ranker_folds(const std::string& path)
 
 std::vector<float> GemmRanker::score(const std::vector<GemmRankerRow>& rows) const {
   if (rows.empty()) return {};
-  DMatrixHandle m = nullptr;
-  if (XGDMatrixCreateFromMat(rows.front().data(), rows.size(), kGemmRankerFeatures, NAN, &m) != 0)
-    throw InternalError(std::string("GEMM ranker: XGDMatrixCreateFromMat: ") + XGBGetLastError());
-  const char* config = R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false})";
+  // In-place prediction from the rows as they lie (no DMatrix is built): an
+  // __array_interface__ of rows x features float32 values, row-major.
+  char values[160];
+  std::snprintf(values, sizeof values,
+                R"({"data": [%llu, true], "shape": [%zu, %zu], "typestr": "<f4", "version": 3})",
+                static_cast<unsigned long long>(reinterpret_cast<std::uintptr_t>(rows.front().data())), rows.size(),
+                kGemmRankerFeatures);
+  const char* config =
+      R"({"type": 0, "training": false, "iteration_begin": 0, "iteration_end": 0, "strict_shape": false, "missing": NaN, "cache_id": 0})";
   const bst_ulong* shape = nullptr;
   bst_ulong dim = 0;
   const float* result = nullptr;
-  const int rc = XGBoosterPredictFromDMatrix(static_cast<BoosterHandle>(booster_), m, config, &shape, &dim, &result);
-  std::vector<float> out;
-  if (rc == 0) out.assign(result, result + rows.size());
-  const std::string error = rc == 0 ? "" : XGBGetLastError();
-  (void)XGDMatrixFree(m);
-  if (rc != 0) throw InternalError("GEMM ranker: XGBoosterPredictFromDMatrix: " + error);
-  return out;
+  if (XGBoosterPredictFromDense(static_cast<BoosterHandle>(booster_), values, config, nullptr, &shape, &dim, &result) != 0)
+    throw InternalError(std::string("GEMM ranker: XGBoosterPredictFromDense: ") + XGBGetLastError());
+  return std::vector<float>(result, result + rows.size());
 }
 
 RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, int heuristic) {

@@ -64,6 +64,13 @@ RankerRows gemm_ranker_rows(const Hardware& hw, const GemmModelParams& params, c
     worst = std::max(worst, predicted[i]);
   }
   if (!(worst > 0.0)) best = worst = 1.0;  // nothing predictable: every candidate alike
+  // The predictions in order, so that a candidate's count of faster ones is one binary
+  // search (shapes can have a thousand candidates).
+  std::vector<double> ordered;
+  ordered.reserve(predicted.size());
+  for (const double p : predicted)
+    if (!std::isnan(p)) ordered.push_back(p);
+  std::sort(ordered.begin(), ordered.end());
   const double sa = static_cast<double>(dtype_size(problem.a_type)), sb = static_cast<double>(dtype_size(problem.b_type));
   const double sc = static_cast<double>(dtype_size(problem.c_type));
   const double m = static_cast<double>(problem.m), n = static_cast<double>(problem.n), k = static_cast<double>(problem.k);
@@ -72,9 +79,7 @@ RankerRows gemm_ranker_rows(const Hardware& hw, const GemmModelParams& params, c
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const RankerCandidate& c = candidates[i];
     const double t = std::isnan(predicted[i]) ? worst : predicted[i];
-    std::size_t faster = 0;
-    for (const double other : predicted)
-      if (!std::isnan(other) && other < t) ++faster;
+    const auto faster = static_cast<std::size_t>(std::lower_bound(ordered.begin(), ordered.end(), t) - ordered.begin());
     if (faster >= kRankerShortlist && c.list_rank >= kNotListed) continue;
     out.candidate.push_back(i);
     out.rows.emplace_back();
