@@ -80,11 +80,14 @@ std::map<std::string, StepModelParams> calibrate_from_records(const std::string&
   }
   std::vector<Hardware> all;
   for (const std::string& name : list_hardware(hw_dir)) all.push_back(load_hardware_by_name(name, hw_dir));
-  // e2e records (bench/e2e_bench) and planner records (bench/plan_recipes.py).
+  // e2e records (bench/e2e_bench) and planner records (bench/plan_recipes.py). Variant
+  // comparisons (e2e-*-variants.json, bench/step_variants_summary.py) are left out: they
+  // set builds side by side, older ones among them, so they do not measure this engine.
   std::vector<std::string> files;
   for (const auto& entry : std::filesystem::directory_iterator(measurements)) {
     const std::string name = entry.path().filename().string();
-    if ((name.rfind("e2e-", 0) == 0 || name.rfind("planner-", 0) == 0) && ends_with(name, ".json"))
+    if ((name.rfind("e2e-", 0) == 0 || name.rfind("planner-", 0) == 0) && ends_with(name, ".json") &&
+        !ends_with(name, "-variants.json"))
       files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());
