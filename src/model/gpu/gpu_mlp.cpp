@@ -43,46 +43,12 @@ void GpuMlp::use_small_gemms(std::vector<SmallGemmUse> uses) {
     const Layer& l = layers_.at(static_cast<std::size_t>(u.layer));
     if (l.half) throw InternalError("GpuMlp: a small-GEMM kernel for a 16-bit layer");
   }
-  small_gemms_ = std::move(uses);
-  small_gemm_decisions_.clear();
+  small_gemms_.set_uses(std::move(uses));
   capacity_ = 0;  // the next reserve() sizes the workspace
 }
 
-const kernels::TunedSmallGemm* GpuMlp::small_gemm(int layer, tune::SmallGemmPass pass, int64_t batch,
-                                                  cublaslt::Gemm& gemm, const cublaslt::Problem& problem,
-                                                  const cublaslt::Operands& operands) {
-  for (std::size_t i = 0; i < small_gemms_.size(); ++i) {
-    const SmallGemmUse& u = small_gemms_[i];
-    if (u.layer != layer || u.pass != pass) continue;
-    if (!u.predicted_us) return u.kernel;
-    const auto key = std::make_pair(i, batch);
-    auto it = small_gemm_decisions_.find(key);
-    if (it == small_gemm_decisions_.end()) {
-      // No prediction for the library's configuration (its heuristic chose): the kernel the
-      // model can price runs.
-      SmallGemmDecision d;
-      d.batch = batch;
-      d.small_gemm_us = u.predicted_us(batch);
-      d.cublaslt_us = gemm.predicted_us(problem, operands);
-      d.small_gemm = !d.cublaslt_us || d.small_gemm_us < *d.cublaslt_us;
-      it = small_gemm_decisions_.emplace(key, d).first;
-    }
-    return it->second.small_gemm ? u.kernel : nullptr;
-  }
-  return nullptr;
-}
-
 std::vector<SmallGemmDecision> GpuMlp::small_gemm_decisions(const std::string& prefix) const {
-  std::vector<SmallGemmDecision> out;
-  for (const auto& [key, d] : small_gemm_decisions_) {
-    const SmallGemmUse& u = small_gemms_[key.first];
-    const char* pass = u.pass == tune::SmallGemmPass::forward           ? "forward"
-                       : u.pass == tune::SmallGemmPass::weight_gradient ? "weight gradient"
-                                                                        : "input gradient";
-    out.push_back(d);
-    out.back().gemm = prefix + "." + std::to_string(u.layer) + " " + pass;
-  }
-  return out;
+  return small_gemms_.decisions(prefix);
 }
 
 int GpuMlp::max_width() const {
@@ -115,10 +81,7 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
                        ? Tensor::empty({static_cast<int64_t>(cublaslt::relu_aux_bytes(batch, layers_[i].out))},
                                        DType::u8, device)
                        : Tensor());
-  std::size_t workspace = 0;
-  for (const SmallGemmUse& u : small_gemms_) workspace = std::max(workspace, u.kernel->workspace_floats());
-  small_gemm_workspace_ =
-      workspace > 0 ? Tensor::empty({static_cast<int64_t>(workspace)}, DType::f32, device) : Tensor();
+  small_gemms_.reserve(device);
   capacity_ = batch;
 }
 
@@ -229,7 +192,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
       o.bias = l.bias16;
     }
     if (const kernels::TunedSmallGemm* k =
-            small_gemm(static_cast<int>(i), tune::SmallGemmPass::forward, batch, gemm, p, o)) {
+            small_gemms_.choose(static_cast<int>(i), tune::SmallGemmPass::forward, batch, gemm, p, o)) {
       // An fp32 layer (16-bit layers have no small-GEMM kernel): fp32 output, fp32 bias.
       k->launch({batch, o.a, p.lda, o.b, p.ldb, static_cast<float*>(y), p.ldd, l.bias, nullptr}, stream);
     } else {
@@ -315,11 +278,12 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     ow.d = l.grad_weight;
     const gpu::stream_t weight_stream = side_ ? side_->stream() : stream;
     if (side_) side_->fork(stream);
-    if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow)) {
+    if (const kernels::TunedSmallGemm* k =
+            small_gemms_.choose(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow)) {
       // C = dZ^T X: the narrow operand is dZ when the layer's output is the small side.
       const bool dz_narrow = k->shape().flag;
       k->launch({batch, dz_narrow ? ow.a : ow.b, dz_narrow ? pw.lda : pw.ldb, dz_narrow ? ow.b : ow.a,
-                 dz_narrow ? pw.ldb : pw.lda, l.grad_weight, pw.ldd, nullptr, small_gemm_workspace_.data<float>()},
+                 dz_narrow ? pw.ldb : pw.lda, l.grad_weight, pw.ldd, nullptr, small_gemms_.workspace()},
                 weight_stream);
     } else {
       gemm.run(pw, ow, weight_stream, side_ ? cublaslt::Gemm::Lane::side : cublaslt::Gemm::Lane::main);
@@ -375,7 +339,8 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       ox.a = dz_operand;
       ox.b = l.half ? static_cast<const void*>(l.weight16) : l.weight;
       ox.d = next;
-      if (const kernels::TunedSmallGemm* k = small_gemm(i, tune::SmallGemmPass::input_gradient, batch, gemm, px, ox))
+      if (const kernels::TunedSmallGemm* k =
+              small_gemms_.choose(i, tune::SmallGemmPass::input_gradient, batch, gemm, px, ox))
         k->launch({batch, ox.a, px.lda, ox.b, px.ldb, next, px.ldd, nullptr, nullptr}, stream);
       else
         gemm.run(px, ox, stream);

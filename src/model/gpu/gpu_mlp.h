@@ -32,6 +32,7 @@
 #include "gpu/platform.h"
 #include "model/gpu/dense_parameters.h"
 #include "model/gpu/side_lane.h"
+#include "model/gpu/small_gemm_choice.h"
 #include "model/gpu/sixteen_bit_widths.h"
 #include "model/gpu/tuned_small_gemms.h"
 
@@ -131,15 +132,7 @@ class GpuMlp {
   cublaslt::Problem mask_backward_problem(int i, int64_t batch, int64_t ld_dz) const;
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
-  // The small-GEMM kernel that runs layer i's pass at this batch, or null (cuBLASLt, which
-  // would run `problem` on `operands`).
-  const kernels::TunedSmallGemm* small_gemm(int layer, tune::SmallGemmPass pass, int64_t batch,
-                                            cublaslt::Gemm& gemm, const cublaslt::Problem& problem,
-                                            const cublaslt::Operands& operands);
-  std::vector<SmallGemmUse> small_gemms_;
-  // (use index, batch) -> the decision (uses with a prediction only).
-  std::map<std::pair<std::size_t, int64_t>, SmallGemmDecision> small_gemm_decisions_;
-  Tensor small_gemm_workspace_;  // the weight-gradient kernels' partial sums (the largest need)
+  SmallGemmChoice small_gemms_;  // the narrow layers' GEMMs that run a small-GEMM kernel
   SideLane* side_ = nullptr;
 };
 
