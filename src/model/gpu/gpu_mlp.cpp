@@ -35,6 +35,9 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
   }
   // A 16-bit layer whose successor is 16-bit too hands it its output in 16 bits only.
   for (std::size_t i = 0; i + 1 < layers_.size(); ++i) layers_[i].out16 = layers_[i].half && layers_[i + 1].half;
+  std::vector<ReluMaskFusion::Layer> fusion_layers;
+  for (const Layer& l : layers_) fusion_layers.push_back({l.in, l.out, l.relu, l.half});
+  fusion_ = ReluMaskFusion(std::move(fusion_layers), half_type_, precision_);
   operands16_.assign(layers_.size(), nullptr);
 }
 
@@ -75,71 +78,9 @@ void GpuMlp::reserve(int64_t batch, Allocator& device) {
   }
   for (Tensor& g16 : grad16_) g16 = any_half ? Tensor::empty({batch, max_width()}, half_type_, device) : Tensor();
   bias_grad16_ = any_half ? Tensor::empty({max_width()}, half_type_, device) : Tensor();
-  aux_.clear();
-  for (std::size_t i = 0; i < layers_.size(); ++i)
-    aux_.push_back(fusable(static_cast<int>(i))
-                       ? Tensor::empty({static_cast<int64_t>(cublaslt::relu_aux_bytes(batch, layers_[i].out))},
-                                       DType::u8, device)
-                       : Tensor());
+  fusion_.reserve(batch, device);
   small_gemms_.reserve(device);
   capacity_ = batch;
-}
-
-bool GpuMlp::fusable(int i) const {
-  const std::size_t li = static_cast<std::size_t>(i);
-  return li + 1 < layers_.size() && layers_[li].relu && layers_[li].half && layers_[li + 1].half;
-}
-
-cublaslt::Problem GpuMlp::mask_forward_problem(int i, int64_t batch) const {
-  const Layer& l = layers_[static_cast<std::size_t>(i)];
-  cublaslt::Problem f;
-  f.m = batch;
-  f.n = l.out;
-  f.k = l.in;
-  f.trans_b = true;
-  f.lda = l.in;
-  f.ldb = l.in;
-  f.ldd = l.out;
-  f.d_type = half_type_;
-  f.precision = precision_;
-  f.epilogue = cublaslt::Epilogue::relu_aux_bias;
-  f.bias_type = half_type_;
-  return f;
-}
-
-cublaslt::Problem GpuMlp::mask_backward_problem(int i, int64_t batch, int64_t ld_dz) const {
-  const Layer& l = layers_[static_cast<std::size_t>(i)];
-  const Layer& next = layers_[static_cast<std::size_t>(i) + 1];
-  cublaslt::Problem b;
-  b.m = batch;
-  b.n = next.in;
-  b.k = next.out;
-  b.lda = ld_dz;
-  b.ldb = next.in;
-  b.ldd = l.out;
-  b.d_type = half_type_;
-  b.precision = precision_;
-  b.epilogue = cublaslt::Epilogue::drelu_bgrad;
-  // cuBLASLt fuses these with a 16-bit D only for a bias (and bias gradient) of D's type
-  // (tests/gemm/test_cublaslt_gemm.cpp records the combinations): the bias gradient
-  // arrives in 16 bits, as an autocast Linear's does, and is widened exactly.
-  b.bias_type = half_type_;
-  return b;
-}
-
-const std::vector<char>& GpuMlp::fused_layers(cublaslt::Gemm& gemm, int64_t batch) {
-  auto it = fused_at_.find(batch);
-  if (it != fused_at_.end()) return it->second;
-  std::vector<char> fused(layers_.size(), 0);
-  for (std::size_t i = 0; i < layers_.size(); ++i) {
-    const int li = static_cast<int>(i);
-    if (!fusable(li)) continue;
-    fused[i] = gemm.supported(mask_forward_problem(li, batch)) &&
-                       gemm.supported(mask_backward_problem(li, batch, layers_[i + 1].out))
-                   ? 1
-                   : 0;
-  }
-  return fused_at_.emplace(batch, std::move(fused)).first->second;
 }
 
 float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_t batch, float* out, int64_t ld_out,
@@ -150,7 +91,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
   const float* input = x;
   int64_t ld_in = ldx;
   const void* input16 = input_16bit_ ? x16 : nullptr;  // the input's 16-bit copy when one exists
-  fused_ = fused_layers(gemm, batch);
+  fusion_.choose(gemm, batch);
   for (std::size_t i = 0; i < layers_.size(); ++i) {
     const Layer& l = layers_[i];
     const bool last = i + 1 == layers_.size();
@@ -166,7 +107,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     p.ldd = ld_y;
     p.d_type = l.out16 ? half_type_ : DType::f32;
     p.precision = l.half ? precision_ : fp32_precision();
-    p.epilogue = fused_[i] ? cublaslt::Epilogue::relu_aux_bias
+    p.epilogue = fusion_.fused(static_cast<int>(i)) ? cublaslt::Epilogue::relu_aux_bias
                  : l.relu  ? cublaslt::Epilogue::relu_bias
                            : cublaslt::Epilogue::bias;
     cublaslt::Operands o;
@@ -185,7 +126,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     }
     o.d = y;
     o.bias = l.bias;
-    if (fused_[i]) o.aux = aux_[i].raw();
+    if (fusion_.fused(static_cast<int>(i))) o.aux = fusion_.mask(static_cast<int>(i));
     if (l.out16) {
       // A 16-bit output adds the bias's 16-bit copy, as an autocast Linear does.
       p.bias_type = half_type_;
@@ -298,14 +239,14 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
 
     // dx (batch x in) = dz W; where layer i - 1's epilogues fuse, its dz = dx * relu'
     // (the forward's mask) in 16 bits and its bias gradient instead.
-    if (i > 0 && fused_[li - 1]) {
+    if (i > 0 && fusion_.fused(i - 1)) {
       const Layer& below = layers_[li - 1];
-      const cublaslt::Problem px = mask_backward_problem(i - 1, batch, ld_dz);
+      const cublaslt::Problem px = fusion_.backward_problem(i - 1, batch, ld_dz);
       cublaslt::Operands ox;
       ox.a = dz_operand;
       ox.b = l.weight16;
       ox.d = grad16_[g16 ^ 1].raw();
-      ox.aux = aux_[li - 1].raw();
+      ox.aux = fusion_.mask(i - 1);
       ox.bias_grad = static_cast<float*>(bias_grad16_.raw());  // 16-bit values (px.bias_type)
       gemm.run(px, ox, stream);
       kernels::widen_16bit(bias_grad16_.data<uint16_t>(), below.grad_bias, below.out, half_type_, stream);

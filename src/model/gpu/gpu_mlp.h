@@ -23,7 +23,6 @@
 // The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first
 // layer, the 1-wide logit layer) run in fp32.
 #include <cstdint>
-#include <map>
 #include <utility>
 #include <vector>
 
@@ -31,6 +30,7 @@
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/platform.h"
 #include "model/gpu/dense_parameters.h"
+#include "model/gpu/relu_mask_fusion.h"
 #include "model/gpu/side_lane.h"
 #include "model/gpu/small_gemm_choice.h"
 #include "model/gpu/sixteen_bit_widths.h"
@@ -116,20 +116,8 @@ class GpuMlp {
   std::vector<Tensor> inputs16_;     // [i]: 16-bit copy of layer i's input, where this MLP rounds it
   std::vector<const void*> operands16_;  // [i]: layer i's 16-bit input operand in the last forward
   Tensor grad16_[2];                 // the current layer's output gradient in 16 bits (ping-pong)
-  std::vector<Tensor> aux_;          // [i]: layer i's ReLU mask bits, where its epilogues can fuse
   Tensor bias_grad16_;               // a fused layer's bias gradient as the epilogue writes it (16 bits)
-  // [i]: whether the last forward stored layer i's mask, so that the backward's input-
-  // gradient GEMM of layer i + 1 applies it (decided per batch: `fused_at_`).
-  std::vector<char> fused_;
-  std::map<int64_t, std::vector<char>> fused_at_;
-  const std::vector<char>& fused_layers(cublaslt::Gemm& gemm, int64_t batch);
-  bool fusable(int i) const;
-  // Layer i's forward GEMM storing its ReLU mask (relu_aux_bias), and layer i + 1's
-  // input-gradient GEMM applying it (drelu_bgrad: layer i's gradient and 16-bit bias
-  // gradient; ld_dz: layer i + 1's output gradient's leading dimension). The support of
-  // both decides `fused_at_`; the backward runs the second.
-  cublaslt::Problem mask_forward_problem(int i, int64_t batch) const;
-  cublaslt::Problem mask_backward_problem(int i, int64_t batch, int64_t ld_dz) const;
+  ReluMaskFusion fusion_;  // where the ReLU goes into the GEMMs' epilogues
   float* last_output_ = nullptr;
   int64_t last_ld_ = 0;
   SmallGemmChoice small_gemms_;  // the narrow layers' GEMMs that run a small-GEMM kernel
