@@ -6,6 +6,25 @@
 
 namespace hetrec {
 
+void check_batch_shape(const Batch& batch, int num_dense, int num_tables, bool need_labels) {
+  const auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) throw DataError("batch from sample " + std::to_string(batch.first_sample) + ": " + what);
+  };
+  expect(batch.size > 0, "expected at least one sample, got " + std::to_string(batch.size));
+  expect(batch.num_dense == num_dense, "has " + std::to_string(batch.num_dense) +
+                                           " dense features, the model (model.num_dense) expects " +
+                                           std::to_string(num_dense));
+  expect(batch.num_tables == num_tables, "has " + std::to_string(batch.num_tables) +
+                                             " sparse features, the model has " + std::to_string(num_tables) +
+                                             " tables");
+  expect(static_cast<int64_t>(batch.dense.size()) == batch.size * batch.num_dense,
+         "dense holds " + std::to_string(batch.dense.size()) + " values, expected size x num_dense = " +
+             std::to_string(batch.size * batch.num_dense));
+  if (need_labels)
+    expect(static_cast<int64_t>(batch.labels.size()) == batch.size,
+           "labels holds " + std::to_string(batch.labels.size()) + " values, expected " + std::to_string(batch.size));
+}
+
 void check_bag_offsets(const Batch& batch, int num_tables) {
   const int64_t b_size = batch.size;
   if (batch.num_tables != num_tables || batch.offsets.size() != static_cast<std::size_t>(num_tables * b_size + 1))

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "core/seed_streams.h"
+#include "data/batch_checks.h"
 #include "data/batch_slice.h"
 #include "model/describe.h"
 #include "nn/bce_loss.h"
@@ -80,7 +81,7 @@ class CpuDlrm final : public DistributedModel {
   }
 
   double train_step(const Batch& global_batch, const StepRates& rates) override {
-    check_batch(global_batch, /*need_labels=*/true);
+    check_batch_shape(global_batch, config_.num_dense, config_.num_tables(), /*need_labels=*/true);
     Batch local_storage;
     const Batch& batch = group_ ? (local_storage = local_slice(global_batch)) : global_batch;
     const int64_t b = batch.size;
@@ -113,7 +114,7 @@ class CpuDlrm final : public DistributedModel {
   }
 
   void predict(const Batch& batch, std::span<float> logits) override {
-    check_batch(batch, /*need_labels=*/false);
+    check_batch_shape(batch, config_.num_dense, config_.num_tables(), /*need_labels=*/false);
     if (static_cast<int64_t>(logits.size()) != batch.size)
       throw InternalError("predict: " + std::to_string(logits.size()) + " logits for a batch of " +
                           std::to_string(batch.size));
@@ -167,26 +168,6 @@ class CpuDlrm final : public DistributedModel {
   }
 
  private:
-  void check_batch(const Batch& batch, bool need_labels) const {
-    const auto expect = [&](bool ok, const std::string& what) {
-      if (!ok)
-        throw DataError("batch from sample " + std::to_string(batch.first_sample) + ": " + what);
-    };
-    expect(batch.size > 0, "expected at least one sample, got " + std::to_string(batch.size));
-    expect(batch.num_dense == config_.num_dense, "has " + std::to_string(batch.num_dense) +
-                                                     " dense features, the model (model.num_dense) expects " +
-                                                     std::to_string(config_.num_dense));
-    expect(batch.num_tables == config_.num_tables(), "has " + std::to_string(batch.num_tables) +
-                                                         " sparse features, the model has " +
-                                                         std::to_string(config_.num_tables()) + " tables");
-    expect(static_cast<int64_t>(batch.dense.size()) == batch.size * batch.num_dense,
-           "dense holds " + std::to_string(batch.dense.size()) + " values, expected size x num_dense = " +
-               std::to_string(batch.size * batch.num_dense));
-    if (need_labels)
-      expect(static_cast<int64_t>(batch.labels.size()) == batch.size,
-             "labels holds " + std::to_string(batch.labels.size()) + " values, expected " + std::to_string(batch.size));
-  }
-
   void reserve(int64_t batch) {
     if (batch <= capacity_) return;
     const int64_t pooled = batch * config_.num_tables() * config_.embedding_dim;

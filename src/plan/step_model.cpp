@@ -44,8 +44,9 @@ constexpr double kSegmentBookkeepingBytes = static_cast<double>(kernels::kEmbedd
 // pooled_pieces.cu) read and write each piece element once, one launch each: an fp32
 // element of X and one of the piece, which is fp32 or of the exchange's type.
 constexpr double kPieceCopyBytes = 2 * kFloatBytes;
-// The small all-reduces of every data-parallel step (GpuDlrm::enqueue_step): the skip
-// flag (int32), the loss (double) and, with fp16 dense compute, the overflow flag (int32).
+// The small all-reduces of every data-parallel step (model/gpu/sharded_embedding_stage.cpp):
+// the skip flag (int32), the loss (double) and, with fp16 dense compute, the overflow flag
+// (int32).
 constexpr double kSkipFlagBytes = 4.0, kLossBytesOnLink = 8.0, kOverflowFlagBytes = 4.0;
 static_assert(kDefaultCollectiveLatencyUs == kAssumedPeerStepLatencyS * 1e6,
               "the latency factor starts at the communication model's assumption");
