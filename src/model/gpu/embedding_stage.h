@@ -37,7 +37,8 @@ struct EmbeddingStepArgs {
   kernels::StepScalars* scalars = nullptr;        // device: rates, step, the skip flag
   kernels::LossScaleState* loss_scale = nullptr;  // device, fp16 only
   double* loss = nullptr;                         // device: the step's loss
-  // X's table slots (sample b, table t at slots[b * stride + t * dim]) and their gradients.
+  // X's table slots (sample b, table t at slots[b * stride + t * dim]) and their gradients
+  // (set by the step once its interaction backward has named X's gradient).
   float* slots = nullptr;
   float* grad_slots = nullptr;
   int64_t stride = 0;
@@ -73,6 +74,9 @@ class EmbeddingStage {
                                      kernels::StepScalars* scalars, gpu::stream_t stream) = 0;
 
   // ---- host side ----
+  // Waits for the work on the stage's own stream (at teardown: it may read the step's
+  // buffers).
+  virtual void synchronize() = 0;
   // Waits for the device work enqueued on `compute`; data parallel, bounded by the
   // collective timeout (a rank that died or hangs ends it with a DeviceError naming `op`).
   virtual void wait(gpu::Stream& compute, const std::string& op) = 0;

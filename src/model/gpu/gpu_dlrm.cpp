@@ -102,6 +102,7 @@ GpuDlrm::GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuMo
 GpuDlrm::~GpuDlrm() {
   try {
     compute_.synchronize();
+    embeddings_->synchronize();
     copy_.synchronize();
   } catch (const Error&) {
     // A device error is already being reported elsewhere; the destructor must not throw.

@@ -144,7 +144,6 @@ EmbeddingStepArgs GpuDlrm::embedding_args() {
   a.loss_scale = device_loss_scale();
   a.loss = &device_output()->loss;
   a.slots = features_.data<float>() + dim;
-  a.grad_slots = grad_features_.data<float>() + dim;  // the step's X gradient (enqueue_step names it)
   a.stride = (config_.num_tables() + 1) * dim;
   return a;
 }

@@ -43,6 +43,7 @@ class LocalEmbeddingStage final : public EmbeddingStage {
     return local;
   }
 
+  void synchronize() override { stream_.synchronize(); }
   void wait(gpu::Stream& compute, const std::string& op) override;
   bool reserve(int64_t max_ids) override;
   void validate(const Batch& batch) const override { tables_->validate(batch); }

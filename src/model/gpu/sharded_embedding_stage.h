@@ -52,6 +52,7 @@ class ShardedEmbeddingStage final : public EmbeddingStage {
   const float* gather_logits(const float* local, int64_t local_count, int64_t batch, kernels::StepScalars* scalars,
                              gpu::stream_t stream) override;
 
+  void synchronize() override { stream_.synchronize(); }
   void wait(gpu::Stream& compute, const std::string& op) override;
   bool reserve(int64_t) override { return false; }  // the shards size their own
   void validate(const Batch& batch) const override { shards_->validate(batch); }
