@@ -205,6 +205,11 @@ Hardware load_hardware(const std::string& path) {
   if (hw.name != stem)
     root.fail("name", "'" + hw.name + "' must equal the file name without extension ('" + stem + "')");
   hw.display_name = root.string("display_name");
+  if (root.has("device_names")) {
+    hw.device_names = root.string_array("device_names");
+    for (const std::string& n : hw.device_names)
+      if (n.empty()) root.fail("device_names", "names must not be empty");
+  }
   const std::string vendor = root.string("vendor");
   if (vendor == "nvidia")
     hw.vendor = Vendor::nvidia;
@@ -409,12 +414,17 @@ std::string default_hardware_dir() {
   return (std::filesystem::path(data_dir()) / "hw").string();
 }
 
+bool describes_device(const Hardware& hw, std::string_view device_name) {
+  if (device_name.empty()) return false;
+  if (hw.display_name == device_name) return true;
+  return std::find(hw.device_names.begin(), hw.device_names.end(), device_name) != hw.device_names.end();
+}
+
 Hardware hardware_for_device(std::string_view device_name, const std::string& dir, std::string_view key) {
   std::vector<Hardware> matches;
   for (const std::string& name : list_hardware(dir)) {
     Hardware hw = load_hardware((std::filesystem::path(dir) / (name + ".toml")).string());
-    if (!device_name.empty() && std::string_view(hw.display_name).substr(0, device_name.size()) == device_name)
-      matches.push_back(std::move(hw));
+    if (describes_device(hw, device_name)) matches.push_back(std::move(hw));
   }
   if (matches.size() == 1) return std::move(matches.front());
   std::string names;

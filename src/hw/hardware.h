@@ -92,6 +92,9 @@ using MatrixClocks = PrecisionValues;
 struct Hardware {
   std::string name;          // file stem, e.g. "h200_sxm"
   std::string display_name;  // "NVIDIA H200 SXM"
+  // The names the GPU runtime reports for this part (cudaDeviceProp::name,
+  // hipDeviceProp_t::name), e.g. "NVIDIA H100 80GB HBM3" for the H100 SXM5; optional.
+  std::vector<std::string> device_names;
   Vendor vendor = Vendor::nvidia;
   std::string arch;  // "sm_90", "sm_100", "gfx942", "gfx950"
 
@@ -162,9 +165,12 @@ std::vector<std::string> list_hardware(const std::string& dir);
 // folder (core/install_paths.h: <prefix>/share/hetrec/hw when installed, the source tree's
 // hw/ for a binary in its build tree).
 std::string default_hardware_dir();
-// The description of a local GPU from the driver's device name (e.g. "NVIDIA H200"): the one
-// file in `dir` whose display name starts with it. ConfigError naming `key` (the setting
-// that picks a description by name) when none or several match.
+// Whether `hw` describes the GPU the runtime names `device_name`: one of its
+// `device_names`, or its display name itself.
+bool describes_device(const Hardware& hw, std::string_view device_name);
+// The description of a local GPU from the runtime's device name (e.g. "NVIDIA H200"): the
+// one file in `dir` that describes_device. ConfigError naming `key` (the setting that
+// picks a description by name) when none or several match.
 Hardware hardware_for_device(std::string_view device_name, const std::string& dir, std::string_view key);
 
 // The measured host-gather rate (GB/s of distinct rows) at a host span of `span_gb`:

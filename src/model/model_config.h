@@ -44,7 +44,7 @@ struct ModelConfig : FeatureSpec {
   GemmSelection gemm_selection = GemmSelection::library;
   SortSelection sort = SortSelection::automatic;
   // GPU, gemm_selection = model: the hardware description (hw/<name>.toml) the model
-  // predicts for; empty: the one whose display name starts with the device's name.
+  // predicts for; empty: the one that describes the device (hw/hardware.h describes_device).
   std::string gemm_hardware;
   // GPU, gemm_selection = model: the model's parameters (a file `hetrec gemm calibrate
   // --params-out` writes); empty: the shipped hw/params/<arch>.toml.

@@ -56,11 +56,11 @@ std::optional<RunConfig> record_config(const std::string& config, std::vector<st
 }
 
 // The hardware description a record's GPU name belongs to ("NVIDIA H200" -> h200_sxm):
-// the one whose display name starts with it, when exactly one does.
+// the one that describes_device, when exactly one does.
 std::optional<Hardware> record_hardware(const std::string& gpu, const std::vector<Hardware>& all) {
   std::optional<Hardware> found;
   for (const Hardware& h : all)
-    if (h.display_name.rfind(gpu, 0) == 0) {
+    if (describes_device(h, gpu)) {
       if (found) return std::nullopt;
       found = h;
     }

@@ -97,6 +97,30 @@ TEST(HardwareFiles, ListsEveryShippedGpu) {
   EXPECT_EQ(list_hardware(kHwDir), expected);
 }
 
+// The runtime's device names find their descriptions: the H100 SXM5 reports a name unlike
+// its display name, the H200 a prefix of its own; a name no description lists finds none,
+// and the error names the setting that picks one.
+TEST(HardwareFiles, RuntimeDeviceNamesFindTheirDescription) {
+  EXPECT_EQ(hardware_for_device("NVIDIA H100 80GB HBM3", kHwDir, "k").name, "h100_sxm");
+  EXPECT_EQ(hardware_for_device("NVIDIA H200", kHwDir, "k").name, "h200_sxm");
+  EXPECT_EQ(hardware_for_device("NVIDIA A100-SXM4-40GB", kHwDir, "k").name, "a100_sxm_40gb");
+  EXPECT_EQ(hardware_for_device("AMD Instinct MI300X", kHwDir, "k").name, "mi300x");
+  for (const char* other : {"NVIDIA H100 PCIe", "NVIDIA H200 NVL", "NVIDIA H", ""}) {
+    try {
+      (void)hardware_for_device(other, kHwDir, "model.gemm_hardware");
+      ADD_FAILURE() << other << " matched a description";
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("set model.gemm_hardware"), std::string::npos) << e.what();
+    }
+  }
+  const Hardware h100 = load_hardware_by_name("h100_sxm", kHwDir);
+  EXPECT_TRUE(describes_device(h100, "NVIDIA H100 SXM"));
+  EXPECT_FALSE(describes_device(h100, "NVIDIA H100"));
+  const std::string e = load_error("device_names = [\"NVIDIA H100 80GB HBM3\"]", "device_names = [\"\"]");
+  EXPECT_NE(e.find("device_names"), std::string::npos) << e;
+  EXPECT_NE(e.find("must not be empty"), std::string::npos) << e;
+}
+
 TEST(HardwareFiles, MatchTheDesignTable) {
   for (const DesignRow& row : kDesignTable) {
     SCOPED_TRACE(row.name);

@@ -140,7 +140,7 @@ TEST(SmallGemmGpu, ShortRunKeepsOnlyWinnersThatBeatCublasLt) {
   bool found = false;
   for (const std::string& name : list_hardware(hw_dir)) {
     const Hardware h = load_hardware_by_name(name, hw_dir);
-    if (h.display_name.rfind(device, 0) == 0) {
+    if (describes_device(h, device)) {
       o.hw = h;
       found = true;
     }

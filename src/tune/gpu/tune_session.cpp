@@ -44,9 +44,9 @@ nlohmann::json run_tuning(const TuneOptions& o, std::ostream& progress) {
   const auto deadline =
       start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(o.budget_minutes * 60.0));
   DeviceFacts dev{gpu::device_properties(gpu::current_device()), gpu::driver_version()};
-  // The description must be this device's ("NVIDIA H200 SXM" for "NVIDIA H200"): its
-  // bandwidth makes the floors and its limits the occupancy.
-  if (o.hw.display_name.rfind(dev.props.name, 0) != 0)
+  // The description must be this device's (h200_sxm for "NVIDIA H200"): its bandwidth makes
+  // the floors and its limits the occupancy.
+  if (!describes_device(o.hw, dev.props.name))
     throw ConfigError("--hw " + o.hw.name + " describes '" + o.hw.display_name + "', but the device is '" +
                       dev.props.name + "': name its description (hetrec hw list)");
   if (dev.props.warp_size != o.hw.warp_size)
