@@ -103,7 +103,7 @@ int run(int argc, char** argv) {
   int64_t batch = 65536;
   int steps = 20, warmup = 3;
   bool no_graph = false, profile = false, no_overlap = false, no_model_small_gemms = false, overlap_weight_gradients = false,
-       overlap_embedding_backward = false;
+       no_overlap_embedding_backward = false;
   app.add_option("--config", config, "hetrec config file (its [model] and [optim] are used)");
   app.add_option("--batch", batch, "samples per step");
   app.add_option("--steps", steps, "timed steps (the median is reported)");
@@ -122,9 +122,9 @@ int run(int argc, char** argv) {
   app.add_flag("--overlap-weight-gradients", overlap_weight_gradients,
                "run the weight-gradient GEMMs on a second stream beside the input-gradient chain "
                "(GpuModelOptions::overlap_weight_gradients)");
-  app.add_flag("--overlap-embedding-backward", overlap_embedding_backward,
-               "one device: run the embedding backward beside the bottom MLP's backward and the dense optimizer "
-               "(GpuModelOptions::overlap_embedding_backward)");
+  app.add_flag("--no-overlap-embedding-backward", no_overlap_embedding_backward,
+               "one device: run the embedding backward after the bottom MLP's backward and the dense optimizer, "
+               "not beside them (GpuModelOptions::overlap_embedding_backward, on by default)");
   app.add_option("--json-out", json_out, "results file (default bench/results/e2e-<date>[-<tag>].json)");
   app.add_option("--commit", commit, "commit the binary was built from");
   app.add_option("--tag", tag, "suffix of the default results file name");
@@ -168,7 +168,7 @@ int run(int argc, char** argv) {
   opts.overlap_exchanges = !no_overlap;
   opts.model_small_gemms = !no_model_small_gemms;
   opts.overlap_weight_gradients = overlap_weight_gradients;
-  opts.overlap_embedding_backward = overlap_embedding_backward;
+  opts.overlap_embedding_backward = !no_overlap_embedding_backward;
   opts.tuned_kernels_file = tuned_kernels;
 
   // Data parallel under mpirun: the ranks on the host (MPI) and on the GPUs (NCCL).
@@ -356,7 +356,7 @@ int run(int argc, char** argv) {
                     {"overlap_exchanges", ranks > 1 && !no_overlap && !profile},
                     {"model_small_gemms", !no_model_small_gemms},
                     {"overlap_weight_gradients", overlap_weight_gradients},
-                    {"overlap_embedding_backward", ranks == 1 && overlap_embedding_backward && !profile},
+                    {"overlap_embedding_backward", ranks == 1 && !no_overlap_embedding_backward && !profile},
                     {"batch_copied_ahead", true},  // every step announces the next (prepare_next)
                     {"samples_per_s_per_gpu", samples_per_s / ranks},
                     {"rank_step_ms", rank_step_ms},
