@@ -1,24 +1,31 @@
 #!/usr/bin/env bash
-# The planner against measurement on one H200, full MLPerf DLRM-DCNv2, from prebuilt
+# The planner against measurement on one H200 or H100 (HW: its description, default
+# h200_sxm), full MLPerf DLRM-DCNv2, from prebuilt
 # binaries (.carry/suite/suite.tar.xz, as suite.sh):
 #   1. bench/plan_recipes.py: the 12 recipes of bench/recipes/mlperf-b{32,64,128,256}k-
 #      {bf16,tf32}-{fp32,bf16}rows.toml (those that fit) and the recipes `hetrec plan` chooses
-#      for h200_sxm and for the H100 and the A100 (the direct ports), each predicted and
-#      trained for a short run (--warmup + --steps steps, median train_step, device memory);
-#      writes OUT_DIR/planner-<date>-h200-mlperf-grid.json.
-#   2. `hetrec bench port` from the H100 and from the A100 40 GB (port: the H100's plan,
-#      cuBLASLt's heuristic GEMMs, built-in kernels; hetrec: the H200's plan, the GEMM model's
-#      choices, tune/winners.json), from the H100 with --components (each component
-#      switched alone); equal samples (default 2097152), eval AUC on 262144 samples;
-#      writes OUT_DIR/direct-port-<date>-from-<hw>.json.
+#      for HW and for the other two of the H100, the H200 and the A100 (the direct ports),
+#      each predicted and trained for a short run (--warmup + --steps steps, median
+#      train_step, device memory); writes OUT_DIR/planner-<date>-<h200|h100>-mlperf-grid.json.
+#   2. `hetrec bench port` from each of those two (port: their plan, cuBLASLt's heuristic
+#      GEMMs, built-in kernels; hetrec: HW's plan, the GEMM model's choices,
+#      tune/winners.json), the first with --components (each component switched alone);
+#      equal samples (default 2097152), eval AUC on 262144 samples; writes
+#      OUT_DIR/direct-port-<date>-from-<hw>.json.
 #   3. the co-design demonstration: `hetrec plan --revise` on configs/dcnv2_hashed_demo.toml
-#      and `hetrec bench port --hetrec-config` (the H100-planned original against the
-#      H200-revised model, one run); writes OUT_DIR/direct-port-<date>-revised-demo.json.
+#      and `hetrec bench port --hetrec-config` (the first port source's original model
+#      against HW's revised model, one run); writes OUT_DIR/direct-port-<date>-revised-demo.json.
 # Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks the
 # planner file.
 # Usage: tools/gpu_machine/planner_recipes.sh OUT_DIR COMMIT [STEPS] [PORT_SAMPLES]
 set -uo pipefail
 out=$1 commit=$2 steps=${3:-20} port_samples=${4:-2097152}
+hw=${HW:-h200_sxm}
+case $hw in
+  h200_sxm) sources=(h100_sxm a100_sxm_40gb) ;;
+  h100_sxm) sources=(h200_sxm a100_sxm_40gb) ;;
+  *) echo "HW=$hw: expected h200_sxm or h100_sxm" >&2; exit 2 ;;
+esac
 root=/tmp/hetrec-suite
 mkdir -p "$root" "$out"
 [ -x "$root/bin/hetrec" ] || tar -C "$root" -xJf .carry/suite/suite.tar.xz
@@ -30,7 +37,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 start=$(date +%s)
 echo "=== recipes ($(date +%T))"
 timeout 300 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s 270 \
-  --steps "$steps" --warmup 5 --tag h200-mlperf-grid --port-from h100_sxm,a100_sxm_40gb \
+  --steps "$steps" --warmup 5 --hw "$hw" --tag "${hw%%_*}-mlperf-grid" --port-from "${sources[0]},${sources[1]}" \
   --plan-args "--dense fp32,tf32,bf16 --allow-host-tables" \
   --planned configs/dlrm_dcnv2_mlperf.toml \
   --run configs/dlrm_dcnv2_mlperf.toml bench/recipes/mlperf-b32k-*rows.toml bench/recipes/mlperf-b64k-bf16-*rows.toml \
@@ -38,21 +45,21 @@ timeout 300 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out
         bench/recipes/mlperf-b128k-*rows.toml bench/recipes/mlperf-b256k-*rows.toml \
   > "$out/plan_recipes.out" 2>&1
 echo "plan_recipes rc=$? ($(( $(date +%s) - start )) s)"; tail -12 "$out/plan_recipes.out"
-for from in h100_sxm a100_sxm_40gb; do
+for from in "${sources[@]}"; do
   echo "=== bench port --from $from ($(date +%T))"
   components=""
-  [ "$from" = h100_sxm ] && components=--components
-  timeout 150 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to h200_sxm \
+  [ "$from" = "${sources[0]}" ] && components=--components
+  timeout 150 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to "$hw" \
     --samples "$port_samples" $components --tuned-kernels tune/winners.json \
     --set data.synthetic.eval_samples=262144 --set data.reader_threads=15 \
     --out "$out/direct-port-$date-from-$from.json" > "$out/bench-port-$from.log" 2>&1
   echo "bench port rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from.log"
 done
 echo "=== co-design demonstration ($(date +%T))"
-"$bin/hetrec" plan --config configs/dcnv2_hashed_demo.toml --hw h200_sxm --revise \
-  --revised-config "$out/dcnv2_hashed_demo-revised-h200.toml" > "$out/revise.log" 2>&1
+"$bin/hetrec" plan --config configs/dcnv2_hashed_demo.toml --hw "$hw" --revise \
+  --revised-config "$out/dcnv2_hashed_demo-revised-${hw%%_*}.toml" > "$out/revise.log" 2>&1
 echo "plan --revise rc=$?"; grep -A6 '^model revisions' "$out/revise.log"
-timeout 120 "$bin/hetrec" bench port --config configs/dcnv2_hashed_demo.toml --from h100_sxm --to h200_sxm \
-  --hetrec-config "$out/dcnv2_hashed_demo-revised-h200.toml" --samples 4194304 --tuned-kernels tune/winners.json \
+timeout 120 "$bin/hetrec" bench port --config configs/dcnv2_hashed_demo.toml --from "${sources[0]}" --to "$hw" \
+  --hetrec-config "$out/dcnv2_hashed_demo-revised-${hw%%_*}.toml" --samples 4194304 --tuned-kernels tune/winners.json \
   --set data.reader_threads=15 --out "$out/direct-port-$date-revised-demo.json" > "$out/bench-port-revised.log" 2>&1
 echo "bench port (revised) rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|hetrec) |hetrec / port' "$out/bench-port-revised.log"

@@ -34,7 +34,8 @@ for stage in "$@"; do
     tests)
       for t in "$bin"/*_test_*; do  # every test program tools/gpu_machine/pack.sh packed
         timeout 200 "$t" --gtest_brief=1 > "$out/$(basename "$t").log" 2>&1
-        echo "$(basename "$t") rc=$? $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
+        rc=$?  # before any expansion: $(basename ...) would reset $?
+        echo "$(basename "$t") rc=$rc $(grep -E '^\[  (PASSED|FAILED|SKIPPED) ' "$out/$(basename "$t").log" | tr '\n' ' ')"
       done
       [ "${SANITIZERS:-1}" = 0 ] && continue  # SANITIZERS=0: the test programs only
       cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)

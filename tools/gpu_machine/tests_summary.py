@@ -34,6 +34,8 @@ def parse_log(path):
             m = NAMED.match(line)
             if m and m.group(2) not in named[m.group(1).lower()]:
                 named[m.group(1).lower()].append(m.group(2))
+    # --gtest_brief prints each failed test's line but no "N tests, listed below" count.
+    counts["failed"] = max(counts["failed"], len(named["failed"]))
     return counts, named
 
 
@@ -60,7 +62,7 @@ def main():
         name = os.path.basename(log)[:-4]
         counts, named = parse_log(log)
         entry = {"rc": rcs.get(name), **counts}
-        entry.update({k: v for k, v in named.items() if v})
+        entry.update({f"{k}_tests": v for k, v in named.items() if v})
         programs[name] = entry
     if not programs:
         sys.exit(f"tests_summary: no <program>.log in {args.dir}")
