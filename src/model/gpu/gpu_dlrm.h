@@ -55,14 +55,14 @@ struct GpuModelOptions {
   // chain of input gradients (model/gpu/side_lane.h, one more cuBLASLt workspace); off,
   // every GEMM runs in one stream. Off by default: beside the embedding overlap it gained
   // 1.2% on the capped step at batch 16384 and lost 0.4% on the full MLPerf step at 131072,
-  // and alone it lost 5% on the capped step (bench/results/e2e-20261205-h100-overlaps.json).
+  // and alone it lost 5% on the capped step (bench/results/e2e-20261205-h100-overlaps-variants.json).
   bool overlap_weight_gradients = false;
   // One device, without loss scaling: the embedding backward's chunk sums and update run on
   // the embedding stream beside the bottom MLP's backward and the dense optimizer; off (and
   // whenever profile_phases is on), they follow them in the compute stream. Bit-identical
   // to one stream; on by default: 1.2% faster on the full MLPerf DLRM-DCNv2 step at batch
   // 131072 and 2.5% on the capped tables at 16384 (one H100 SXM,
-  // bench/results/e2e-20261205-h100-overlaps.json).
+  // bench/results/e2e-20261205-h100-overlaps-variants.json).
   bool overlap_embedding_backward = true;
 };
 
