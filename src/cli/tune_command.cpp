@@ -12,6 +12,7 @@
 #include "hw/hardware.h"
 #include "train/config.h"
 #if defined(HETREC_WITH_GPU)
+#include "gpu/device.h"
 #include "model/gpu/gpu_embeddings.h"
 #include "tune/gpu/tune_session.h"
 #include "tune/small_gemm_cost.h"
@@ -25,7 +26,7 @@ struct TuneArgs {
   double budget_minutes = 3.0;
   std::string out_dir = "bench/results";
   std::string winners = "tune/winners.json";
-  std::string hw = "h200_sxm";
+  std::string hw;  // empty: the description of this GPU
   std::string hw_dir = default_hw_dir();
   std::string config = "configs/dlrm_dcnv2_capped.toml";
   std::vector<std::string> rows = {"fp32", "bf16"};
@@ -53,7 +54,9 @@ void add_tune_command(CLI::App& app, Action& action) {
   cmd->add_option("--winners", a->winners,
                   "winners file the engine loads (HETREC_TUNED_KERNELS=<file> for train, --tuned-kernels for e2e_bench)")
       ->capture_default_str();
-  cmd->add_option("--hw", a->hw, "hardware description of this GPU (hw/<name>.toml)")->capture_default_str();
+  cmd->add_option("--hw", a->hw,
+                  "hardware description of this GPU (hw/<name>.toml; default: the one whose device_names or "
+                  "display name is the GPU's name)");
   cmd->add_option("--hw-dir", a->hw_dir, "folder of hardware description files")->capture_default_str();
   cmd->add_option("--config,-c", a->config, "config whose [model] tables and row width make the workload")
       ->capture_default_str();
@@ -79,7 +82,11 @@ void add_tune_command(CLI::App& app, Action& action) {
       o.budget_minutes = a->budget_minutes;
       o.out_dir = a->out_dir;
       o.winners_path = a->winners;
-      o.hw = load_hardware_by_name(a->hw, a->hw_dir);
+      // Without a GPU the description stays empty: run_tuning reports the configuration's
+      // errors first, then that no GPU is visible.
+      if (a->hw.empty() && gpu::has_device())
+        a->hw = hardware_for_device(gpu::device_properties(0).name, a->hw_dir, "--hw").name;
+      if (!a->hw.empty()) o.hw = load_hardware_by_name(a->hw, a->hw_dir);
       const RunConfig run = load_run_config(a->config);
       const ModelConfig& model = run.model;
       o.tables = model.tables;

@@ -13,7 +13,7 @@ export HETREC_HW_DIR=$PWD/hw HETREC_COMMIT=$commit
 bin=$root/bin
 echo "=== tune ($(date +%T))"
 "$bin/hetrec" tune --kernel all --budget "$budget" --out-dir "$out/tune" --winners "$out/tune/winners.json" \
-  --hw h200_sxm --config configs/dlrm_dcnv2_capped.toml --rows fp32 bf16 > "$out/tune/tune.log" 2>&1
+  --config configs/dlrm_dcnv2_capped.toml --rows fp32 bf16 > "$out/tune/tune.log" 2>&1
 echo "tune rc=$?"; tr '\r' '\n' < "$out/tune/tune.log" | grep -v '^\s*$' | tail -8
 e2e() {
   local tag=$1; shift
