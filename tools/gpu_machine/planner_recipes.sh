@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The planner against measurement on one H200 or H100 (HW: its description, default
-# h200_sxm), full MLPerf DLRM-DCNv2, from prebuilt
+# The planner against measurement on one H200 or H100 (HW: its description; default: from
+# the GPU's name), full MLPerf DLRM-DCNv2, from prebuilt
 # binaries (.carry/suite/suite.tar.xz, as suite.sh):
 #   1. bench/plan_recipes.py: the 12 recipes of bench/recipes/mlperf-b{32,64,128,256}k-
 #      {bf16,tf32}-{fp32,bf16}rows.toml (those that fit) and the recipes `hetrec plan` chooses
@@ -20,7 +20,11 @@
 # Usage: tools/gpu_machine/planner_recipes.sh OUT_DIR COMMIT [STEPS] [PORT_SAMPLES]
 set -uo pipefail
 out=$1 commit=$2 steps=${3:-20} port_samples=${4:-2097152}
-hw=${HW:-h200_sxm}
+case $(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1) in
+  "NVIDIA H100 80GB HBM3") local_hw=h100_sxm ;;
+  *) local_hw=h200_sxm ;;
+esac
+hw=${HW:-$local_hw}
 case $hw in
   h200_sxm) sources=(h100_sxm a100_sxm_40gb) ;;
   h100_sxm) sources=(h200_sxm a100_sxm_40gb) ;;

@@ -6,7 +6,8 @@
 # capped config. Inputs: .carry/step/step.tar.xz (bin/, lib/: tools/gpu_machine/pack_step.sh).
 # Environment: TESTS (test programs), VARIANTS (name:binary:arg,arg... each), WORKLOADS
 # (full-profile full capped capped-profile dlrm-profile), TORCH (empty: no PyTorch runs),
-# STEP_ARCHIVE (another archive of the same layout, e.g. .carry/suite/suite.tar.xz).
+# STEP_ARCHIVE (another archive of the same layout, e.g. .carry/suite/suite.tar.xz),
+# TUNED (the winners file; default tune/winners.json, empty for the built-in kernels).
 # Usage: tools/gpu_machine/step_variants.sh OUT_DIR COMMIT
 set -uo pipefail
 out=$1 commit=$2
@@ -31,7 +32,8 @@ run() {  # tag binary config batch args...
   echo "$tag rc=$? $(grep -E 'samples/s' "$out/e2e-$tag.log" | tail -1)"
 }
 full=configs/dlrm_dcnv2_mlperf.toml capped=configs/dlrm_dcnv2_capped.toml
-tuned=(--tuned-kernels tune/winners.json)
+tuned=()  # TUNED: the winners file (default tune/winners.json; empty: the built-in kernels)
+[ -n "${TUNED-tune/winners.json}" ] && tuned=(--tuned-kernels "${TUNED-tune/winners.json}")
 for v in ${VARIANTS:-base:e2e_bench_base new:e2e_bench new16:e2e_bench:--set,model.cross_residual=\"16bit\"}; do
   IFS=: read -r name b extra <<<"$v"
   IFS=, read -r -a x <<<"$extra"

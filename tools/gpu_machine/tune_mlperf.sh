@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The kernel tuner on the full MLPerf DLRM-DCNv2 step's shapes (batch 131072, bf16 rows,
+# bf16 cross operands, the fp32 narrow MLP layers), one `hetrec tune` per kernel family
+# into a copy of tune/winners.json, on whatever GPU the machine has (hetrec tune finds its
+# description), then e2e_bench with the built-in kernels and with the new winners on the
+# full step at 131072 and the capped one at 16384 (built-in first and last: the spread).
+# From prebuilt binaries (.carry/suite/suite.tar.xz, as suite.sh). Writes OUT_DIR/winners.json
+# (merge it into tune/winners.json) and OUT_DIR/s/ (the e2e records and logs).
+# Usage: tools/gpu_machine/tune_mlperf.sh OUT_DIR COMMIT [BUDGET_SCALE]
+#   BUDGET_SCALE multiplies each family's minutes (default 1: about 3.5 minutes in all).
+set -uo pipefail
+out=$1 commit=$2 scale=${3:-1}
+root=/tmp/hetrec-suite
+mkdir -p "$root" "$out/tune"
+[ -x "$root/bin/hetrec" ] || tar -C "$root" -xJf .carry/suite/suite.tar.xz
+cuda_lib=$(dirname "$(ls /usr/local/cuda*/targets/x86_64-linux/lib/libnvrtc-builtins.so* 2>/dev/null | head -1)")
+export LD_LIBRARY_PATH=$root/lib:$cuda_lib:${LD_LIBRARY_PATH:-}
+export HETREC_HW_DIR=$PWD/hw HETREC_COMMIT=$commit
+bin=$root/bin
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
+cp tune/winners.json "$out/winners.json"
+common=(--out-dir "$out/tune" --winners "$out/winners.json" --config configs/dlrm_dcnv2_mlperf.toml --batch 131072
+        --rows bf16 --cross-operands bf16 --gemm-operands fp32)
+for family in cross_forward:0.4 cross_backward:0.7 dot_interaction_forward:0.25 dot_interaction_backward:0.3 \
+              small_gemm:0.6 embedding_sparse_update:0.8 embedding_bag_forward:0.3; do
+  kernel=${family%%:*}
+  minutes=$(awk -v m="${family##*:}" -v s="$scale" 'BEGIN { print m * s }')
+  timeout $(awk -v m="$minutes" 'BEGIN { print int(m * 60 + 90) }') \
+    "$bin/hetrec" tune --kernel "$kernel" --budget "$minutes" "${common[@]}" > "$out/tune/tune-$kernel.log" 2>&1
+  echo "tune $kernel rc=$? $(tr '\r' '\n' < "$out/tune/tune-$kernel.log" | grep -E '\[.*\]: built-in' | tr '\n' ' ' | cut -c1-400)"
+done
+r16='--set,model.cross_residual="16bit"'
+variants() {  # TUNED winners file (empty: built-in kernels), VARIANTS
+  TUNED=$1 STEP_ARCHIVE=.carry/suite/suite.tar.xz TESTS=none TORCH= WORKLOADS="full capped" VARIANTS="$2" \
+    timeout 150 tools/gpu_machine/step_variants.sh "$out/s" "$commit" 2>&1 | grep -v '^NVIDIA'
+}
+variants "" "builtin:e2e_bench:$r16"
+variants "$out/winners.json" "tuned:e2e_bench:$r16"
+variants "" "builtin2:e2e_bench:$r16"
