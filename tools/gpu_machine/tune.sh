@@ -4,13 +4,8 @@
 # Usage: tools/gpu_machine/tune.sh OUT_DIR COMMIT BUDGET_MINUTES [E2E_STEPS]
 set -uo pipefail
 out=$1 commit=$2 budget=$3 steps=${4:-30}
-root=/tmp/hetrec-suite
-mkdir -p "$root" "$out/tune"
-[ -x "$root/bin/hetrec" ] || tar -C "$root" -xJf .carry/suite/suite.tar.xz
-cuda_lib=$(dirname "$(ls /usr/local/cuda*/targets/x86_64-linux/lib/libnvrtc-builtins.so* 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$root/lib:$cuda_lib:${LD_LIBRARY_PATH:-}
-export HETREC_HW_DIR=$PWD/hw HETREC_COMMIT=$commit
-bin=$root/bin
+mkdir -p "$out/tune"
+. tools/gpu_machine/suite_env.sh
 echo "=== tune ($(date +%T))"
 "$bin/hetrec" tune --kernel all --budget "$budget" --out-dir "$out/tune" --winners "$out/tune/winners.json" \
   --config configs/dlrm_dcnv2_capped.toml --rows fp32 bf16 > "$out/tune/tune.log" 2>&1

@@ -10,13 +10,8 @@
 #   BUDGET_SCALE multiplies each family's minutes (default 1: about 3.5 minutes in all).
 set -uo pipefail
 out=$1 commit=$2 scale=${3:-1}
-root=/tmp/hetrec-suite
-mkdir -p "$root" "$out/tune"
-[ -x "$root/bin/hetrec" ] || tar -C "$root" -xJf .carry/suite/suite.tar.xz
-cuda_lib=$(dirname "$(ls /usr/local/cuda*/targets/x86_64-linux/lib/libnvrtc-builtins.so* 2>/dev/null | head -1)")
-export LD_LIBRARY_PATH=$root/lib:$cuda_lib:${LD_LIBRARY_PATH:-}
-export HETREC_HW_DIR=$PWD/hw HETREC_COMMIT=$commit
-bin=$root/bin
+mkdir -p "$out/tune"
+. tools/gpu_machine/suite_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
 cp tune/winners.json "$out/winners.json"
 common=(--out-dir "$out/tune" --winners "$out/winners.json" --config configs/dlrm_dcnv2_mlperf.toml --batch 131072
