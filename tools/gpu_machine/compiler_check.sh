@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Compiles every object of the tree with the GPU machine's own compiler (g++ 13 on the H200
+# build host) and warnings as errors, without linking: the check that the tree builds
+# warning-free with a compiler this repository's CI machine does not have. Headers come
+# from .carry/debs (tools/gpu_machine/fetch_deps.sh), unpacked into a private prefix.
+# PRESET cuda-dev (default) compiles the .cu files too, with nvcc over that compiler.
+# Writes OUT_DIR/compiler-check.log and prints one summary line.
+# Usage: tools/gpu_machine/compiler_check.sh OUT_DIR [PRESET] [JOBS]
+set -uo pipefail
+out=$1 preset=${2:-cuda-dev} jobs=${3:-$(nproc)}
+mkdir -p "$out"
+prefix=/tmp/hetrec-deps
+mkdir -p "$prefix"
+for f in .carry/debs/*.deb; do dpkg -x "$f" "$prefix"; done
+lib="$prefix/usr/lib/x86_64-linux-gnu"
+export PATH=/usr/local/cuda/bin:$PATH
+build=/tmp/hetrec-compiler-check
+log=$out/compiler-check.log
+{ g++ --version | head -1; nvcc --version | tail -2; cmake --version | head -1; } > "$log" 2>&1
+cmake -S . -B "$build" -G Ninja --preset "$preset" -DCMAKE_CXX_COMPILER=g++ -DCMAKE_C_COMPILER=gcc \
+  -DCMAKE_PREFIX_PATH="$prefix/usr" \
+  -DOPENBLAS_INCLUDE_DIR="$prefix/usr/include/x86_64-linux-gnu/openblas-openmp" \
+  -DOPENBLAS_LIBRARY="$lib/openblas-openmp/libopenblas.so" \
+  -DLIBLZMA_INCLUDE_DIR="$prefix/usr/include" -DLIBLZMA_LIBRARY="$lib/liblzma.so" \
+  -DZLIB_INCLUDE_DIR="$prefix/usr/include" -DZLIB_LIBRARY="$lib/libz.so" \
+  -DCURL_INCLUDE_DIR="$prefix/usr/include/x86_64-linux-gnu" -DCURL_LIBRARY="$lib/libcurl.so" \
+  >> "$log" 2>&1 || { echo "compiler check: configure failed (tail of $log)"; tail -20 "$log"; exit 1; }
+mapfile -t objects < <(ninja -C "$build" -t targets all | sed -n 's/^\(.*\.o\): .*/\1/p')
+start=$(date +%s)
+ninja -C "$build" -k 0 -j "$jobs" "${objects[@]}" >> "$log" 2>&1
+rc=$?
+warnings=$(grep -c 'warning:' "$log")
+errors=$(grep -c 'error:' "$log")
+echo "compiler check: $(head -1 "$log"); ${#objects[@]} objects, rc=$rc, $warnings warning lines, $errors error lines, $(( $(date +%s) - start )) s"
+grep -E 'warning:|error:' "$log" | sort | uniq | head -40
+exit $rc
