@@ -32,7 +32,7 @@
 #include "gpu/device_buffer.h"
 #include "gpu/memory.h"
 #include "gpu/stream.h"
-#include "kernels/embedding_bag_forward.h"
+#include "tunable/embedding_forward/embedding_bag_forward.h"
 #include "tune/gpu/median_launch_time.h"
 
 using namespace hetrec;

@@ -1,4 +1,4 @@
-// small_gemm_bench: the MLPs' narrow-layer GEMMs of a config (tune/small_gemm_cost.h
+// small_gemm_bench: the MLPs' narrow-layer GEMMs of a config (tunable/small_gemm/small_gemm_cost.h
 // small_gemm_mlp_gemms: forward, weight gradient and input gradient of every layer with
 // in <= 16 or out <= 16) at several batches and operand types, each timed in one run as
 //   ours default  the small-GEMM kernel with its starting parameters
@@ -44,12 +44,12 @@
 #include "gpu/device.h"
 #include "gpu/device_buffer.h"
 #include "hw/hardware.h"
-#include "kernels/small_gemm_sources.h"
-#include "kernels/small_gemm_tuned.h"
+#include "tunable/small_gemm/small_gemm_sources.h"
+#include "tunable/small_gemm/small_gemm_tuned.h"
 #include "train/config.h"
 #include "gemm_perf/gemm_model_params.h"
-#include "tune/gpu/small_gemm_bench.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_bench.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 #include "tune/small_gemm_selection.h"
 #include "tune/winners.h"
 

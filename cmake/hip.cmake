@@ -104,6 +104,18 @@ function(hetrec_add_hip_objects)
     list(APPEND hip_device_sources ${cu})
     list(APPEND hip_host_sources ${cpp})
   endforeach()
+  # The tunable kernels' device parts and winner loaders (src/tunable/<family>/: the files the
+  # table gives to kernels and model_gpu).
+  hetrec_tunable_sources(kernels tunable_kernel_sources)
+  hetrec_tunable_sources(model_gpu tunable_loader_sources)  # host code of the GPU model
+  list(APPEND tunable_kernel_sources ${tunable_loader_sources})
+  foreach(f ${tunable_kernel_sources})
+    if(f MATCHES "\\.cu$")
+      list(APPEND hip_device_sources ${f})
+    else()
+      list(APPEND hip_host_sources ${f})
+    endif()
+  endforeach()
   # The BLAS-Lt GEMM backend lives in gemm/ beside the CPU BLAS; only it is device code.
   list(APPEND hip_host_sources ${PROJECT_SOURCE_DIR}/src/gemm/cublaslt_gemm.cpp)
 

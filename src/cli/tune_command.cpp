@@ -15,7 +15,7 @@
 #include "gpu/device.h"
 #include "model/gpu/gpu_embeddings.h"
 #include "tune/gpu/tune_session.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 #endif
 
 namespace hetrec::cli {

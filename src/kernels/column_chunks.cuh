@@ -4,7 +4,7 @@
 // of kColumnChunkRows rows in order, then the chunk partials are added in chunk order.
 // Threads of a warp take consecutive columns, so every row is read and written coalesced.
 // Used by kernels/column_sum.cu; the fused cross-net backward's built-in variant
-// (kernels/cross_net_kernel.cuh) walks the same chunks in the same order and adds its
+// (tunable/cross_net/cross_net_kernel.cuh) walks the same chunks in the same order and adds its
 // partials with combine_column_chunks_kernel, so both produce bit-identical bias
 // gradients for the same values.
 //

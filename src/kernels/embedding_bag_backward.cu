@@ -15,9 +15,9 @@
 #include "kernels/sort_pairs.h"
 #include "kernels/row_vector.cuh"
 #include "kernels/scan.h"
-#include "kernels/sparse_update_kernel.cuh"
-#include "kernels/sparse_update_tuned.h"
-#include "kernels/sparse_update_variant.h"
+#include "tunable/sparse_update/sparse_update_kernel.cuh"
+#include "tunable/sparse_update/sparse_update_tuned.h"
+#include "tunable/sparse_update/sparse_update_variant.h"
 
 namespace hetrec::kernels {
 

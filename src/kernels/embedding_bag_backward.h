@@ -14,7 +14,7 @@
 
 namespace hetrec::kernels {
 
-class TunedSparseUpdate;  // kernels/sparse_update_tuned.h
+class TunedSparseUpdate;  // tunable/sparse_update/sparse_update_tuned.h
 
 // grad_pooled(b, t, d) = grad_pooled[b * grad_row_stride + t * dim + d] (fp32), the
 // gradient of the forward's pooled output. For each row r touched by the batch:

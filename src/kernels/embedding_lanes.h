@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "gpu/platform.h"
-#include "kernels/embedding_forward_variant.h"
+#include "tunable/embedding_forward/embedding_forward_variant.h"
 #include "kernels/embedding_types.h"
 #include "kernels/launch.h"
 

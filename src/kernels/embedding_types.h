@@ -6,7 +6,7 @@
 
 #include "core/dtype.h"
 #include "kernels/sort_choice.h"
-#include "kernels/sparse_update_types.h"
+#include "tunable/sparse_update/sparse_update_types.h"
 #include "kernels/step_scalars.h"
 
 namespace hetrec::kernels {

@@ -1,7 +1,7 @@
 #pragma once
 // How the embedding backward splits a row that occurs many times in a batch into chunks
 // summed in parallel (kernels/embedding_bag_backward.cu), for the device and for host
-// code that predicts the update's work (tune/sparse_update_cost.h).
+// code that predicts the update's work (tunable/sparse_update/sparse_update_cost.h).
 // Pure constexpr functions: the device build calls them through
 // --expt-relaxed-constexpr, as core/seed_streams.h.
 #include <cstdint>

@@ -10,9 +10,9 @@
 
 namespace hetrec::kernels {
 
-// {path below src/, text}: kernels/embedding_bag_forward_kernel.cuh,
-// kernels/dot_interaction_kernel.cuh, kernels/sparse_update_kernel.cuh,
-// kernels/dot_interaction_backward_kernel.cuh and what they include.
+// {path below src/, text}: tunable/embedding_forward/embedding_bag_forward_kernel.cuh,
+// tunable/dot_interaction/dot_interaction_kernel.cuh, tunable/sparse_update/sparse_update_kernel.cuh,
+// tunable/dot_interaction/dot_interaction_backward_kernel.cuh and what they include.
 const std::vector<gpu::RtcHeader>& rtc_source_files();
 
 // FNV-1a (64 bit) over every embedded file's name and text, as 16 hex digits: a tuned

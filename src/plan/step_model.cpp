@@ -98,7 +98,7 @@ void mlp_backward(WorkBuilder& w, StepPhase phase, const std::string& name, cons
 // GpuCrossNet::forward: X rounded once (16-bit); per layer the GEMMs (16-bit outputs in
 // 16-bit mode), then x_{l+1} = x0 * z + x_l in fp32 and its 16-bit copy in one pass; with
 // the 16-bit residual stream that pass reads x0 and x_l in 16 bits
-// (kernels/cross_net_stream16.cu) and writes x_{l+1} in fp32 only where it is kept so.
+// (tunable/cross_net/cross_net_stream16.cu) and writes x_{l+1} in fp32 only where it is kept so.
 void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const int64_t n = g.interaction_width, r = g.cross_rank;
   const auto phase = StepPhase::interaction_fwd;
@@ -146,7 +146,7 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   }
 }
 
-// The DLRM dot interaction (kernels/dot_interaction.h): forward reads X and writes the
+// The DLRM dot interaction (tunable/dot_interaction/dot_interaction.h): forward reads X and writes the
 // pairwise dots; backward reads X and the output gradient and writes X's gradient.
 void dot_interaction(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const double bd = static_cast<double>(b);
@@ -158,7 +158,7 @@ void dot_interaction(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
 }
 
 // One group of shards (one GpuEmbeddings: model/gpu/gpu_embeddings.h) on one rank: its
-// lookup (kernels/embedding_bag_forward.cu), then its sort and fused sparse update
+// lookup (tunable/embedding_forward/embedding_bag_forward.cu), then its sort and fused sparse update
 // (embedding_bag_backward.cu). With one GPU the group is every table for the whole batch.
 void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& recipe, const ShardGroup& g,
                      const std::string& label) {

@@ -1,5 +1,5 @@
 #pragma once
-// The small-GEMM kernels (kernels/small_gemm_kernel.cuh) as candidates of the GEMM
+// The small-GEMM kernels (tunable/small_gemm/small_gemm_kernel.cuh) as candidates of the GEMM
 // selection: for a GEMM with a dimension of at most 16 whose layout and types one of the
 // kernels takes, the variant the small-GEMM model predicts fastest, priced on the same
 // footing as the library's configurations (gemm_perf/gemm_model.h: one launch overhead per
@@ -18,10 +18,10 @@
 #include <vector>
 
 #include "hw/hardware.h"
-#include "kernels/small_gemm_variant.h"
+#include "tunable/small_gemm/small_gemm_variant.h"
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_problem.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 
 namespace hetrec::tune {
 

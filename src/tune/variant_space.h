@@ -1,7 +1,7 @@
 #pragma once
 // A kernel's tunable parameters as data: each parameter is a name with the values the
 // tuner may give it, and a variant is one value per parameter. The kernel source is one
-// template; a variant instantiates it (kernels/embedding_forward_tuned.h).
+// template; a variant instantiates it (tunable/embedding_forward/embedding_forward_tuned.h).
 #include <map>
 #include <string>
 #include <vector>

@@ -13,14 +13,14 @@
 
 #include "core/error.h"
 #include "core/exclusive_file.h"
-#include "kernels/small_gemm_variant.h"
-#include "tune/cross_net_cost.h"
-#include "tune/dot_backward_cost.h"
-#include "tune/dot_interaction_cost.h"
-#include "tune/embedding_forward_cost.h"
+#include "tunable/small_gemm/small_gemm_variant.h"
+#include "tunable/cross_net/cross_net_cost.h"
+#include "tunable/dot_interaction/dot_backward_cost.h"
+#include "tunable/dot_interaction/dot_interaction_cost.h"
+#include "tunable/embedding_forward/embedding_forward_cost.h"
 #include "tune/proposer_reply.h"
-#include "tune/small_gemm_cost.h"
-#include "tune/sparse_update_cost.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
+#include "tunable/sparse_update/sparse_update_cost.h"
 
 namespace hetrec::tune {
 

@@ -18,10 +18,10 @@
 #include "gpu/device.h"
 #include "gpu/memory.h"
 #include "kernels/embedding_bag_backward.h"
-#include "kernels/embedding_bag_forward.h"
+#include "tunable/embedding_forward/embedding_bag_forward.h"
 #include "kernels/long_rows.h"
-#include "kernels/sparse_update_tuned.h"
-#include "kernels/sparse_update_variant.h"
+#include "tunable/sparse_update/sparse_update_tuned.h"
+#include "tunable/sparse_update/sparse_update_variant.h"
 #include "kernels/step_scalars.h"
 #include "nn/embedding_collection.h"
 

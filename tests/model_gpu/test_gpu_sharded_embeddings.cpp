@@ -29,7 +29,7 @@
 #include "gpu/caching_allocator.h"
 #include "gpu/stream.h"
 #include "kernels/embedding_bag_backward.h"
-#include "kernels/embedding_bag_forward.h"
+#include "tunable/embedding_forward/embedding_bag_forward.h"
 #include "kernels/long_rows.h"
 #include "kernels/step_scalars.h"
 #include "model/gpu/gpu_embeddings.h"

@@ -10,7 +10,7 @@
 
 #include "gpu/device.h"
 #include "tune/gate.h"
-#include "tune/gpu/embedding_forward_bench.h"
+#include "tunable/embedding_forward/embedding_forward_bench.h"
 #include "tune/variant_space.h"
 #include "tune/winners.h"
 

@@ -8,8 +8,8 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "kernels/cross_net_variant.h"
-#include "tune/cross_net_cost.h"
+#include "tunable/cross_net/cross_net_variant.h"
+#include "tunable/cross_net/cross_net_cost.h"
 
 namespace hetrec::tune {
 namespace {

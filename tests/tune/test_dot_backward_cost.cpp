@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/dot_backward_cost.h"
+#include "tunable/dot_interaction/dot_backward_cost.h"
 
 namespace hetrec::tune {
 namespace {

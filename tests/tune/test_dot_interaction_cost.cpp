@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/dot_interaction_cost.h"
+#include "tunable/dot_interaction/dot_interaction_cost.h"
 
 namespace hetrec::tune {
 namespace {

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/embedding_forward_cost.h"
+#include "tunable/embedding_forward/embedding_forward_cost.h"
 #include "tune/occupancy.h"
 
 namespace hetrec::tune {

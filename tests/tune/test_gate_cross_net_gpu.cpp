@@ -18,12 +18,12 @@
 #include "core/rng.h"
 #include "gpu/device.h"
 #include "gpu/stream.h"
-#include "kernels/cross_net.h"
-#include "kernels/cross_net_tuned.h"
+#include "tunable/cross_net/cross_net.h"
+#include "tunable/cross_net/cross_net_tuned.h"
 #include "kernels/rtc_sources.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "tune/gate.h"
-#include "tune/gpu/cross_net_bench.h"
+#include "tunable/cross_net/cross_net_bench.h"
 
 namespace hetrec::tune {
 namespace {

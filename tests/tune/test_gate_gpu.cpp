@@ -18,19 +18,19 @@
 #include "gate_test_support.h"
 #include "core/rng.h"
 #include "gpu/device.h"
-#include "kernels/dot_interaction_backward_tuned.h"
-#include "kernels/dot_interaction_tuned.h"
-#include "kernels/embedding_bag_forward.h"
-#include "kernels/embedding_forward_tuned.h"
+#include "tunable/dot_interaction/dot_interaction_backward_tuned.h"
+#include "tunable/dot_interaction/dot_interaction_tuned.h"
+#include "tunable/embedding_forward/embedding_bag_forward.h"
+#include "tunable/embedding_forward/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
 #include "kernels/embedding_bag_backward.h"
-#include "kernels/sparse_update_tuned.h"
+#include "tunable/sparse_update/sparse_update_tuned.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "tune/gate.h"
-#include "tune/gpu/dot_backward_bench.h"
-#include "tune/gpu/dot_interaction_bench.h"
-#include "tune/gpu/embedding_forward_bench.h"
-#include "tune/gpu/sparse_update_bench.h"
+#include "tunable/dot_interaction/dot_backward_bench.h"
+#include "tunable/dot_interaction/dot_interaction_bench.h"
+#include "tunable/embedding_forward/embedding_forward_bench.h"
+#include "tunable/sparse_update/sparse_update_bench.h"
 #include "tune/gpu/tune_session.h"
 
 namespace hetrec::tune {
@@ -79,7 +79,7 @@ TEST(TuneGateGpu, CorrectVariantsPassAndAWrongKernelIsRejectedAndNeverStored) {
     // The wrong candidate: the kernel source with the last id of every bag dropped.
     std::string header;
     for (const gpu::RtcHeader& h : kernels::rtc_source_files())
-      if (h.name == "kernels/embedding_bag_forward_kernel.cuh") header = h.text;
+      if (h.name == "tunable/embedding_forward/embedding_bag_forward_kernel.cuh") header = h.text;
     const std::string right = "if (p + k < end) {";
     ASSERT_NE(header.find(right), std::string::npos);
     header.replace(header.find(right), right.size(), "if (p + k < end - 1) {");
@@ -120,7 +120,7 @@ TEST(TuneGateGpu, DotInteractionVariantsPassAndAWrongKernelIsRejected) {
     // The wrong candidate: each dot product misses its last term.
     std::string header;
     for (const gpu::RtcHeader& h : kernels::rtc_source_files())
-      if (h.name == "kernels/dot_interaction_kernel.cuh") header = h.text;
+      if (h.name == "tunable/dot_interaction/dot_interaction_kernel.cuh") header = h.text;
     const std::string right = "for (int k = 0; k < dim; ++k) acc = fmaf(xi[k], xj[k], acc);";
     ASSERT_NE(header.find(right), std::string::npos);
     header.replace(header.find(right), right.size(), "for (int k = 0; k < dim - 1; ++k) acc = fmaf(xi[k], xj[k], acc);");
@@ -164,7 +164,7 @@ TEST(TuneGateGpu, DotInteractionBackwardVariantsPassAndAWrongKernelIsRejectedAnd
     // The wrong candidate: no feature gets the last feature's pair terms.
     std::string header;
     for (const gpu::RtcHeader& h : kernels::rtc_source_files())
-      if (h.name == "kernels/dot_interaction_backward_kernel.cuh") header = h.text;
+      if (h.name == "tunable/dot_interaction/dot_interaction_backward_kernel.cuh") header = h.text;
     const std::string right = "for (int j = 0; j < num_features; ++j) {";
     ASSERT_NE(header.find(right), std::string::npos);
     header.replace(header.find(right), right.size(), "for (int j = 0; j < num_features - 1; ++j) {");
@@ -226,7 +226,7 @@ TEST(TuneGateGpu, SparseUpdateVariantsPassAndAWrongKernelIsRejectedAndNeverStore
     // sums dropped.
     std::string header;
     for (const gpu::RtcHeader& h : kernels::rtc_source_files())
-      if (h.name == "kernels/sparse_update_kernel.cuh") header = h.text;
+      if (h.name == "tunable/sparse_update/sparse_update_kernel.cuh") header = h.text;
     const std::string right = "  uint32_t p = begin;\n";
     ASSERT_NE(header.find(right), std::string::npos);
     header.replace(header.find(right), right.size(), right + "  if (end > begin) --end;\n");

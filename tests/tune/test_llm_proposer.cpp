@@ -59,7 +59,7 @@ std::string chunked(const std::string& body, std::size_t piece) {
 KernelRewriteRequest request() {
   KernelRewriteRequest r;
   r.kernel = "embedding_bag_forward";
-  r.header_name = "kernels/embedding_bag_forward_kernel.cuh";
+  r.header_name = "tunable/embedding_forward/embedding_bag_forward_kernel.cuh";
   r.header_text = "// the current kernel source, marker 7f3a\n";
   r.signature = "embedding_bag_forward_kernel<Row, Out, VEC, UNITS, IDS_IN_FLIGHT, BLOCK_THREADS>";
   r.resources = "registers 40, local 0 B";

@@ -7,12 +7,12 @@
 #include <string>
 
 #include "gpu/rtc.h"
-#include "kernels/cross_net_tuned.h"
-#include "kernels/dot_interaction_backward_tuned.h"
-#include "kernels/dot_interaction_tuned.h"
-#include "kernels/embedding_forward_tuned.h"
+#include "tunable/cross_net/cross_net_tuned.h"
+#include "tunable/dot_interaction/dot_interaction_backward_tuned.h"
+#include "tunable/dot_interaction/dot_interaction_tuned.h"
+#include "tunable/embedding_forward/embedding_forward_tuned.h"
 #include "kernels/rtc_sources.h"
-#include "kernels/sparse_update_tuned.h"
+#include "tunable/sparse_update/sparse_update_tuned.h"
 
 namespace hetrec::kernels {
 namespace {
@@ -50,7 +50,7 @@ TEST(RtcCompile, VariantsOfEveryRowTypeCompile) {
 
 TEST(RtcCompile, DotInteractionBackwardVariantsCompile) {
   bool embedded = false;
-  for (const gpu::RtcHeader& h : rtc_source_files()) embedded |= h.name == "kernels/dot_interaction_backward_kernel.cuh";
+  for (const gpu::RtcHeader& h : rtc_source_files()) embedded |= h.name == "tunable/dot_interaction/dot_interaction_backward_kernel.cuh";
   EXPECT_TRUE(embedded);
   for (const DotBackwardVariant v : {kDefaultDotBackwardVariant, DotBackwardVariant{64, 8, 0, 8},
                                      DotBackwardVariant{512, 2, 1, 4}, DotBackwardVariant{128, 4, 0, 2}}) {

@@ -9,9 +9,9 @@
 
 #include "gpu/rtc.h"
 #include "kernels/rtc_sources.h"
-#include "kernels/small_gemm_sources.h"
-#include "kernels/small_gemm_tuned.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_sources.h"
+#include "tunable/small_gemm/small_gemm_tuned.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 
 namespace hetrec::kernels {
 namespace {

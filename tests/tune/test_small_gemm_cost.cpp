@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "hw/hardware.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 
 namespace hetrec::tune {
 namespace {

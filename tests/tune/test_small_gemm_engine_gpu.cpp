@@ -13,9 +13,9 @@
 #include "../gpu/device_test_support.h"
 #include "core/rng.h"
 #include "gpu/device.h"
-#include "kernels/small_gemm_sources.h"
+#include "tunable/small_gemm/small_gemm_sources.h"
 #include "model/gpu/gpu_dlrm.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 #include "tune/winners.h"
 
 namespace hetrec::tune {

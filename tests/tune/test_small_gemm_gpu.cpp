@@ -18,10 +18,10 @@
 #include "gemm/cublaslt_gemm.h"
 #include "gpu/caching_allocator.h"
 #include "gpu/device.h"
-#include "kernels/small_gemm_sources.h"
-#include "kernels/small_gemm_tuned.h"
+#include "tunable/small_gemm/small_gemm_sources.h"
+#include "tunable/small_gemm/small_gemm_tuned.h"
 #include "tune/gate.h"
-#include "tune/gpu/small_gemm_bench.h"
+#include "tunable/small_gemm/small_gemm_bench.h"
 #include "tune/gpu/tune_session.h"
 #include "tune/winners.h"
 
@@ -114,7 +114,7 @@ TEST(SmallGemmGpu, AWrongKernelIsRejectedAndNeverStored) {
   // The wrong candidate: every output misses its last K term.
   std::string header;
   for (const gpu::RtcHeader& h : kernels::small_gemm_source_files())
-    if (h.name == "kernels/small_gemm_kernel.cuh") header = h.text;
+    if (h.name == "tunable/small_gemm/small_gemm_kernel.cuh") header = h.text;
   const std::string sum = "for (int kk = 0; kk < K; ++kk) acc = fmaf(x[u][kk], w[kk][v], acc);";
   ASSERT_NE(header.find(sum), std::string::npos);
   header.replace(header.find(sum), sum.size(), "for (int kk = 0; kk < K - 1; ++kk) acc = fmaf(x[u][kk], w[kk][v], acc);");

@@ -9,7 +9,7 @@
 #include "hw/hardware.h"
 #include "kernels/long_rows.h"
 #include "tune/occupancy.h"
-#include "tune/sparse_update_cost.h"
+#include "tunable/sparse_update/sparse_update_cost.h"
 
 namespace hetrec::tune {
 namespace {

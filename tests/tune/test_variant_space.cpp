@@ -4,7 +4,7 @@
 #include <set>
 
 #include "core/error.h"
-#include "tune/embedding_forward_cost.h"
+#include "tunable/embedding_forward/embedding_forward_cost.h"
 #include "tune/variant_space.h"
 
 namespace hetrec::tune {

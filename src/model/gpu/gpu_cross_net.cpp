@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "gpu/memory.h"
 #include "kernels/convert.h"
-#include "kernels/cross_net.h"
+#include "tunable/cross_net/cross_net.h"
 
 namespace hetrec::gpu_model {
 

@@ -1,7 +1,7 @@
 #pragma once
 // DCNv2 cross network on the device: x_{l+1} = x0 * (W_l x_l + b_l) + x_l, full rank or
 // low rank (W_l = U_l V_l), with the GEMMs (bias fused) on cuBLASLt and the element-wise
-// parts in kernels/cross_net.h. Parameters live in a DenseParameters buffer in the CPU
+// parts in tunable/cross_net/cross_net.h. Parameters live in a DenseParameters buffer in the CPU
 // CrossNet's order: per layer the kernel (or U, then V), then the bias.
 //
 // bf16 or fp16 precision (width and rank multiples of 8): every GEMM reads 16-bit
@@ -25,7 +25,7 @@
 
 #include "core/tensor.h"
 #include "gemm/cublaslt_gemm.h"
-#include "kernels/cross_net.h"
+#include "tunable/cross_net/cross_net.h"
 #include "model/gpu/dense_parameters.h"
 #include "model/gpu/gpu_mlp.h"
 #include "model/gpu/side_lane.h"
@@ -51,7 +51,7 @@ class GpuCrossNet {
 
   void reserve(int64_t batch, Allocator& device);
 
-  // Tuned variants of the element-wise passes (kernels/cross_net_tuned.h) to run instead
+  // Tuned variants of the element-wise passes (tunable/cross_net/cross_net_tuned.h) to run instead
   // of the built-in ones; null keeps the built-in one. Not owned; they must outlive this.
   void set_tuned(const kernels::TunedCrossForward* forward, const kernels::TunedCrossBackward* backward) {
     tuned_forward_ = forward;

@@ -21,7 +21,7 @@
 #include "gpu/event.h"
 #include "gpu/memory.h"
 #include "gpu/stream.h"
-#include "kernels/dot_interaction.h"
+#include "tunable/dot_interaction/dot_interaction.h"
 #include "kernels/loss_scale.h"
 #include "kernels/step_scalars.h"
 #include "model/gpu/dense_parameters.h"

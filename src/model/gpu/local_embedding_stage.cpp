@@ -1,7 +1,7 @@
 #include "model/gpu/local_embedding_stage.h"
 
 #include "core/error.h"
-#include "kernels/embedding_bag_forward.h"
+#include "tunable/embedding_forward/embedding_bag_forward.h"
 
 namespace hetrec::gpu_model {
 

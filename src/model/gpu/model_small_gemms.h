@@ -1,5 +1,5 @@
 #pragma once
-// model.gemm_selection = "model": the small-GEMM kernels (kernels/small_gemm_kernel.cuh)
+// model.gemm_selection = "model": the small-GEMM kernels (tunable/small_gemm/small_gemm_kernel.cuh)
 // as candidates of the engine's GEMM selection, with no timing runs. For every GEMM of a
 // narrow fp32 layer that one of the kernels can run (tune::small_gemm_mlp_gemms), the
 // variant is the tuned winner where the winners file holds one, else the first of the
@@ -14,7 +14,7 @@
 #include "hw/hardware.h"
 #include "model/gpu/tuned_small_gemms.h"
 #include "gemm_perf/gemm_model_params.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 
 namespace hetrec::gpu_model {
 

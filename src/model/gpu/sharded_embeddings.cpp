@@ -8,7 +8,7 @@
 #include "data/batch_slice.h"
 #include "gpu/memory.h"
 #include "kernels/embedding_bag_backward.h"
-#include "kernels/embedding_bag_forward.h"
+#include "tunable/embedding_forward/embedding_bag_forward.h"
 #include "optim/sparse_update.h"
 
 namespace hetrec::gpu_model {

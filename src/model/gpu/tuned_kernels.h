@@ -7,11 +7,11 @@
 #include <string>
 
 #include "gpu/device.h"
-#include "kernels/cross_net_tuned.h"
-#include "kernels/dot_interaction_backward_tuned.h"
-#include "kernels/dot_interaction_tuned.h"
-#include "kernels/embedding_forward_tuned.h"
-#include "kernels/sparse_update_tuned.h"
+#include "tunable/cross_net/cross_net_tuned.h"
+#include "tunable/dot_interaction/dot_interaction_backward_tuned.h"
+#include "tunable/dot_interaction/dot_interaction_tuned.h"
+#include "tunable/embedding_forward/embedding_forward_tuned.h"
+#include "tunable/sparse_update/sparse_update_tuned.h"
 
 namespace hetrec::gpu_model {
 

@@ -3,7 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
-#include "kernels/small_gemm_sources.h"
+#include "tunable/small_gemm/small_gemm_sources.h"
 #include "tune/winners.h"
 
 namespace hetrec::gpu_model {

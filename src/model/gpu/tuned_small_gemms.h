@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gpu/device.h"
-#include "kernels/small_gemm_tuned.h"
-#include "tune/small_gemm_cost.h"
+#include "tunable/small_gemm/small_gemm_tuned.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 
 namespace hetrec::gpu_model {
 

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 #include "kernels/rtc_sources.h"
-#include "kernels/small_gemm_sources.h"
+#include "tunable/small_gemm/small_gemm_sources.h"
 #include "tune/kernel_families.h"
 #include "tune/llm_proposer.h"
 #include "tune/occupancy.h"

@@ -21,7 +21,7 @@
 #include "hw/hardware.h"
 #include "tune/attempt.h"
 #include "tune/gate.h"
-#include "tune/gpu/embedding_forward_bench.h"  // ForwardCheck, what every bench's verification returns
+#include "tunable/embedding_forward/embedding_forward_bench.h"  // ForwardCheck, what every bench's verification returns
 #include "tune/gpu/tune_session.h"
 #include "tune/variant_space.h"
 #include "tune/winners.h"

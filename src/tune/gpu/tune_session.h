@@ -1,8 +1,8 @@
 #pragma once
 // One `hetrec tune` run on the current device: for every kernel and shape asked for,
-// propose variants (pruned and ordered by the kernel's cost model: tune/embedding_forward_cost.h,
-// tune/dot_interaction_cost.h, tune/sparse_update_cost.h, tune/dot_backward_cost.h,
-// tune/cross_net_cost.h), compile each
+// propose variants (pruned and ordered by the kernel's cost model: tunable/embedding_forward/embedding_forward_cost.h,
+// tunable/dot_interaction/dot_interaction_cost.h, tunable/sparse_update/sparse_update_cost.h, tunable/dot_interaction/dot_backward_cost.h,
+// tunable/cross_net/cross_net_cost.h), compile each
 // with NVRTC, check its resources, verify it against the reference, time it, and keep
 // the winner; every attempt goes to the attempt log, winners to the winners file, and a
 // summary to the results JSON.
@@ -15,8 +15,8 @@
 #include "hw/hardware.h"
 #include "core/dtype.h"
 #include "data/feature_spec.h"
-#include "kernels/small_gemm_variant.h"
-#include "kernels/sparse_update_types.h"
+#include "tunable/small_gemm/small_gemm_variant.h"
+#include "tunable/sparse_update/sparse_update_types.h"
 
 namespace hetrec::tune {
 
@@ -36,7 +36,7 @@ struct TuneOptions {
   double sparse_eps = 1e-8;
   // The cross net's shapes: one per GEMM operand type, at width (tables + 1) x dim.
   std::vector<DType> cross_operand_dtypes = {DType::f32, DType::bf16};
-  // The small-GEMM shapes to tune (tune/small_gemm_cost.h small_gemm_mlp_gemms), with
+  // The small-GEMM shapes to tune (tunable/small_gemm/small_gemm_cost.h small_gemm_mlp_gemms), with
   // the baseline each must beat: cuBLASLt as the engine runs it.
   std::vector<kernels::SmallGemmShape> small_gemm_shapes;
   int64_t batch = 65536;

@@ -1,0 +1,33 @@
+#include "tunable/embedding_forward/embedding_forward_loader.h"
+
+#include "model/gpu/winner_lookup.h"
+#include "tunable/embedding_forward/embedding_forward_cost.h"
+
+namespace hetrec::gpu_model {
+
+void load_embedding_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
+                                   const kernels::EmbeddingForwardShape& shape, const std::string& winners_file,
+                                   TunedKernels& out) {
+  std::string why_not;
+  auto forward = find_winner(store, device, tune::kEmbeddingForwardKernel, shape.key(), why_not);
+  std::string borrowed;
+  if (!forward && shape.out_dtype == DType::bf16) {
+    kernels::EmbeddingForwardShape fp32_out = shape;
+    fp32_out.out_dtype = DType::f32;
+    forward = borrowed_winner(
+        store, device, tune::kEmbeddingForwardKernel, fp32_out.key(),
+        [&](const tune::ParameterSet& p) {
+          return kernels::forward_variant_problem(shape, tune::to_forward_variant(p), device.warp_size).empty();
+        },
+        "bf16 output", borrowed);
+  }
+  if (const auto& w = forward) {
+    out.embedding_forward = std::make_unique<kernels::TunedEmbeddingForward>(
+        shape, tune::to_forward_variant(w->params), device.compute_major, device.compute_minor, w->kernel_header);
+    out.note = joined_note(out.note, tuned_note("embedding forward", *w) + borrowed + " from " + winners_file);
+  } else {
+    out.note = joined_note(out.note, "embedding forward: built-in variant (" + why_not + ")");
+  }
+}
+
+}  // namespace hetrec::gpu_model

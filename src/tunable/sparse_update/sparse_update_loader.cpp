@@ -1,0 +1,34 @@
+#include "tunable/sparse_update/sparse_update_loader.h"
+
+#include "model/gpu/winner_lookup.h"
+#include "tunable/sparse_update/sparse_update_cost.h"
+
+namespace hetrec::gpu_model {
+
+void load_sparse_update_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
+                               const kernels::SparseUpdateShape& shape, TunedKernels& out) {
+  std::string why_not;
+  auto update = find_winner(store, device, tune::kSparseUpdateKernel, shape.key(), why_not);
+  std::string borrowed;
+  if (!update && shape.grad_dtype == DType::bf16) {
+    kernels::SparseUpdateShape fp32_grads = shape;
+    fp32_grads.grad_dtype = DType::f32;
+    update = borrowed_winner(
+        store, device, tune::kSparseUpdateKernel, fp32_grads.key(),
+        [&](const tune::ParameterSet& p) {
+          return kernels::sparse_update_variant_problem(shape, tune::to_sparse_update_variant(p), device.warp_size)
+              .empty();
+        },
+        "bf16 gradients", borrowed);
+  }
+  if (const auto& w = update) {
+    out.sparse_update = std::make_unique<kernels::TunedSparseUpdate>(
+        shape, tune::to_sparse_update_variant(w->params), device.compute_major, device.compute_minor,
+        w->kernel_header);
+    out.note = joined_note(out.note, tuned_note("embedding sparse update", *w) + borrowed);
+  } else {
+    out.note = joined_note(out.note, "embedding sparse update: built-in variant (" + why_not + ")");
+  }
+}
+
+}  // namespace hetrec::gpu_model
