@@ -76,6 +76,18 @@ std::string fmt_list(const std::vector<std::string>& items) {
   return s;
 }
 
+// The precisions the search allows, as the constraints hold them (the flags or the file).
+std::string fmt_dense(const std::vector<DensePrecision>& items) {
+  std::vector<std::string> names;
+  for (DensePrecision p : items) names.emplace_back(dense_precision_name(p));
+  return fmt_list(names);
+}
+std::string fmt_rows(const std::vector<DType>& items) {
+  std::vector<std::string> names;
+  for (DType t : items) names.emplace_back(dtype_name(t));
+  return fmt_list(names);
+}
+
 // The batch is bound to the config's own unless a constraints file or --max-batch says
 // otherwise (bind_batch_to_config); a flag given on the command line overrides the file.
 PlanConstraints constraints_of(const PlanOptions& o, int64_t config_batch) {
@@ -230,7 +242,7 @@ void run_plan(const PlanOptions& o) {
               100.0 * constraints.headroom, static_cast<long long>(constraints.min_batch),
               static_cast<long long>(constraints.max_batch),
               constraints.gpus > 1 ? (" (global) on " + std::to_string(constraints.gpus) + " GPUs of one host").c_str() : "",
-              fmt_list(o.dense).c_str(), fmt_list(o.rows).c_str(),
+              fmt_dense(constraints.dense).c_str(), fmt_rows(constraints.rows).c_str(),
               constraints.allow_host_tables ? "tables may move to host memory" : "every table in HBM");
   std::fputs(format_plan_table(w, plans, target_list).c_str(), stdout);
   if (constraints.max_batch == cfg.train.batch_size && !o.given_max_batch)

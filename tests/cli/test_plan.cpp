@@ -60,6 +60,12 @@ TEST(CliPlan, BatchIsBoundToTheConfigsUnlessTold) {
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("batch 8192 is larger than the config's train.batch_size 2048"), std::string::npos) << r.out;
 
+  // The header names the precisions the search allowed, as the file set them.
+  std::ofstream(dir / "rows.toml") << "[plan]\nrows = [\"fp32\"]\ndense = [\"tf32\"]\n";
+  r = run_hetrec("plan --config configs/demo.toml --hw h200_sxm --constraints '" + (dir / "rows.toml").string() + "'", dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("GEMMs tf32, rows fp32,"), std::string::npos) << r.out;
+
   // A smallest batch above the bound, with nothing to lift the bound, is a contradiction.
   r = run_hetrec("plan --config configs/demo.toml --hw h200_sxm --min-batch 4096", dir);
   EXPECT_EQ(r.code, 2) << r.out;

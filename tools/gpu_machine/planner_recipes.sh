@@ -15,6 +15,11 @@
 #   3. the co-design demonstration: `hetrec plan --revise` on configs/dcnv2_hashed_demo.toml
 #      and `hetrec bench port --hetrec-config` (the first port source's original model
 #      against HW's revised model, one run); writes OUT_DIR/direct-port-<date>-revised-demo.json.
+#   4. with FP32_ROWS=1, `hetrec bench port` from the first source under the constraints
+#      bench/recipes/constraints-fp32-rows.toml (embedding rows stay fp32; tables may move to
+#      host memory), --components; writes OUT_DIR/direct-port-<date>-from-<hw>-fp32rows.json.
+# STAGES (default "recipes port revise") picks the stages 1-3 to run, so that the whole
+# fits two device calls.
 # Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks the
 # planner file.
 # Usage: tools/gpu_machine/planner_recipes.sh OUT_DIR COMMIT [STEPS] [PORT_SAMPLES]
@@ -39,6 +44,8 @@ bin=$root/bin
 date=$(date -u +%Y%m%d)
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 start=$(date +%s)
+stages=" ${STAGES:-recipes port revise} "
+if [[ $stages == *" recipes "* ]]; then
 echo "=== recipes ($(date +%T))"
 timeout 300 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s 270 \
   --steps "$steps" --warmup 5 --hw "$hw" --tag "${hw%%_*}-mlperf-grid" --port-from "${sources[0]},${sources[1]}" \
@@ -49,7 +56,10 @@ timeout 300 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out
         bench/recipes/mlperf-b128k-*rows.toml bench/recipes/mlperf-b256k-*rows.toml \
   > "$out/plan_recipes.out" 2>&1
 echo "plan_recipes rc=$? ($(( $(date +%s) - start )) s)"; tail -12 "$out/plan_recipes.out"
-for from in "${sources[@]}"; do
+fi
+port_sources=()
+[[ $stages == *" port "* ]] && port_sources=("${sources[@]}")
+for from in "${port_sources[@]}"; do
   echo "=== bench port --from $from ($(date +%T))"
   components=""
   [ "$from" = "${sources[0]}" ] && components=--components
@@ -59,6 +69,17 @@ for from in "${sources[@]}"; do
     --out "$out/direct-port-$date-from-$from.json" > "$out/bench-port-$from.log" 2>&1
   echo "bench port rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from.log"
 done
+if [ "${FP32_ROWS:-0}" = 1 ]; then
+  from=${sources[0]}
+  echo "=== bench port --from $from, fp32 rows ($(date +%T))"
+  timeout 200 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to "$hw" \
+    --samples "$port_samples" --components --tuned-kernels tune/winners.json \
+    --constraints bench/recipes/constraints-fp32-rows.toml \
+    --set data.synthetic.eval_samples=262144 --set data.reader_threads=15 \
+    --out "$out/direct-port-$date-from-$from-fp32rows.json" > "$out/bench-port-$from-fp32rows.log" 2>&1
+  echo "bench port fp32 rows rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from-fp32rows.log"
+fi
+[[ $stages == *" revise "* ]] || exit 0
 echo "=== co-design demonstration ($(date +%T))"
 "$bin/hetrec" plan --config configs/dcnv2_hashed_demo.toml --hw "$hw" --revise \
   --revised-config "$out/dcnv2_hashed_demo-revised-${hw%%_*}.toml" > "$out/revise.log" 2>&1
