@@ -9,6 +9,7 @@ cd "$dest"
 pkgs=(libopenblas-openmp-dev libopenblas0-openmp libgfortran5 libquadmath0
       libtomlplusplus-dev libtomlplusplus3 nlohmann-json3-dev libcli11-dev
       libfmt-dev libfmt9 libgtest-dev liblzma-dev liblzma5 zlib1g-dev zlib1g
-      libcurl4-openssl-dev libcurl4)
+      libcurl4-openssl-dev libcurl4 libxgboost-dev libxgboost0
+      libssl-dev libssl3)
 apt-get download "${pkgs[@]}"
 ls -1 | wc -l
