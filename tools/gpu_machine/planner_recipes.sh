@@ -18,8 +18,9 @@
 #   4. with FP32_ROWS=1, `hetrec bench port` from the first source under the constraints
 #      bench/recipes/constraints-fp32-rows.toml (embedding rows stay fp32; tables may move to
 #      host memory), --components; writes OUT_DIR/direct-port-<date>-from-<hw>-fp32rows.json.
-# STAGES (default "recipes port revise") picks the stages 1-3 to run, so that the whole
-# fits two device calls.
+# STAGES (default "recipes port revise") picks the stages 1-3 to run: with --components a
+# port takes about 5 minutes (four runs of the full model), so the stages need separate
+# device calls. The A100 port allows host tables (bench/recipes/constraints-host-tables.toml).
 # Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks the
 # planner file.
 # Usage: tools/gpu_machine/planner_recipes.sh OUT_DIR COMMIT [STEPS] [PORT_SAMPLES]
@@ -61,10 +62,13 @@ port_sources=()
 [[ $stages == *" port "* ]] && port_sources=("${sources[@]}")
 for from in "${port_sources[@]}"; do
   echo "=== bench port --from $from ($(date +%T))"
-  components=""
-  [ "$from" = "${sources[0]}" ] && components=--components
-  timeout 150 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to "$hw" \
-    --samples "$port_samples" $components --tuned-kernels tune/winners.json \
+  # The first source with each component switched alone (four runs), the A100 with tables
+  # allowed in host memory (its 40 GB cannot hold them).
+  components="" limit=200 constraints=()
+  [ "$from" = "${sources[0]}" ] && components=--components limit=400
+  [ "$from" = a100_sxm_40gb ] && constraints=(--constraints bench/recipes/constraints-host-tables.toml)
+  timeout $limit "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to "$hw" \
+    --samples "$port_samples" $components "${constraints[@]}" --tuned-kernels tune/winners.json \
     --set data.synthetic.eval_samples=262144 --set data.reader_threads=15 \
     --out "$out/direct-port-$date-from-$from.json" > "$out/bench-port-$from.log" 2>&1
   echo "bench port rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from.log"
@@ -72,7 +76,7 @@ done
 if [ "${FP32_ROWS:-0}" = 1 ]; then
   from=${sources[0]}
   echo "=== bench port --from $from, fp32 rows ($(date +%T))"
-  timeout 200 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to "$hw" \
+  timeout 400 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to "$hw" \
     --samples "$port_samples" --components --tuned-kernels tune/winners.json \
     --constraints bench/recipes/constraints-fp32-rows.toml \
     --set data.synthetic.eval_samples=262144 --set data.reader_threads=15 \
