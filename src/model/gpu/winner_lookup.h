@@ -3,6 +3,7 @@
 // (tunable/<family>/<family>_loader.h) asks of the winners store before it compiles the
 // winning variant in place of the built-in one.
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -31,5 +32,22 @@ std::string joined_note(const std::string& a, const std::string& b);
 
 // The note of a loaded winner: "<what>: tuned variant <params>[ (model-rewritten source)]".
 std::string tuned_note(const std::string& what, const tune::Winner& w);
+
+// The winner `w` compiled as `Tuned` for `shape` (its parameters through `to_variant`), with
+// its note ("<what>: tuned variant ...", then `suffix`) added to `note`; without a winner,
+// null (the built-in variant runs) and the note says why (`why_not`).
+template <class Tuned, class Shape, class ToVariant>
+std::unique_ptr<Tuned> tuned_or_builtin(const std::optional<tune::Winner>& w, const Shape& shape, ToVariant to_variant,
+                                        const gpu::DeviceProperties& device, const std::string& what,
+                                        const std::string& why_not, const std::string& suffix, std::string& note) {
+  if (!w) {
+    note = joined_note(note, what + ": built-in variant (" + why_not + ")");
+    return nullptr;
+  }
+  auto tuned = std::make_unique<Tuned>(shape, to_variant(w->params), device.compute_major, device.compute_minor,
+                                       w->kernel_header);
+  note = joined_note(note, tuned_note(what, *w) + suffix);
+  return tuned;
+}
 
 }  // namespace hetrec::gpu_model

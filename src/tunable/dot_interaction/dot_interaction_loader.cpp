@@ -9,27 +9,17 @@ namespace hetrec::gpu_model {
 void load_dot_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                              const kernels::DotForwardShape& shape, TunedKernels& out) {
   std::string why_not;
-  if (const auto w = find_winner(store, device, tune::kDotForwardKernel, shape.key(), why_not)) {
-    out.dot_forward = std::make_unique<kernels::TunedDotForward>(shape, tune::to_dot_variant(w->params),
-                                                                 device.compute_major, device.compute_minor,
-                                                                 w->kernel_header);
-    out.note = joined_note(out.note, tuned_note("dot interaction", *w));
-  } else {
-    out.note = joined_note(out.note, "dot interaction: built-in variant (" + why_not + ")");
-  }
+  const auto w = find_winner(store, device, tune::kDotForwardKernel, shape.key(), why_not);
+  out.dot_forward = tuned_or_builtin<kernels::TunedDotForward>(w, shape, tune::to_dot_variant, device,
+                                                               "dot interaction", why_not, "", out.note);
 }
 
 void load_dot_backward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                               const kernels::DotForwardShape& shape, TunedKernels& out) {
   std::string why_not;
-  if (const auto w = find_winner(store, device, tune::kDotBackwardKernel, shape.key(), why_not)) {
-    out.dot_backward = std::make_unique<kernels::TunedDotBackward>(
-        shape, tune::to_dot_backward_variant(w->params), device.compute_major, device.compute_minor,
-        w->kernel_header);
-    out.note = joined_note(out.note, tuned_note("dot interaction backward", *w));
-  } else {
-    out.note = joined_note(out.note, "dot interaction backward: built-in variant (" + why_not + ")");
-  }
+  const auto w = find_winner(store, device, tune::kDotBackwardKernel, shape.key(), why_not);
+  out.dot_backward = tuned_or_builtin<kernels::TunedDotBackward>(w, shape, tune::to_dot_backward_variant, device,
+                                                                 "dot interaction backward", why_not, "", out.note);
 }
 
 }  // namespace hetrec::gpu_model

@@ -21,13 +21,9 @@ void load_embedding_forward_kernel(const tune::WinnersStore& store, const gpu::D
         },
         "bf16 output", borrowed);
   }
-  if (const auto& w = forward) {
-    out.embedding_forward = std::make_unique<kernels::TunedEmbeddingForward>(
-        shape, tune::to_forward_variant(w->params), device.compute_major, device.compute_minor, w->kernel_header);
-    out.note = joined_note(out.note, tuned_note("embedding forward", *w) + borrowed + " from " + winners_file);
-  } else {
-    out.note = joined_note(out.note, "embedding forward: built-in variant (" + why_not + ")");
-  }
+  out.embedding_forward = tuned_or_builtin<kernels::TunedEmbeddingForward>(
+      forward, shape, tune::to_forward_variant, device, "embedding forward", why_not,
+      borrowed + " from " + winners_file, out.note);
 }
 
 }  // namespace hetrec::gpu_model

@@ -21,14 +21,8 @@ void load_sparse_update_kernel(const tune::WinnersStore& store, const gpu::Devic
         },
         "bf16 gradients", borrowed);
   }
-  if (const auto& w = update) {
-    out.sparse_update = std::make_unique<kernels::TunedSparseUpdate>(
-        shape, tune::to_sparse_update_variant(w->params), device.compute_major, device.compute_minor,
-        w->kernel_header);
-    out.note = joined_note(out.note, tuned_note("embedding sparse update", *w) + borrowed);
-  } else {
-    out.note = joined_note(out.note, "embedding sparse update: built-in variant (" + why_not + ")");
-  }
+  out.sparse_update = tuned_or_builtin<kernels::TunedSparseUpdate>(
+      update, shape, tune::to_sparse_update_variant, device, "embedding sparse update", why_not, borrowed, out.note);
 }
 
 }  // namespace hetrec::gpu_model
