@@ -11,6 +11,7 @@
 #include "core/tensor.h"
 #include "data/batch.h"
 #include "model/model_config.h"
+#include "model/state_check.h"
 #include "optim/lr_schedule.h"
 
 namespace hetrec {
@@ -46,6 +47,10 @@ class Model {
   virtual void predict(const Batch& batch, std::span<float> logits) = 0;
   // Every tensor a checkpoint must hold for an exact resume, in a fixed order.
   virtual std::vector<NamedTensor> state() = 0;
+  // The first element of the state that fails the check of model/state_check.h, or nullopt.
+  // The default checks the host tensors state() gives; a GPU backend checks its device
+  // memory in place, without copying the state out.
+  virtual std::optional<StateViolation> state_violation() { return find_state_violation(state()); }
   virtual const ModelConfig& config() const = 0;
   virtual std::string describe() const = 0;
   // Steps whose update was skipped because fp16 loss-scaled gradients overflowed (GPU,

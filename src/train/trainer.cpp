@@ -504,12 +504,17 @@ TrainSummary TrainingRun::report() {
 }
 
 std::string TrainingRun::check_state() {
-  // On the host tensors state() gives (the GPU engine copies its state out for them, as
-  // for a checkpoint); distributed, every rank checks its replicated state and its blocks.
-  std::vector<NamedTensor> state = model_->state();
-  if (dmodel_)
+  // Where the state lives (the GPU engine scans its device memory in place: a state of tens
+  // of gigabytes is not copied to the host for the check); distributed, every rank checks
+  // the host copies of its replicated state and its blocks.
+  std::optional<StateViolation> v;
+  if (dmodel_) {
+    std::vector<NamedTensor> state = model_->state();
     for (ShardTensor& s : dmodel_->embedding_shards()) state.push_back(s.tensor);
-  const std::optional<StateViolation> v = find_state_violation(state);
+    v = find_state_violation(state);
+  } else {
+    v = model_->state_violation();
+  }
   std::string text = v ? v->describe() : std::string();
   if (!group_) return text;
   for (const std::vector<char>& other :

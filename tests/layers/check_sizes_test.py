@@ -78,7 +78,7 @@ class PlantedInRepositoryCopy(unittest.TestCase):
             shutil.copytree(os.path.join(REPO, "src"), os.path.join(tmp, "src"))
             rc, baseline = run(tmp)
             self.assertEqual((rc, baseline), (0, []))
-            planted = "\nnamespace hetrec::gpu_model {\nvoid GpuDlrm::planted() {\n" + body(30) + "}\n}\n"
+            planted = "\nnamespace hetrec::gpu_model {\nvoid GpuDlrm::planted() {\n" + body(120) + "}\n}\n"
             with open(os.path.join(tmp, "src/model/gpu/gpu_dlrm_report.cpp"), "a", encoding="utf-8") as f:
                 f.write(planted)
             rc, out = run(tmp)

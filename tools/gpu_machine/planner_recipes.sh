@@ -18,7 +18,8 @@
 #   4. with FP32_ROWS=1, `hetrec bench port` from the first source under the constraints
 #      bench/recipes/constraints-fp32-rows.toml (embedding rows stay fp32; tables may move to
 #      host memory), --components; writes OUT_DIR/direct-port-<date>-from-<hw>-fp32rows.json.
-# STAGES (default "recipes port revise") picks the stages 1-3 to run: with --components a
+# STAGES (default "recipes port revise") picks the stages 1-3 to run, PORT_FROM (default: both
+# sources) the port sources of stage 2: with --components a
 # port takes about 5 minutes (four runs of the full model), so the stages need separate
 # device calls. The A100 port allows host tables (bench/recipes/constraints-host-tables.toml).
 # Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks the
@@ -59,7 +60,7 @@ timeout 300 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out
 echo "plan_recipes rc=$? ($(( $(date +%s) - start )) s)"; tail -12 "$out/plan_recipes.out"
 fi
 port_sources=()
-[[ $stages == *" port "* ]] && port_sources=("${sources[@]}")
+[[ $stages == *" port "* ]] && port_sources=(${PORT_FROM:-${sources[@]}})
 for from in "${port_sources[@]}"; do
   echo "=== bench port --from $from ($(date +%T))"
   # The first source with each component switched alone (four runs), the A100 with tables

@@ -97,6 +97,7 @@ GpuDlrm::GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuMo
     gpu::memcpy_async(loss_scale_.raw(), &initial, sizeof(initial), gpu::CopyKind::host_to_device, s);
   }
   compute_.synchronize();  // also keeps `initial` alive until its copy is done
+  host_ = std::make_unique<HostState>(*dense_, *embeddings_, compute_, step_);
 }
 
 GpuDlrm::~GpuDlrm() {
@@ -109,24 +110,6 @@ GpuDlrm::~GpuDlrm() {
   }
 }
 
-// Data parallel: the replicated tensors only (the tables are in embedding_shards()).
-std::vector<NamedTensor> GpuDlrm::state() {
-  expose_state();
-  std::vector<NamedTensor> out;
-  for (const auto* list : {&dense_->parameter_mirrors(), &dense_->slot_mirrors()})
-    for (const gpu_model::DeviceMirror& m : *list) out.push_back({m.name, m.host});
-  if (!embeddings_->data_parallel())
-    for (const gpu_model::DeviceMirror& m : embeddings_->mirrors()) out.push_back({m.name, m.host});
-  out.push_back({"step", step_});
-  return out;
-}
-
-// Data parallel: this rank's table blocks (host copies, taken back before the next step).
-std::vector<ShardTensor> GpuDlrm::embedding_shards() {
-  expose_state();
-  return embeddings_->shard_tensors();
-}
-
 gpu::DeviceProperties GpuDlrm::select_device(int index) {
   const int count = gpu::device_count();
   if (count == 0) throw DeviceError("GPU model: no GPU device is visible");
@@ -135,28 +118,6 @@ gpu::DeviceProperties GpuDlrm::select_device(int index) {
                       " visible");
   gpu::set_device(index);
   return gpu::device_properties(index);
-}
-
-// Copies host state written through state() back to the device.
-void GpuDlrm::take_back_state() {
-  if (!state_exposed_) return;
-  const gpu::stream_t s = compute_.get();
-  gpu_model::upload(dense_->parameter_mirrors(), s);
-  gpu_model::upload(dense_->slot_mirrors(), s);
-  gpu_model::upload(embeddings_->mirrors(), s);
-  dense_->refresh_16bit(s);
-  compute_.synchronize();
-  state_exposed_ = false;
-}
-
-void GpuDlrm::expose_state() {
-  if (state_exposed_) return;
-  const gpu::stream_t s = compute_.get();
-  gpu_model::download(dense_->parameter_mirrors(), s);
-  gpu_model::download(dense_->slot_mirrors(), s);
-  gpu_model::download(embeddings_->mirrors(), s);
-  compute_.synchronize();
-  state_exposed_ = true;
 }
 
 }  // namespace gpu_model

@@ -31,6 +31,7 @@
 #include "model/gpu/gpu_cross_net.h"
 #include "model/gpu/gpu_dlrm.h"
 #include "model/gpu/gpu_mlp.h"
+#include "model/gpu/host_state.h"
 #include "model/gpu/sharded_embedding_stage.h"
 #include "model/gpu/side_lane.h"
 #include "model/gpu/step_gemm_choice.h"
@@ -50,10 +51,11 @@ class GpuDlrm final : public GpuModel {
   double train_step(const Batch& batch, const StepRates& rates) override;
   void predict(const Batch& batch, std::span<float> logits) override;
   void prepare_next(const Batch& next) override { batches_.expect_next(next); }
-  // Data parallel: the replicated tensors only (the tables are in embedding_shards()).
-  std::vector<NamedTensor> state() override;
+  // Host copies (model/gpu/host_state.h); data parallel, the replicated tensors only.
+  std::vector<NamedTensor> state() override { return host_->named(); }
+  std::optional<StateViolation> state_violation() override { return host_->violation(); }
   // Data parallel: this rank's table blocks (host copies, taken back before the next step).
-  std::vector<ShardTensor> embedding_shards();
+  std::vector<ShardTensor> embedding_shards() { return host_->shards(); }
   const ModelConfig& config() const override { return config_; }
 
   cublaslt::Gemm::SelectionCounts gemm_selection_counts() const override { return gemm_.selection_counts(); }
@@ -72,9 +74,6 @@ class GpuDlrm final : public GpuModel {
  private:
   // ---- construction and state (gpu_dlrm.cpp) ----
   static gpu::DeviceProperties select_device(int index);
-  // Copies host state written through state() back to the device.
-  void take_back_state();
-  void expose_state();
 
   // ---- the step (gpu_dlrm_step.cpp) ----
   // The batch `take` staged, into the step buffers, and the buffers sized for it.
@@ -137,7 +136,7 @@ class GpuDlrm final : public GpuModel {
 
   StepGraph graph_;
   StepPhases phases_;
-  bool state_exposed_ = false;
+  std::unique_ptr<HostState> host_;  // after every member it refers to
 };
 
 }  // namespace hetrec::gpu_model

@@ -20,7 +20,7 @@ namespace hetrec::gpu_model {
 double GpuDlrm::train_step(const Batch& batch, const StepRates& rates) {
   batches_.begin(/*training=*/true);
   check_batch_shape(batch, config_.num_dense, config_.num_tables(), /*need_labels=*/true);
-  take_back_state();
+  host_->take_back();
   const auto upload_start = std::chrono::steady_clock::now();
   // Staged during the previous step, or now. Data parallel: `batch` is the global batch;
   // this rank computes its share.
@@ -80,7 +80,7 @@ void GpuDlrm::predict(const Batch& batch, std::span<float> logits) {
     std::copy(all.begin(), all.begin() + batch.size, logits.begin());
     return;
   }
-  take_back_state();
+  host_->take_back();
   batches_.begin(/*training=*/false);
   const int64_t b = batches_.take(batch, /*training=*/false);
   copy_batch_to_device();
