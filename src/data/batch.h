@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 struct Batch {
   int64_t size = 0;        // samples B
@@ -34,4 +34,4 @@ struct Batch {
   }
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

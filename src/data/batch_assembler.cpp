@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 void BatchAssembler::begin(int num_dense, int num_tables) {
   num_dense_ = num_dense;
@@ -113,4 +113,4 @@ void BatchAssembler::finish(Batch& out, int64_t first_sample) {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -9,7 +9,7 @@
 #include "data/batch.h"
 #include "data/chunked_work.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class BatchAssembler {
  public:
@@ -52,4 +52,4 @@ class BatchAssembler {
   std::vector<StagingVector<int32_t>> ids_;     // per table, bags back to back
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 void check_batch_shape(const Batch& batch, int num_dense, int num_tables, bool need_labels) {
   const auto expect = [&](bool ok, const std::string& what) {
@@ -66,4 +66,4 @@ void check_bag_ids(const Batch& batch, const std::vector<TableConfig>& tables) {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -7,7 +7,7 @@
 #include "data/batch.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // Throws DataError naming the batch's first sample unless it has at least one sample,
 // `num_dense` dense features and `num_tables` sparse ones (the model's), as many dense
@@ -22,4 +22,4 @@ void check_bag_offsets(const Batch& batch, int num_tables);
 // id outside [0, rows) of its table.
 void check_bag_ids(const Batch& batch, const std::vector<TableConfig>& tables);
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -4,7 +4,7 @@
 
 #include "core/checksum.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 // Values sampled from each array.
@@ -33,4 +33,4 @@ BatchFingerprint batch_fingerprint(const Batch& batch) {
   return f;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

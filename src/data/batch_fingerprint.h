@@ -6,7 +6,7 @@
 
 #include "data/batch.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 struct BatchFingerprint {
   int64_t size = -1, first_sample = 0, ids = 0, dense = 0;
@@ -17,4 +17,4 @@ struct BatchFingerprint {
 
 BatchFingerprint batch_fingerprint(const Batch& batch);
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -1,6 +1,6 @@
 #include "data/batch_slice.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 Batch slice_batch(const Batch& batch, int64_t begin, int64_t count) {
   Batch out;
@@ -42,4 +42,4 @@ Batch select_samples(const Batch& batch, const std::vector<int64_t>& samples) {
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

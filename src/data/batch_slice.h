@@ -6,7 +6,7 @@
 
 #include "data/batch.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // Samples [begin, begin + count) of `batch` (count may be 0); first_sample shifts with them.
 Batch slice_batch(const Batch& batch, int64_t begin, int64_t count);
@@ -18,4 +18,4 @@ Batch select_samples(const Batch& batch, const std::vector<int64_t>& samples);
 // rank r computes samples [share_begin(size, r, ranks), share_begin(size, r + 1, ranks)).
 inline int64_t share_begin(int64_t size, int rank, int ranks) { return size * rank / ranks; }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 double expected_auc(std::span<const double> probabilities) {
   std::vector<double> p(probabilities.begin(), probabilities.end());
@@ -70,4 +70,4 @@ double realised_teacher_auc(const SyntheticSource& source, int64_t samples) {
   return auc(p, labels);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -6,7 +6,7 @@
 
 #include "data/synthetic.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // Expected AUC of the ideal scorer s_i = p_i when each label is drawn y_i ~ Bernoulli(p_i)
 // independently. With q_j = 1 - p_j:
@@ -35,4 +35,4 @@ double bayes_optimal_auc(const SyntheticSource& source, int64_t samples);
 // 0 .. samples-1: what the ideal model scores on this particular eval set.
 double realised_teacher_auc(const SyntheticSource& source, int64_t samples);
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

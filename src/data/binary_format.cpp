@@ -19,7 +19,7 @@
 #include "core/exclusive_file.h"
 #include "data/chunked_work.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // The format is little-endian; values are copied as they are in memory.
 static_assert(std::endian::native == std::endian::little, "the binary data format assumes a little-endian host");
@@ -594,4 +594,4 @@ void BinaryFile::read_group(int64_t g, RowGroup& out, int threads) {
                                 payload_end - cursor));
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -13,11 +13,10 @@
 #include <string>
 #include <vector>
 
+#include "core/exclusive_file.h"
 #include "data/batch.h"
 
-namespace hetrec {
-
-class ExclusiveFile;
+namespace hetrec::inline data {
 
 inline constexpr char kBinaryMagic[8] = {'H', 'R', 'E', 'C', 'D', 'A', 'T', 'A'};
 inline constexpr char kBinaryEndMagic[8] = {'H', 'R', 'E', 'C', 'T', 'A', 'I', 'L'};
@@ -169,4 +168,4 @@ class BinaryFile {
   std::vector<char> buffer_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

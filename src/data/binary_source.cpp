@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // Checks every row group's frame and checksum (BinaryFile::check_group) in file order on
 // a thread of its own and keeps the first failure. One group piece (4 MiB) in memory.
@@ -128,4 +128,4 @@ std::string BinarySource::describe() const {
                      file_.samples(), file_.groups(), h.num_dense, h.num_tables(), id_mapping_name(h.mapping));
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -17,7 +17,7 @@
 #include "data/source.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class RowGroupChecker;
 
@@ -54,4 +54,4 @@ class BinarySource final : public BatchSource {
   std::unique_ptr<RowGroupChecker> checker_;  // last: stopped before the file it reads is closed
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 IdMapping mapping_of(CategoricalMapping mapping) {
@@ -202,4 +202,4 @@ VerifyReport verify_binary(const std::string& path, const FeatureSpec& model, in
   return report;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -12,7 +12,7 @@
 #include "data/source.h"
 #include "data/synthetic.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 struct ConvertReport {
   int64_t samples = 0;        // samples written
@@ -85,4 +85,4 @@ struct VerifyReport {
 VerifyReport verify_binary(const std::string& path, const FeatureSpec& model, int threads = 1,
                            const std::function<void(const VerifyProgress&)>& progress = {});
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

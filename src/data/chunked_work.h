@@ -7,7 +7,7 @@
 #include <new>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // Below this many elements a range is not worth a thread of its own (4 MB of int32 ids).
 constexpr int64_t kChunkElements = int64_t{1} << 20;
@@ -51,4 +51,4 @@ struct UninitialisedAllocator : std::allocator<T> {
 template <class T>
 using StagingVector = std::vector<T, UninitialisedAllocator<T>>;
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

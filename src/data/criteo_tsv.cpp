@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 // A categorical is a 32-bit hash written in hex.
@@ -217,4 +217,4 @@ std::string CriteoTsvSource::describe() const {
                      on_error_ == OnError::fail ? "fail" : "skip");
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -20,7 +20,7 @@
 #include "data/source.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 struct CriteoLayout {
   int num_dense = 13;
@@ -89,4 +89,4 @@ class CriteoTsvSource final : public BatchSource {
   BatchAssembler assembler_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 enum class DataFormat { synthetic, criteo_tsv, binary, mlperf_multihot };
 enum class CategoricalMapping { hash, modulo };  // raw 32-bit categorical -> row id
@@ -36,4 +36,4 @@ struct DataConfig {
   SyntheticConfig synthetic;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

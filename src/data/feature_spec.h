@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 enum class Pooling { sum, mean };
 
@@ -25,4 +25,4 @@ struct FeatureSpec {
   int num_tables() const { return static_cast<int>(tables.size()); }
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

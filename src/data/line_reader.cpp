@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 LineReader::LineReader(std::string path, const std::string& what)
     : path_(std::move(path)), buffer_(kBufferBytes) {
@@ -61,4 +61,4 @@ void LineReader::rewind() {
   line_number_ = 0;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class LineReader {
  public:
@@ -38,4 +38,4 @@ class LineReader {
   int64_t line_number_ = 0;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -10,7 +10,7 @@
 #include "data/mlperf_multihot.h"
 #include "data/synthetic.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 std::unique_ptr<BatchSource> make_source(const DataConfig& data, const FeatureSpec& model, Split split) {
   if (data.reader_threads < 1)
@@ -32,4 +32,4 @@ std::unique_ptr<BatchSource> make_source(const DataConfig& data, const FeatureSp
   return std::make_unique<BinarySource>(path, model, key, data.reader_threads);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -7,7 +7,7 @@
 #include "data/split.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // synthetic -> SyntheticSource; criteo_tsv -> CriteoTsvSource; binary -> BinarySource,
 // mlperf_multihot -> MlperfMultihotSource (both checked against the model). Files come
@@ -15,4 +15,4 @@ namespace hetrec {
 // naming the path and the key when a file cannot be opened.
 std::unique_ptr<BatchSource> make_source(const DataConfig& data, const FeatureSpec& model, Split split);
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

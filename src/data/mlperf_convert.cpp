@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "data/mlperf_multihot.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 ConvertReport convert_mlperf_to_binary(const std::string& spec, const std::string& out_path, const FeatureSpec& model,
                                        int threads, int64_t group_samples,
@@ -37,4 +37,4 @@ ConvertReport convert_mlperf_to_binary(const std::string& spec, const std::strin
   return ConvertReport{writer.samples(), 0, writer.groups(), writer.bytes()};
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -9,7 +9,7 @@
 #include "data/binary_tools.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // Where a conversion is, after each batch written (samples = the total to write).
 struct ConvertProgress {
@@ -27,4 +27,4 @@ ConvertReport convert_mlperf_to_binary(const std::string& spec, const std::strin
                                        int threads = 1, int64_t group_samples = kDefaultGroupSamples,
                                        const std::function<void(const ConvertProgress&)>& progress = {});
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

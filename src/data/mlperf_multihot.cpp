@@ -18,7 +18,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 static_assert(std::endian::native == std::endian::little,
@@ -394,4 +394,4 @@ std::string MlperfMultihotSource::describe() const {
                      model_.num_tables(), stored_members_, deflated_members_);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

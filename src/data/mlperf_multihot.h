@@ -24,7 +24,7 @@
 #include "data/npz_archive.h"
 #include "data/source.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // The file names of one day, from its prefix ".../day_N".
 struct MlperfDayFiles {
@@ -97,4 +97,4 @@ class MlperfMultihotSource final : public BatchSource {
   BatchAssembler assembler_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

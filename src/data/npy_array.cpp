@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class NpyArray::Impl {
  public:
@@ -210,4 +210,4 @@ void NpyArray::read_rows(int64_t first, int64_t count, void* out) {
               static_cast<std::size_t>(count * impl_->row_bytes), static_cast<char*>(out));
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -16,7 +16,7 @@
 #include "data/npz_archive.h"
 #include "data/read_only_file.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class NpyArray {
  public:
@@ -51,4 +51,4 @@ class NpyArray {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 constexpr char kNpyMagic[kNpyMagicBytes] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
@@ -264,4 +264,4 @@ std::string make_npy_header(NpyType type, const std::vector<int64_t>& shape) {
   return out + dict;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

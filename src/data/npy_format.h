@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // The bytes before the dict: magic (6), version (2), length (2 for 1.0, 4 for 2.0/3.0).
 inline constexpr std::size_t kNpyMagicBytes = 6;
@@ -60,4 +60,4 @@ NpyHeader parse_npy_header(const char* data, std::size_t size, std::string_view 
 // data starts at a multiple of 64 bytes). Used by writers and tests.
 std::string make_npy_header(NpyType type, const std::vector<int64_t>& shape);
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

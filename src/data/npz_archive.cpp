@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 // Record signatures and fixed sizes (PKWARE APPNOTE.TXT 4.3).
@@ -187,4 +187,4 @@ const NpzMember* NpzArchive::find(const std::string& name) const {
   return nullptr;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -14,7 +14,7 @@
 
 #include "data/read_only_file.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // ZIP compression methods (APPNOTE 4.4.5).
 inline constexpr uint16_t kZipStored = 0;
@@ -45,4 +45,4 @@ class NpzArchive {
   std::vector<NpzMember> members_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

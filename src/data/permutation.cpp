@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 // Multiplier of the round function: 2^64 / golden ratio, odd (Knuth's multiplicative
@@ -49,4 +49,4 @@ uint64_t IndexPermutation::operator()(uint64_t i) const {
   return x;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

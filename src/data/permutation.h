@@ -8,7 +8,7 @@
 // hot rows are not clustered; it needs to mix well, not to be cryptographically strong.
 #include <cstdint>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class IndexPermutation {
  public:
@@ -31,4 +31,4 @@ class IndexPermutation {
   uint64_t round_keys_[kRounds] = {};
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 Pipeline::Pipeline(std::unique_ptr<BatchSource> source, int64_t batch_size, int prefetch_batches)
     : source_(std::move(source)),
@@ -122,4 +122,4 @@ void Pipeline::seek(int64_t sample) {
   start();
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -20,7 +20,7 @@
 
 #include "data/source.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class Pipeline {
  public:
@@ -72,4 +72,4 @@ class Pipeline {
   std::thread producer_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

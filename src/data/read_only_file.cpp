@@ -12,7 +12,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 ReadOnlyFile::ReadOnlyFile(std::string path, const std::string& what) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
@@ -66,4 +66,4 @@ void ReadOnlyFile::read_at(int64_t offset, void* data, std::size_t size) const {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class ReadOnlyFile {
  public:
@@ -30,4 +30,4 @@ class ReadOnlyFile {
   int64_t size_ = 0;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

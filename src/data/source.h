@@ -6,7 +6,7 @@
 
 #include "data/batch.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 struct DataCounters {
   int64_t samples = 0;        // samples delivered
@@ -29,4 +29,4 @@ class BatchSource {
   virtual std::string describe() const = 0;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/rng.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 // Stream tags under the dataset seed; any distinct constants would do.
@@ -330,4 +330,4 @@ void SyntheticSource::teacher_probabilities(int64_t first, int64_t count, double
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

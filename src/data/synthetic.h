@@ -26,7 +26,7 @@
 #include "data/zipf.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 // One generated sample, laid out per sample (Batch is table-major across samples).
 struct SyntheticSample {
@@ -111,4 +111,4 @@ class SyntheticSource final : public BatchSource {
   Streams streams_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

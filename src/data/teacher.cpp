@@ -4,7 +4,7 @@
 
 #include "core/rng.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 // Stream tags under the dataset seed; any distinct constants would do.
@@ -107,4 +107,4 @@ double Teacher::logit(const Components& c) const {
   return kLogitBias + scale_ * kLogitSpread * informative;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -22,7 +22,7 @@
 #include "data/data_config.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class Teacher {
  public:
@@ -89,4 +89,4 @@ class Teacher {
   Normalisation norm_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

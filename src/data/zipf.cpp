@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 namespace {
 
 // Below this magnitude the series expansions are used: log1p(t)/t and expm1(t)/t lose
@@ -66,4 +66,4 @@ int64_t ZipfSampler::operator()(Rng& rng) const {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

@@ -7,7 +7,7 @@
 
 #include "core/rng.h"
 
-namespace hetrec {
+namespace hetrec::inline data {
 
 class ZipfSampler {
  public:
@@ -36,4 +36,4 @@ class ZipfSampler {
   double quick_ = 0.0;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::data::data

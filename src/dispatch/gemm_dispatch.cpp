@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline dispatch {
 
 GemmProblem gemm_request_problem(const GemmRequest& r) {
   GemmProblem p;
@@ -81,4 +81,4 @@ std::vector<LayerGemm> cross_layer_backward_gemms(int64_t b, int64_t n, int64_t 
           {"dx", request(b, n, n, false, false, none, bottom, half, sixteen, !bottom, tf32)}};
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::dispatch::dispatch

@@ -19,7 +19,7 @@
 #include "gemm_perf/gemm_selector.h"
 #include "tune/small_gemm_selection.h"
 
-namespace hetrec {
+namespace hetrec::inline dispatch {
 
 // D (m x n) = op(A) op(B) [+ C] with the fused epilogue. Operands are fp32 or 16-bit copies
 // (bf16, fp16); D is fp32 or the operands' 16-bit type.
@@ -76,4 +76,4 @@ std::vector<LayerGemm> cross_layer_forward_gemms(int64_t batch, int64_t width, i
 std::vector<LayerGemm> cross_layer_backward_gemms(int64_t batch, int64_t width, int64_t rank, bool half,
                                                   DType sixteen, bool allow_tf32, bool bottom);
 
-}  // namespace hetrec
+}  // namespace hetrec::dispatch::dispatch

@@ -2,7 +2,7 @@
 
 #include <cblas.h>
 
-namespace hetrec::cpu_blas {
+namespace hetrec::inline gemm::cpu_blas {
 
 std::string library_text() {
   const char* config = openblas_get_config();
@@ -11,4 +11,4 @@ std::string library_text() {
   return text;
 }
 
-}  // namespace hetrec::cpu_blas
+}  // namespace hetrec::gemm::cpu_blas

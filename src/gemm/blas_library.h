@@ -2,9 +2,9 @@
 // The CPU BLAS library hetrec was linked with, as it describes itself.
 #include <string>
 
-namespace hetrec::cpu_blas {
+namespace hetrec::inline gemm::cpu_blas {
 
 // OpenBLAS's build description, e.g. "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64".
 std::string library_text();
 
-}  // namespace hetrec::cpu_blas
+}  // namespace hetrec::gemm::cpu_blas

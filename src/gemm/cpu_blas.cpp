@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace hetrec::cpu_blas {
+namespace hetrec::inline gemm::cpu_blas {
 namespace {
 
 CBLAS_TRANSPOSE to_cblas(Op op) { return op == Op::none ? CblasNoTrans : CblasTrans; }
@@ -70,4 +70,4 @@ template void gemm<float>(Op, Op, int64_t, int64_t, int64_t, float, const float*
 template void gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int64_t, const double*,
                            int64_t, double, double*, int64_t);
 
-}  // namespace hetrec::cpu_blas
+}  // namespace hetrec::gemm::cpu_blas

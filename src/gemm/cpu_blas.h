@@ -3,7 +3,7 @@
 // through here. Matrices are row-major, as everywhere in hetrec.
 #include <cstdint>
 
-namespace hetrec::cpu_blas {
+namespace hetrec::inline gemm::cpu_blas {
 
 enum class Op : bool { none, transpose };
 
@@ -21,4 +21,4 @@ extern template void gemm<float>(Op, Op, int64_t, int64_t, int64_t, float, const
 extern template void gemm<double>(Op, Op, int64_t, int64_t, int64_t, double, const double*, int64_t,
                                   const double*, int64_t, double, double*, int64_t);
 
-}  // namespace hetrec::cpu_blas
+}  // namespace hetrec::gemm::cpu_blas

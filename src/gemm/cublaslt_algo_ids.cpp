@@ -7,7 +7,7 @@
 #include "gpu/blaslt.h"
 #include "gemm_perf/gemm_oracle.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 namespace {
 
@@ -825,5 +825,5 @@ GemmConfig gemm_config_of(const AlgoConfig& c) {
   return g;
 }
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt
 #endif

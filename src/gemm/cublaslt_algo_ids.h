@@ -9,7 +9,7 @@
 
 #include "gemm_perf/gemm_config.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 struct IdShape {
   int id = 0;
@@ -56,4 +56,4 @@ std::optional<AlgoConfig> parse_algo_key(std::string_view key);
 // an undefined tile (0) gives tile 0 x 0.
 GemmConfig gemm_config_of(const AlgoConfig& c);
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt

@@ -9,7 +9,7 @@
 
 #include "core/error.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 namespace {
 
@@ -281,5 +281,5 @@ AlgoEnumeration enumerate_algos(cublasLtHandle_t handle, const Problem& p, const
   return out;
 }
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt
 #endif

@@ -25,7 +25,7 @@
 #include "gemm/cublaslt_algo_ids.h"
 #include "gemm/cublaslt_problem.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 struct EnumeratedAlgo {
   AlgoConfig config;
@@ -93,4 +93,4 @@ std::optional<EnumeratedAlgo> check_config(cublasLtHandle_t handle, const Proble
 // Index in `algos` of the configuration equal to `config`, if any.
 std::optional<std::size_t> find_config(const std::vector<EnumeratedAlgo>& algos, const AlgoConfig& config);
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt

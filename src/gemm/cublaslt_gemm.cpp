@@ -18,7 +18,7 @@
 #include "gpu/device.h"
 #endif
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 #if defined(HETREC_WITH_CUDA)
 namespace {
@@ -182,5 +182,5 @@ void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream, Lane l
                                    pl.desc->d, o.d, pl.desc->d, &*pl.algo, ws, ws_bytes, stream));
 }
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt
 #endif  // HETREC_WITH_GPU

@@ -18,7 +18,7 @@
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_selection_cache.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 // One cuBLASLt handle with its workspace and a cache of per-problem plans (descriptors
 // and the selected algorithm), so a training step never queries the heuristic twice for
@@ -101,4 +101,4 @@ class Gemm {
   SelectionCounts counts_;
 };
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt

@@ -14,7 +14,7 @@
 #include "gemm_perf/gemm_oracle.h"
 #include "gemm_perf/gemm_oracle_measurements.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 namespace {
 
@@ -192,5 +192,5 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
   return best;
 }
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt
 #endif

@@ -23,7 +23,7 @@
 #include "gemm_perf/gemm_problem.h"
 #include "gemm_perf/gemm_ranker.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 // What the learned rankers are validated by on this device (gemm_perf/gemm_ranker.h): the
 // GPU's name, the driver and cuBLASLt's version, as `hetrec gemm bench` records them.
@@ -59,4 +59,4 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
                                                 const MatmulDescriptors& desc, std::size_t workspace_bytes,
                                                 const Alignment& alignment, const ModelSelection& selection);
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt

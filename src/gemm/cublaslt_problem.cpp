@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 namespace {
 
@@ -230,5 +230,5 @@ Alignment operand_alignment(const Problem& p, const Operands& o) {
   return al;
 }
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt
 #endif  // HETREC_WITH_GPU

@@ -18,14 +18,11 @@
 #include "gpu/blaslt.h"
 #include "hw/hardware.h"
 #include "gemm_perf/gemm_model_params.h"
+#include "gemm_perf/gemm_ranker.h"
 #include "gemm_perf/gemm_selection_cache.h"
 #include "gpu/platform.h"
 
-namespace hetrec {
-class GemmRanker;  // gemm_perf/gemm_ranker.h
-}
-
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 
 // What GEMM selection by the analytical model needs besides the problem
 // (gemm/cublaslt_model_choice.h): the local GPU's description, the model's fitted
@@ -143,4 +140,4 @@ std::vector<cublasLtMatmulAlgo_t> heuristic_algos(cublasLtHandle_t handle, cubla
 // The alignments the operands' pointers give the problem's matrices (and its aux and bias).
 Alignment operand_alignment(const Problem& p, const Operands& o);
 
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt

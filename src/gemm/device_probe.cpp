@@ -27,7 +27,7 @@
 #include "gpu/stream.h"
 #endif
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 namespace {
 
@@ -288,4 +288,4 @@ DeviceProbe measure_device_probe(int) {
 
 #endif  // HETREC_WITH_GPU
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm

@@ -19,7 +19,7 @@
 #include "gemm/device_validators.h"
 #include "kernels/cluster_occupancy.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 struct DeviceProbe {
   ProbeValidators validators;
@@ -52,4 +52,4 @@ DeviceProbe measure_device_probe(int device_index);
 // `path` (when not empty). refresh: always measure.
 DeviceProbe probe_device(int device_index, const std::string& path, bool refresh, const Logger& log);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm

@@ -7,7 +7,7 @@
 #include "gpu/device.h"
 #endif
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 #if defined(HETREC_WITH_GPU)
 
@@ -37,4 +37,4 @@ ProbeValidators local_probe_validators(int) {
 
 #endif  // HETREC_WITH_GPU
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm

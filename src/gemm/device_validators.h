@@ -4,7 +4,7 @@
 // cache, gemm/cublaslt_gemm.h).
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 struct ProbeValidators {
   std::string gpu;      // the driver's device name, e.g. "NVIDIA H200"
@@ -17,4 +17,4 @@ struct ProbeValidators {
 // GPU builds with a visible device: the validators of the device (DeviceError otherwise).
 ProbeValidators local_probe_validators(int device_index);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm

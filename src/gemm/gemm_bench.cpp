@@ -35,7 +35,7 @@
 #include "gemm_perf/gemm_oracle.h"
 #include "gemm_perf/gemm_suite.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 namespace {
 
@@ -581,15 +581,15 @@ void run_gemm_bench(const GemmBenchOptions& options) {
   bench.run();
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm
 
 #else
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 void run_gemm_bench(const GemmBenchOptions&) {
   throw DeviceError("hetrec gemm bench needs the CUDA build (cmake --preset cuda); this build has no cuBLASLt");
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm
 #endif

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 struct GemmBenchOptions {
   std::string suite = "all";  // "all", one model of the suite (gemm_perf/gemm_suite.h), or "corpus" (gemm_perf/gemm_corpus.h)
@@ -32,4 +32,4 @@ struct GemmBenchOptions {
 // bad options (naming the option), IoError when the results cannot be written.
 void run_gemm_bench(const GemmBenchOptions& options);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm

@@ -11,7 +11,7 @@
 #include "core/rng.h"
 #include "gpu/memory.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 namespace {
 // Values generated on the host per pool; the rest of the pool repeats them.
@@ -54,5 +54,5 @@ gpu::DeviceBuffer random_device_pool(DType type, std::size_t bytes, uint64_t see
   return pool;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm
 #endif  // HETREC_WITH_GPU

@@ -8,10 +8,10 @@
 #include "core/dtype.h"
 #include "gpu/device_buffer.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm {
 
 // bytes rounded up to at least one 256-byte block; types f32, bf16, f16, f8e4m3
 // (InternalError for others). The values are a pure function of (seed, stream).
 gpu::DeviceBuffer random_device_pool(DType type, std::size_t bytes, uint64_t seed, uint64_t stream);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm::gemm

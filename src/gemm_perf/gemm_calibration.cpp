@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "gemm_perf/gemm_model.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 namespace {
 
 // Least L2 -> unit bandwidth the fit may reach, bytes per clock per unit: the HBM's datasheet
@@ -419,4 +419,4 @@ GemmFitResult fit_gemm_params(const Hardware& hw, std::span<const MeasuredShape>
   return r;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -32,7 +32,7 @@
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_problem.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // Weight of the selection regret beside the log accuracy term. Equal weight: a 10% worse
 // selection on every shape costs as much as a 33% error on every prediction (0.1 vs 0.33^2).
@@ -138,4 +138,4 @@ GemmFitResult fit_gemm_params(const Hardware& hw, std::span<const MeasuredShape>
 double gemm_fit_loss(const Hardware& hw, const GemmModelParams& params, std::span<const MeasuredShape> shapes,
                      std::span<const std::size_t> indices);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

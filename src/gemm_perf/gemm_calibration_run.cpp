@@ -12,7 +12,7 @@
 #include "core/error.h"
 #include "gemm_perf/gemm_selector.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 namespace {
 
 // Passes over the held-out shapes that the selection cost is averaged over.
@@ -360,4 +360,4 @@ std::string gemm_calibration_json(const GemmCalibrationRun& r, const GemmOracle&
   return j.dump(2) + "\n";
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -13,7 +13,7 @@
 #include "gemm_perf/gemm_oracle_measurements.h"
 #include "gemm_perf/gemm_oracle_repeat.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 struct GemmCalibrationRun {
   // Set by judge_gemm_params: no fit; `fitted` are the given parameters and every shape is
@@ -100,4 +100,4 @@ void compare_heuristic_lists(GemmCalibrationRun& run, const GemmOracle& oracle, 
 std::string gemm_calibration_json(const GemmCalibrationRun& run, const GemmOracle& oracle, const std::string& oracle_path,
                                   const std::string& command, const std::string& commit, const std::string& date);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -4,7 +4,7 @@
 
 #include "gemm_perf/gemm_model.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -255,4 +255,4 @@ std::vector<GemmConfig> gemm_candidates(const Hardware& hw, MatrixPrecision prec
   return list.take();
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -16,8 +16,8 @@
 #include "hw/hardware.h"
 #include "gemm_perf/gemm_config.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 std::vector<GemmConfig> gemm_candidates(const Hardware& hw, MatrixPrecision precision);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -144,4 +144,4 @@ GemmConfig parse_gemm_config(std::string_view text, std::string_view where) {
   return c;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // data_parallel: one CTA per output tile. split_k: `split_k` CTAs per tile, each over a
 // slice of K, partial sums reduced by a second kernel. stream_k: a persistent grid of one
@@ -70,4 +70,4 @@ std::string to_string(const GemmConfig& c);
 // Inverse of to_string; throws ConfigError naming `where` and the bad field.
 GemmConfig parse_gemm_config(std::string_view text, std::string_view where);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

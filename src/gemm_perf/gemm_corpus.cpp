@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -198,4 +198,4 @@ void parse_shard(const std::string& text, const std::string& option, int& index,
     throw ConfigError(option + " '" + text + "': expected i/n with 0 <= i < n");
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -10,7 +10,7 @@
 
 #include "gemm_perf/gemm_suite.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 struct GemmCorpusFamily {
   std::string name;    // e.g. "dlrm_mlperf_top", "hstu_qkv_512"
@@ -41,4 +41,4 @@ std::vector<GemmSuiteShape> gemm_shard(std::vector<GemmSuiteShape> shapes, int i
 // Parses "i/n" (0-based i < n) into index and count; ConfigError naming `option` otherwise.
 void parse_shard(const std::string& text, const std::string& option, int& index, int& count);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "gemm_perf/gemm_raster.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -502,9 +502,9 @@ GemmEstimate predict_gemm(const Hardware& hw, const GemmProblem& problem, const 
   return finish_gemm_estimate(hw, params, problem, config, traits, schedule);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 double predict_best_of(const Hardware& hw, const GemmModelParams& params, const GemmProblem& problem,
                        const GemmConfig& config, std::span<const GemmConfig> alternatives) {
@@ -523,4 +523,4 @@ double predict_best_of(const Hardware& hw, const GemmModelParams& params, const 
   return best;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -18,7 +18,7 @@
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_problem.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // ---- named constants (sources in the comments) ----
 // fp32 accumulators may take at most half the register file: the rest holds operand
@@ -197,4 +197,4 @@ double predict_best_of(const Hardware& hw, const GemmModelParams& params, const 
 GemmEstimate predict_gemm(const Hardware& hw, const GemmProblem& problem, const GemmConfig& config,
                           const GemmModelParams& params = GemmModelParams{});
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -10,7 +10,7 @@
 #include "core/exclusive_file.h"
 #include "hw/toml_reader.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -182,4 +182,4 @@ std::string gemm_params_fingerprint(const GemmModelParams& params) {
   return buf;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

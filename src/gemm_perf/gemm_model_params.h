@@ -9,7 +9,7 @@
 
 #include "hw/hardware.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // ---- generic starting values (used when no hw/params/<arch>.toml exists) ----
 // Vendor GEMM libraries sustain roughly 70-85% of the datasheet dense rate on large
@@ -104,4 +104,4 @@ GemmModelParams load_gemm_params_for(const Hardware& hw, const std::string& para
 // A short hex digest of every field: selections made under other params are stale.
 std::string gemm_params_fingerprint(const GemmModelParams& params);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

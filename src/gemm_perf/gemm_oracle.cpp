@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -208,4 +208,4 @@ GemmOracle load_gemm_oracle(const std::string& path) {
   return parse_gemm_oracle(read_text_file(path), path);  // ".xz" files are decompressed
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

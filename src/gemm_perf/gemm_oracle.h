@@ -10,7 +10,7 @@
 
 #include "gemm_perf/gemm_config.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 inline constexpr int kGemmOracleSchema = 1;
 
@@ -88,4 +88,4 @@ GemmOracle load_gemm_oracle(const std::string& path);
 // The same from text already in memory (`where` names it in errors).
 GemmOracle parse_gemm_oracle(const std::string& text, const std::string& where);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

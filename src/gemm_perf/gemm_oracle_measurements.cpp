@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "gemm_perf/gemm_model.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 namespace {
 
 // Bytes of K one shared-memory stage holds when the library does not say: 128 bytes of each
@@ -409,9 +409,9 @@ OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracl
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 std::vector<std::optional<DescribedLibraryConfig>> describe_library_configs(
     const Hardware& hw, const GemmProblem& problem, const std::vector<OracleCandidate>& candidates,
@@ -446,4 +446,4 @@ std::vector<std::optional<DescribedLibraryConfig>> describe_library_configs(
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -48,7 +48,7 @@
 #include "gemm_perf/gemm_oracle.h"
 #include "gemm_perf/gemm_problem.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // The shape in the engine's row-major terms. Throws ConfigError naming the shape when its
 // precision, output type or epilogue is not one the model covers.
@@ -109,4 +109,4 @@ struct OracleConversion {
 
 OracleConversion oracle_measurements(const Hardware& hw, const GemmOracle& oracle);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

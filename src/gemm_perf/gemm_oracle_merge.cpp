@@ -7,7 +7,7 @@
 #include "core/text_file.h"
 #include "gemm_perf/gemm_oracle.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -65,4 +65,4 @@ std::string merge_gemm_oracles(const std::vector<std::string>& paths) {
   return merged.dump() + "\n";
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // The merged record as JSON text: the first piece's header, every piece's shapes in the
 // order given, "complete" only when every piece is complete, and "merged_from" listing each
@@ -14,4 +14,4 @@ namespace hetrec {
 // cannot be read.
 std::string merge_gemm_oracles(const std::vector<std::string>& paths);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "gemm_perf/gemm_calibration.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -63,4 +63,4 @@ OracleReproducibility oracle_reproducibility(const GemmOracle& first, const Gemm
   return r;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

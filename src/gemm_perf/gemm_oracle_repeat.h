@@ -10,7 +10,7 @@
 
 #include "gemm_perf/gemm_oracle.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // Shapes whose repeat oracle is below this time are counted apart: at a few microseconds
 // a kernel's time is mostly its launch and start-up, and run-to-run variation is a large
@@ -35,4 +35,4 @@ struct OracleReproducibility {
 OracleReproducibility oracle_reproducibility(const GemmOracle& first, const GemmOracle& repeat,
                                              const std::string& repeat_path);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

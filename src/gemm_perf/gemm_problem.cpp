@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -107,4 +107,4 @@ std::string describe_gemm_problem(const GemmProblem& p) {
   return s;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

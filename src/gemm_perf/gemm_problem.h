@@ -8,7 +8,7 @@
 #include "core/dtype.h"
 #include "hw/hardware.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 enum class GemmEpilogue { none, bias, bias_relu };
 // How fp8 operands are scaled back: one scale per tensor, or one per row of A and per
@@ -55,4 +55,4 @@ GemmProblem transposed_product(const GemmProblem& p);
 // "M=4096 N=1024 K=512 batch=1 A=bf16(N) B=bf16(T) C=bf16 acc=fp32 epilogue=bias"
 std::string describe_gemm_problem(const GemmProblem& p);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

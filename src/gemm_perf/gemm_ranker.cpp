@@ -16,7 +16,7 @@
 #include "core/text_file.h"
 #include "gemm_perf/gemm_model.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -266,4 +266,4 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
   return e;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -13,7 +13,7 @@
 
 #include "gemm_perf/gemm_ranker_features.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // What a ranker file was trained for; load_gemm_ranker compares each non-empty field of the
 // caller's with the file's.
@@ -103,4 +103,4 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
                                           const Hardware& hw, const GemmModelParams& params,
                                           const std::vector<RankerShape>& shapes);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -11,7 +11,7 @@
 #include "gemm_perf/gemm_model.h"
 #include "gemm_perf/gemm_oracle_measurements.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -178,4 +178,4 @@ std::string gemm_ranker_csv(const Hardware& hw, const GemmModelParams& params, c
   return os.str();
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

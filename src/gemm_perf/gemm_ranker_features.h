@@ -15,7 +15,7 @@
 #include "gemm_perf/gemm_oracle.h"
 #include "gemm_perf/gemm_problem.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 inline constexpr const char* kGemmRankerFeatureNames[] = {
     "log2_m", "log2_n", "log2_k", "trans_a", "trans_b", "precision", "epilogue", "m_mod16", "n_mod16", "k_mod16",
@@ -81,4 +81,4 @@ std::vector<RankerShape> ranker_shapes(const Hardware& hw, const GemmOracle& ora
 // heuristic_us, is_heuristic, then the features by name.
 std::string gemm_ranker_csv(const Hardware& hw, const GemmModelParams& params, const std::vector<RankerShape>& shapes);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

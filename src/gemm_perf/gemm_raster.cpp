@@ -4,7 +4,7 @@
 #include <cmath>
 #include <numeric>
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -87,4 +87,4 @@ WaveFootprint wave_footprint(int64_t tiles_m, int64_t tiles_n, double wave_tiles
   return fp;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

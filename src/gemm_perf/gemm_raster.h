@@ -8,7 +8,7 @@
 
 #include "gemm_perf/gemm_config.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 struct WaveFootprint {
   double rows = 0.0;          // distinct tile rows touched by one wave (expected over waves)
@@ -29,4 +29,4 @@ WaveFootprint wave_footprint(int64_t tiles_m, int64_t tiles_n, double wave_tiles
 void raster_tile(int64_t tiles_m, int64_t tiles_n, GemmRaster raster, int swizzle, int64_t index,
                  int64_t* row, int64_t* col);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

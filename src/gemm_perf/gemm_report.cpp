@@ -7,7 +7,7 @@
 #include "gemm_perf/gemm_candidates.h"
 #include "gemm_perf/gemm_selector.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -78,4 +78,4 @@ std::string gemm_select_report(const Hardware& hw, const GemmProblem& problem,
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -8,7 +8,7 @@
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_problem.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 // Alternatives listed: the best pipeline depth and launch order of each of the
 // next-fastest kernels.
@@ -17,4 +17,4 @@ inline constexpr std::size_t kReportAlternatives = 5;
 std::string gemm_select_report(const Hardware& hw, const GemmProblem& problem,
                                const GemmModelParams& params = GemmModelParams{});
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

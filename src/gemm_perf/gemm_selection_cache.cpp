@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "core/exclusive_file.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -298,4 +298,4 @@ CachedGemmChoice select_cached(const GemmSelector& selector, GemmSelectionCache&
   return choice;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

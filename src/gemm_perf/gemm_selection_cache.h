@@ -23,7 +23,7 @@
 #include "gemm_perf/gemm_problem.h"
 #include "gemm_perf/gemm_selector.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 struct GemmCacheValidators {
   std::vector<std::pair<std::string, std::string>> items;  // name -> value, in file order
@@ -89,4 +89,4 @@ class GemmSelectionCache {
 CachedGemmChoice select_cached(const GemmSelector& selector, GemmSelectionCache& cache,
                                const GemmProblem& problem);
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

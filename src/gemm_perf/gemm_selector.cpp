@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "gemm_perf/gemm_candidates.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -334,4 +334,4 @@ RankedConfig select_config(const Hardware& hw, const GemmProblem& problem,
   return selector.select(problem);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

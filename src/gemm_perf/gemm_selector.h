@@ -18,7 +18,7 @@
 #include "gemm_perf/gemm_model_params.h"
 #include "gemm_perf/gemm_problem.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 struct RankedConfig {
   GemmConfig config;
@@ -98,4 +98,4 @@ RankedConfig select_config(const Hardware& hw, const GemmProblem& problem,
                            std::span<const GemmConfig> candidates,
                            const GemmModelParams& params = GemmModelParams{});
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

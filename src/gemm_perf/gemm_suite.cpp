@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 namespace {
 
@@ -128,4 +128,4 @@ std::vector<GemmSuiteShape> gemm_suite() {
   return suite;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -14,7 +14,7 @@
 
 #include "core/dtype.h"
 
-namespace hetrec {
+namespace hetrec::inline gemm_perf {
 
 enum class GemmPass { forward, dgrad, wgrad };
 
@@ -55,4 +55,4 @@ std::vector<GemmSuiteShape> gemm_layer_shapes(const DenseLayerShape& layer, int6
 // and so are the GEMMs (shape, layouts, precision, epilogue).
 std::vector<GemmSuiteShape> gemm_suite();
 
-}  // namespace hetrec
+}  // namespace hetrec::gemm_perf::gemm_perf

@@ -11,7 +11,7 @@
 #include "core/install_paths.h"
 #include "hw/toml_reader.h"
 
-namespace hetrec {
+namespace hetrec::inline hw {
 
 namespace {
 
@@ -434,4 +434,4 @@ Hardware hardware_for_device(std::string_view device_name, const std::string& di
                     "; set " + std::string(key) + " to a description's name (hetrec hw list)");
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::hw::hw

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline hw {
 
 enum class Vendor { nvidia, amd };
 
@@ -178,4 +178,4 @@ Hardware hardware_for_device(std::string_view device_name, const std::string& di
 // points' rates beyond them. Empty when the hardware file has no such measurement.
 std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_gb);
 
-}  // namespace hetrec
+}  // namespace hetrec::hw::hw

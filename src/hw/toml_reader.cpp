@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline hw {
 
 namespace {
 
@@ -204,4 +204,4 @@ toml::table parse_toml_file(const std::string& path) {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::hw::hw

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline hw {
 
 // A number together with the note saying where it comes from; in TOML it is written
 // `key = { value = 132, source = "datasheet name" }`.
@@ -69,4 +69,4 @@ class TomlTableReader {
 // syntax error otherwise.
 toml::table parse_toml_file(const std::string& path);
 
-}  // namespace hetrec
+}  // namespace hetrec::hw::hw

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace hetrec {
+namespace hetrec::inline model {
 
 bool BatchStream::next(Batch& batch, bool more) {
   if (have_ahead_) {
@@ -23,4 +23,4 @@ void BatchStream::seek(int64_t position) {
   source_.seek(position);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

@@ -10,7 +10,7 @@
 #include "data/pipeline.h"
 #include "model/model.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 
 class BatchStream {
  public:
@@ -31,4 +31,4 @@ class BatchStream {
   bool have_ahead_ = false;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline model {
 namespace {
 
 std::string widths_str(int in, const std::vector<int>& widths) {
@@ -31,4 +31,4 @@ std::string describe_network(const ModelConfig& m) {
   return s + ", top MLP " + widths_str(m.interaction_width(), m.top_mlp);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

@@ -21,7 +21,7 @@
 #include "nn/parallel_threshold.h"
 #include "optim/dense_optimizer.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 namespace {
 
 // The dense layers draw from seed_streams::dense_init_seed(init_seed), apart from the
@@ -396,4 +396,4 @@ std::unique_ptr<DistributedModel> make_distributed_cpu_model(const ModelConfig& 
   return std::make_unique<CpuDlrm>(model, optim, &plan, &group);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

@@ -14,7 +14,7 @@
 #include "model/model_config.h"
 #include "nn/sharded_embedding_collection.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 
 // Throws ConfigError naming the config key (model.bottom_mlp, model.top_mlp,
 // model.tables, model.embedding_dim, model.num_dense, model.cross_layers,
@@ -55,4 +55,4 @@ std::unique_ptr<DistributedModel> make_distributed_cpu_model(const ModelConfig& 
                                                              const dist::ShardingPlan& plan,
                                                              dist::ProcessGroup& group);
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

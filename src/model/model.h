@@ -14,7 +14,7 @@
 #include "model/state_check.h"
 #include "optim/lr_schedule.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 
 // Device memory of a model on a GPU, measured (GPU backends only).
 struct DeviceMemoryReport {
@@ -68,4 +68,4 @@ class Model {
   }
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

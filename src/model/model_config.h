@@ -10,7 +10,7 @@
 #include "nn/embedding_spec.h"
 #include "optim/optim_config.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 
 enum class Arch { dlrm, dcnv2 };
 
@@ -74,4 +74,4 @@ struct ModelConfig : FeatureSpec {
   }
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

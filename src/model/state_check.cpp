@@ -6,7 +6,7 @@
 
 #include "core/dtype.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 namespace {
 
 constexpr const char* kSlotSuffixes[] = {".sum", ".exp_avg", ".exp_avg_sq", ".accumulator"};
@@ -94,4 +94,4 @@ std::optional<StateViolation> find_state_violation(const std::vector<NamedTensor
   return std::nullopt;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

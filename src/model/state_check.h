@@ -12,7 +12,7 @@
 
 #include "core/named_tensor.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 
 // Parameters start at magnitudes of about 1 or less (the DLRM / TorchRec initialisations)
 // and healthy training keeps them within a few units (the demo's largest magnitude at any
@@ -45,4 +45,4 @@ std::optional<StateViolation> find_state_violation(const std::vector<NamedTensor
 // The text of a number in messages: "%.6g", with "NaN", "inf" and "-inf".
 std::string value_text(double value);
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 namespace {
 
 // Samples per partial sum: the partition, and so the rounding of the total, depends
@@ -49,4 +49,4 @@ double bce_with_logits(const T* logits, const T* labels, int64_t n, T* grad) {
 template double bce_with_logits<float>(const float*, const float*, int64_t, float*);
 template double bce_with_logits<double>(const double*, const double*, int64_t, double*);
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

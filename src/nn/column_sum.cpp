@@ -4,7 +4,7 @@
 
 #include "nn/parallel_threshold.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 void column_sum(const T* m, int64_t rows, int64_t cols, T* out) {
@@ -27,4 +27,4 @@ void column_sum(const T* m, int64_t rows, int64_t cols, T* out) {
 template void column_sum<float>(const float*, int64_t, int64_t, float*);
 template void column_sum<double>(const double*, int64_t, int64_t, double*);
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

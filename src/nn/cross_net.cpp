@@ -11,7 +11,7 @@
 #include "nn/parallel_threshold.h"
 #include "nn/scalar_dtype.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 using cpu_blas::Op;
 
@@ -172,4 +172,4 @@ std::vector<DenseParam> CrossNet<T>::parameters(const std::string& prefix) const
 template class CrossNet<float>;
 template class CrossNet<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

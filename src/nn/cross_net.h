@@ -10,7 +10,7 @@
 #include "core/tensor.h"
 #include "optim/dense_param.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 class CrossNet {
@@ -80,4 +80,4 @@ class CrossNet {
 extern template class CrossNet<float>;
 extern template class CrossNet<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "nn/parallel_threshold.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 DotInteraction<T>::DotInteraction(int num_sparse, int dim, bool self_interaction)
@@ -75,4 +75,4 @@ void DotInteraction<T>::backward(const T* dense, const T* sparse, const T* dout,
 template class DotInteraction<float>;
 template class DotInteraction<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 class DotInteraction {
@@ -37,4 +37,4 @@ class DotInteraction {
 extern template class DotInteraction<float>;
 extern template class DotInteraction<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -15,7 +15,7 @@
 #include "optim/sparse_row_storage.h"
 #include "optim/sparse_update.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 namespace {
 
 // Keeps the initialisation draws apart from other streams of the seed.
@@ -387,4 +387,4 @@ std::vector<NamedTensor> EmbeddingCollection::state() {
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -12,7 +12,7 @@
 #include "nn/embedding_spec.h"
 #include "optim/optim_config.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 // Where a table of the collection sits in a full model table when the collection holds
 // shards (distributed training): the block of rows [row_offset, row_offset + rows) and
@@ -98,4 +98,4 @@ class EmbeddingCollection {
   std::vector<float> row_scratch_;        // per thread: summed gradient + fp32 row
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -6,7 +6,7 @@
 #include "core/dtype.h"
 #include "data/feature_spec.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 struct EmbeddingSpec {
   std::vector<TableConfig> tables;
@@ -14,4 +14,4 @@ struct EmbeddingSpec {
   DType row_dtype = DType::f32;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -10,7 +10,7 @@
 #include "nn/parallel_threshold.h"
 #include "nn/scalar_dtype.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 Linear<T>::Linear(int in_features, int out_features) : in_(in_features), out_(out_features) {
@@ -63,4 +63,4 @@ std::vector<DenseParam> Linear<T>::parameters(const std::string& prefix) const {
 template class Linear<float>;
 template class Linear<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

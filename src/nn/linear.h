@@ -8,7 +8,7 @@
 #include "core/tensor.h"
 #include "optim/dense_param.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 class Linear {
@@ -46,4 +46,4 @@ class Linear {
 extern template class Linear<float>;
 extern template class Linear<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

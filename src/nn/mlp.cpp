@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "nn/parallel_threshold.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 Mlp<T>::Mlp(int in_features, const std::vector<int>& widths, bool relu_last)
@@ -88,4 +88,4 @@ std::vector<DenseParam> Mlp<T>::parameters(const std::string& prefix) const {
 template class Mlp<float>;
 template class Mlp<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -8,7 +8,7 @@
 #include "nn/linear.h"
 #include "optim/dense_param.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 class Mlp {
@@ -52,4 +52,4 @@ class Mlp {
 extern template class Mlp<float>;
 extern template class Mlp<double>;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

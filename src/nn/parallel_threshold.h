@@ -5,8 +5,8 @@
 // costs more than it saves.
 #include <cstdint>
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 inline constexpr int64_t kParallelMinElements = int64_t{1} << 16;
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -5,7 +5,7 @@
 
 #include "core/dtype.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 template <class T>
 constexpr DType scalar_dtype() {
@@ -13,4 +13,4 @@ constexpr DType scalar_dtype() {
   return std::is_same_v<T, float> ? DType::f32 : DType::f64;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "optim/sparse_update.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 // One table's shard on this rank: a one-table EmbeddingCollection over the block, and
 // the batch of bags it served in the last forward (routed tables: every source rank's
@@ -425,4 +425,4 @@ std::vector<NamedTensor> gather_full_tables(const std::vector<ShardTensor>& mine
   return full;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -27,7 +27,7 @@
 #include "nn/embedding_spec.h"
 #include "optim/optim_config.h"
 
-namespace hetrec {
+namespace hetrec::inline nn {
 
 // One tensor of this rank's part of a table: the block of rows [row_begin, row_begin +
 // rows) and columns [col_begin, col_begin + cols) of model table `table`. `name` is the
@@ -91,4 +91,4 @@ class ShardedEmbeddingCollection {
 std::vector<NamedTensor> gather_full_tables(const std::vector<ShardTensor>& mine, const EmbeddingSpec& spec,
                                             OptimizerKind sparse, dist::ProcessGroup& group);
 
-}  // namespace hetrec
+}  // namespace hetrec::nn::nn

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 namespace {
 
 // Element counts below which a parallel region costs more than the loop it splits.
@@ -182,4 +182,4 @@ std::unique_ptr<DenseOptimizer> DenseOptimizer::create(const OptimConfig& config
                     "sgd, adagrad or adam");
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

@@ -13,7 +13,7 @@
 #include "optim/optim_config.h"
 #include "optim/dense_param.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 // ---- Element-wise updates of n values (scalars in double, as torch passes them) ----
 
@@ -55,4 +55,4 @@ class DenseOptimizer {
   virtual std::string name() const = 0;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

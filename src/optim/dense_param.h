@@ -6,7 +6,7 @@
 
 #include "core/tensor.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 struct DenseParam {
   std::string name;  // PyTorch-like, e.g. "bottom_mlp.0.weight"
@@ -14,4 +14,4 @@ struct DenseParam {
   Tensor grad;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 double lr_schedule_scale(const OptimConfig& optim, int64_t step) {
   HETREC_CHECK(step >= 0, "learning-rate schedule queried at step " + std::to_string(step));
@@ -28,4 +28,4 @@ StepRates scheduled_rates(const OptimConfig& optim, int64_t step) {
   return rates;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

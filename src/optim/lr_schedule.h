@@ -5,7 +5,7 @@
 
 #include "optim/optim_config.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 // Multiplier of the base rates at `step` (0-based: the number of optimizer steps already
 // taken before this one). With W = warmup_steps, D = decay_start, N = decay_steps and
@@ -28,4 +28,4 @@ double lr_schedule_scale(const OptimConfig& optim, int64_t step);
 // Learning rates at `step` (0-based): the base rates times lr_schedule_scale.
 StepRates scheduled_rates(const OptimConfig& optim, int64_t step);
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

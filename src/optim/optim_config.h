@@ -3,7 +3,7 @@
 // the learning-rate schedule. Parsed and validated from [optim] by train/config.cpp.
 #include <cstdint>
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 enum class OptimizerKind { sgd, adagrad, rowwise_adagrad, adam };
 
@@ -34,4 +34,4 @@ struct StepRates {
   float sparse_lr = 0.0f;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

@@ -11,7 +11,7 @@
 #include "core/dtype.h"
 #include "core/rng.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 namespace row_bits {
 constexpr uint32_t kF32SignMask = 0x80000000u;
@@ -120,4 +120,4 @@ void store_row_stochastic(typename Rows::Storage* row, const float* values, int 
   if (d < dim) row[d] = Rows::store_stochastic(values[d], seed_streams::rounding_bits(row_key, d));
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 void check_sparse_optimizer(OptimizerKind kind) {
   switch (kind) {
@@ -28,4 +28,4 @@ int64_t sparse_state_per_row(OptimizerKind kind, int dim) {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim

@@ -12,7 +12,7 @@
 #define HETREC_ROW_UPDATE inline
 #endif
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 // SGD: w -= lr * g.
 HETREC_ROW_UPDATE void sgd_row_update(float* w, const float* g, int dim, float lr) {
@@ -47,7 +47,7 @@ HETREC_ROW_UPDATE void rowwise_adagrad_row_update(float* w, float* acc, const fl
   rowwise_adagrad_apply(w, acc, g, dim, lr, eps, sum_sq / static_cast<float>(dim));
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim
 
 // ---- Host-side helpers shared by every backend's fused embedding backward ----
 #if !defined(__CUDACC__) && !defined(__HIPCC__)
@@ -55,7 +55,7 @@ HETREC_ROW_UPDATE void rowwise_adagrad_row_update(float* w, float* acc, const fl
 
 #include "optim/optim_config.h"
 
-namespace hetrec {
+namespace hetrec::inline optim {
 
 // Throws ConfigError naming `optim.sparse` unless `kind` is sgd, adagrad or rowwise_adagrad.
 void check_sparse_optimizer(OptimizerKind kind);
@@ -64,5 +64,5 @@ void check_sparse_optimizer(OptimizerKind kind);
 // row-wise Adagrad 1 (also what the planner's memory model counts).
 int64_t sparse_state_per_row(OptimizerKind kind, int dim);
 
-}  // namespace hetrec
+}  // namespace hetrec::optim::optim
 #endif

@@ -6,7 +6,7 @@
 #include <iterator>
 #include <fmt/format.h>
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 // Layout in SVG user units (pixels).
@@ -204,4 +204,4 @@ std::string breakdown_svg(const std::string& subject, const std::vector<ChartBar
   return s;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

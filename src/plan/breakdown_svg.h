@@ -9,7 +9,7 @@
 
 #include "plan/step_model.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct ChartBar {
   std::string accelerator;  // the full display name, e.g. "NVIDIA H200 SXM" (and " x2" for two GPUs)
@@ -27,4 +27,4 @@ std::string breakdown_svg(const std::string& subject, const std::vector<ChartBar
 // of the common sans-serif fonts is wider on average than 0.62 em over a label).
 double text_width_bound(const std::string& text, double font_px);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

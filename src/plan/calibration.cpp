@@ -6,7 +6,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 constexpr std::size_t kN = kStepFactorCount;
@@ -212,4 +212,4 @@ CalibrationFit calibrate_step_model(const std::vector<StepMeasurement>& measurem
   return fit;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -12,7 +12,7 @@
 #include "plan/step_model.h"
 #include "plan/step_model_params.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct StepMeasurement {
   std::string label;  // where it comes from, e.g. the results file
@@ -58,4 +58,4 @@ CalibrationFit calibrate_step_model(const std::vector<StepMeasurement>& measurem
 std::vector<CalibrationResidual> step_model_residuals(const std::vector<StepMeasurement>& measurements,
                                                       const StepModelParams& params, bool use_phases = true);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -5,7 +5,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 constexpr double kBytesPerGB = 1e9;  // link rates in the hardware files are decimal GB/s
@@ -110,4 +110,4 @@ DataParallelCommTimes data_parallel_comm_times(const ModelConfig& model, int64_t
   return t;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

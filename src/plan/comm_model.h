@@ -24,7 +24,7 @@
 #include "hw/hardware.h"
 #include "model/model_config.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct LinkModel {
   double bytes_per_s = 0.0;     // per rank, one direction
@@ -72,4 +72,4 @@ struct DataParallelCommTimes {
 DataParallelCommTimes data_parallel_comm_times(const ModelConfig& model, int64_t dense_parameters,
                                                int64_t global_batch, int ranks, const LinkModel& link);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "hw/toml_reader.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 void apply_constraints_file(const std::string& path, PlanConstraints& c) {
   const toml::table doc = parse_toml_file(path);
@@ -53,4 +53,4 @@ void apply_constraints_file(const std::string& path, PlanConstraints& c) {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -9,8 +9,8 @@
 
 #include "plan/search.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 void apply_constraints_file(const std::string& path, PlanConstraints& c);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

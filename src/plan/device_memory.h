@@ -7,7 +7,7 @@
 
 #include "hw/hardware.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 inline constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 inline constexpr double kMiB = 1024.0 * 1024.0;
@@ -34,4 +34,4 @@ double usable_device_bytes(const Hardware& hw);
 // allocator's own function (gpu/allocator_size_class.h).
 std::size_t caching_allocator_size_class(std::size_t bytes);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

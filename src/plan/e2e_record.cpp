@@ -10,7 +10,7 @@
 #include "plan/json_fields.h"
 #include "plan/recipe.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 using nlohmann::json;
@@ -149,4 +149,4 @@ StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& mode
   return m;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

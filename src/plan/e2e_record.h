@@ -12,7 +12,7 @@
 #include "plan/calibration.h"
 #include "plan/id_distribution.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 // The ids of e2e_bench's synthetic batches: id = floor(rows * u^3) (bench/e2e_bench.cpp,
 // synthetic_batch).
@@ -55,4 +55,4 @@ E2eRecord read_e2e_record(const std::string& path);
 StepMeasurement e2e_measurement(const E2eRecord& record, const ModelConfig& model, const OptimConfig& optim,
                                 const GemmSelector& gemm);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

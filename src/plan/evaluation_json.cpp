@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 nlohmann::json evaluation_to_json(const RecipeEvaluation& e, const ModelConfig& model, double headroom) {
   using nlohmann::json;
@@ -62,4 +62,4 @@ nlohmann::json evaluation_to_json(const RecipeEvaluation& e, const ModelConfig& 
                 {"memory_consumers", consumers}}}};
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -7,8 +7,8 @@
 
 #include "plan/search.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 nlohmann::json evaluation_to_json(const RecipeEvaluation& evaluation, const ModelConfig& model, double headroom);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

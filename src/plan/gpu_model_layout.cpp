@@ -6,7 +6,7 @@
 #include "model/gpu/dense_layout.h"
 #include "plan/recipe.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 std::vector<LinearShape> mlp_layers(int in, const std::vector<int>& widths, bool relu_last) {
@@ -79,4 +79,4 @@ GpuModelLayout gpu_model_layout(const ModelConfig& model, const Recipe& recipe) 
   return g;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

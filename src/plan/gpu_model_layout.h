@@ -12,7 +12,7 @@
 #include "model/gpu/sixteen_bit_widths.h"
 #include "model/model_config.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct LinearShape {
   int in = 0;
@@ -92,4 +92,4 @@ GpuModelLayout gpu_model_layout(const ModelConfig& model);
 // 16-bit residual stream).
 GpuModelLayout gpu_model_layout(const ModelConfig& model, const Recipe& recipe);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

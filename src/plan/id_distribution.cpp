@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 // Rows summed one by one before the geometric buckets start: under zipf and power laws
@@ -194,4 +194,4 @@ double unique_rows_sum(const IdDistribution& d, int64_t rows, int64_t begin, int
 
 }  // namespace
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

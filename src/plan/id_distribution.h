@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 enum class IdLaw {
   uniform,  // every row equally likely
@@ -37,4 +37,4 @@ double expected_unique_rows(const IdDistribution& d, int64_t rows, double draws)
 // under zipf and power): the distinct rows of that block among `draws` ids of the table.
 double expected_unique_rows_in(const IdDistribution& d, int64_t rows, int64_t first, int64_t last, double draws);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

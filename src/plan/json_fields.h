@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace hetrec::json_fields {
+namespace hetrec::inline plan::json_fields {
 
 inline const nlohmann::json& member(const nlohmann::json& object, const std::string& key, const std::string& where) {
   if (!object.is_object() || !object.contains(key)) throw ConfigError(where + ": missing key '" + key + "'");
@@ -42,4 +42,4 @@ inline nlohmann::json read_results_file(const std::string& path, const std::stri
   return root;
 }
 
-}  // namespace hetrec::json_fields
+}  // namespace hetrec::plan::json_fields

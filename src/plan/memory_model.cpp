@@ -21,7 +21,7 @@
 #include "plan/gpu_model_layout.h"
 #include "plan/sharded_layout.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 // Device copies of the step scalars and of the step output (model/gpu/gpu_dlrm.cpp).
@@ -470,4 +470,4 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
   return std::move(ranks[largest]);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -13,7 +13,7 @@
 #include "plan/id_distribution.h"
 #include "plan/recipe.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 enum class MemorySpace { device, host };
 
@@ -70,4 +70,4 @@ MemoryEstimate estimate_memory(const ModelConfig& model, const OptimConfig& opti
 // "97.37 GiB", "512.0 MiB", "12.0 KiB".
 std::string format_bytes(double bytes);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -9,7 +9,7 @@
 #include "plan/json_fields.h"
 #include "plan/step_model.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 using nlohmann::json;
@@ -93,4 +93,4 @@ StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& mo
   return m;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -13,7 +13,7 @@
 #include "plan/id_distribution.h"
 #include "plan/recipe.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct PlannerRun {
   std::string label;   // "<file>: <recipe name>"
@@ -53,4 +53,4 @@ Recipe planner_recipe(const PlannerRun& run, const ModelConfig& model, const std
 StepMeasurement planner_measurement(const PlannerRun& run, const ModelConfig& model, const OptimConfig& optim,
                                     const IdDistribution& ids, const GemmSelector& gemm);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

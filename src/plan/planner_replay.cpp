@@ -5,7 +5,7 @@
 #include "core/error.h"
 #include "plan/step_model.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 std::vector<ChosenVsBest> replay_chosen_vs_best(const std::vector<MeasuredRecipe>& runs, const StepModelParams& params) {
   std::vector<std::string> order;
@@ -33,4 +33,4 @@ std::vector<ChosenVsBest> replay_chosen_vs_best(const std::vector<MeasuredRecipe
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -10,7 +10,7 @@
 #include "plan/planner_record.h"
 #include "plan/step_model_params.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct MeasuredRecipe {
   std::string label;         // the run's label
@@ -31,4 +31,4 @@ struct ChosenVsBest {
 // config has no measured run.
 std::vector<ChosenVsBest> replay_chosen_vs_best(const std::vector<MeasuredRecipe>& runs, const StepModelParams& params);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -1,6 +1,6 @@
 #include "plan/port_comparison.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 PortComparison compare_direct_port(const Workload& workload, const PlanResult& from, const PlanResult& to,
                                    const PlanTarget& to_target, const PlanConstraints& constraints) {
@@ -15,4 +15,4 @@ PortComparison compare_direct_port(const Workload& workload, const PlanResult& f
   return c;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -9,7 +9,7 @@
 #include "plan/search.h"
 #include "plan/workload.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct PortComparison {
   std::string from;         // X: where the recipe was planned
@@ -25,4 +25,4 @@ struct PortComparison {
 PortComparison compare_direct_port(const Workload& workload, const PlanResult& from, const PlanResult& to,
                                    const PlanTarget& to_target, const PlanConstraints& constraints);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

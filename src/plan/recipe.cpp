@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 int Recipe::host_tables() const {
   int n = 0;
@@ -183,4 +183,4 @@ std::string describe_recipe(const Recipe& recipe, const ModelConfig& model) {
   return s;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -12,7 +12,7 @@
 #include "dist/sharding.h"
 #include "model/model_config.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 // fp32: fp32 GEMMs on the SIMT pipes; tf32: fp32 operands on the TF32 tensor pipe
 // (model.allow_tf32); bf16: bf16 operands, fp32 accumulation (model.dense_dtype = bf16);
@@ -98,4 +98,4 @@ bool gpu_sharding_allowed(dist::ShardingType type, const ModelConfig& model, con
 // (t0, t9, t19, t20)".
 std::string describe_recipe(const Recipe& recipe, const ModelConfig& model);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 // A TOML basic string: quotes, backslashes and control characters escaped.
@@ -81,4 +81,4 @@ std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& predictio
   return s;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

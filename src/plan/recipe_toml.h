@@ -18,8 +18,8 @@
 #include "plan/recipe.h"
 #include "plan/step_model.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& prediction, const ModelConfig& model);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

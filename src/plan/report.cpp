@@ -6,7 +6,7 @@
 #include "core/error.h"
 #include "plan/device_memory.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 // Width of the row-label column and the narrowest value column.
@@ -149,4 +149,4 @@ std::string format_port_comparisons(const Workload& workload, const std::vector<
   return s;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

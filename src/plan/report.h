@@ -10,7 +10,7 @@
 #include "plan/search.h"
 #include "plan/workload.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 // One column per plan: batch, precisions, placement, device memory, predicted step and
 // samples/s, whether the step model is calibrated, then every phase in ms. A plan with no
@@ -32,4 +32,4 @@ std::string format_port_comparisons(const Workload& workload, const std::vector<
 // "1.36 M", "845 k", "512".
 std::string format_rate(double per_second);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

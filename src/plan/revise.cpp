@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
@@ -113,4 +113,4 @@ std::vector<ModelRevision> propose_revisions(const Workload& workload, const Pla
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

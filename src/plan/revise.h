@@ -12,7 +12,7 @@
 
 #include "plan/search.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 // Samples/s a proposal may give up against the model before it. Planner's choice: a
 // revision that buys model quality with a tenth of the throughput is still worth proposing;
@@ -40,4 +40,4 @@ struct ModelRevision {
 std::vector<ModelRevision> propose_revisions(const Workload& workload, const PlanTarget& target,
                                              const PlanConstraints& constraints, const RevisionOptions& options);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "optim/sparse_update.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 void validate_constraints(const PlanConstraints& c) {
   if (!(c.headroom >= 0.0 && c.headroom < 1.0))
@@ -416,4 +416,4 @@ PlanResult plan_recipes(const Workload& workload, const PlanTarget& target, cons
   return result;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -30,7 +30,7 @@
 #include "plan/step_model.h"
 #include "plan/workload.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 // Memory kept free by default: 10% of the usable device memory (fragmentation, the
 // evaluation pass, and the memory model's own error).
@@ -119,4 +119,4 @@ std::vector<std::vector<TableSharding>> candidate_shardings(const Workload& work
 
 PlanResult plan_recipes(const Workload& workload, const PlanTarget& target, const PlanConstraints& constraints);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 constexpr double kFloatBytes = 4.0;
@@ -201,4 +201,4 @@ ExchangeBytes exchange_bytes(const ModelConfig& model, const Recipe& recipe) {
   return e;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -27,7 +27,7 @@
 #include "plan/id_distribution.h"
 #include "plan/recipe.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 // One shard of one table on one rank.
 struct ShardLoad {
@@ -97,4 +97,4 @@ struct ExchangeBytes {
 };
 ExchangeBytes exchange_bytes(const ModelConfig& model, const Recipe& recipe);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

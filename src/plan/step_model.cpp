@@ -17,7 +17,7 @@
 #include "plan/sharded_layout.h"
 #include "plan/step_work_builder.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 namespace {
 
 using namespace step_model_detail;
@@ -501,4 +501,4 @@ StepPrediction predict_step(const StepWork& work, const StepModelParams& params)
   return p;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -46,7 +46,7 @@
 #include "plan/recipe.h"
 #include "plan/step_model_params.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 // The phases of GpuDlrm's profiled step (model/gpu/gpu_dlrm.cpp, kPhaseNames), in step
 // order, plus the per-step overhead outside them. embedding_exchange, dense_all_reduce
@@ -152,4 +152,4 @@ double table_embedding_us(const ModelConfig& model, const OptimConfig& optim, co
 double term_time_us(const StepTerm& term, const StepModelParams& params);
 StepPrediction predict_step(const StepWork& work, const StepModelParams& params);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

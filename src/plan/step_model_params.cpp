@@ -1,6 +1,6 @@
 #include "plan/step_model_params.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 std::string_view step_factor_name(StepFactor f) {
   switch (f) {
@@ -43,4 +43,4 @@ StepModelParams default_step_model_params(const Hardware& hw) {
   return p;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -9,7 +9,7 @@
 
 #include "hw/hardware.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 enum class StepFactor {
   // GEMM time = GEMM model time (gemm_perf/, without its launch) / factor, one factor per pipe
@@ -114,4 +114,4 @@ StepFactor gemm_factor(MatrixPrecision pipe);
 // The generic values with `arch` set to the hardware's architecture.
 StepModelParams default_step_model_params(const Hardware& hw);
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

@@ -18,7 +18,7 @@
 #include "plan/step_model.h"
 #include "plan/step_model_params.h"
 
-namespace hetrec::step_model_detail {
+namespace hetrec::inline plan::step_model_detail {
 
 constexpr double kFloatBytes = 4.0;
 constexpr double kHalfBytes = 2.0;
@@ -147,4 +147,4 @@ class WorkBuilder {
   StepWork work_;
 };
 
-}  // namespace hetrec::step_model_detail
+}  // namespace hetrec::plan::step_model_detail

@@ -6,7 +6,7 @@
 #include "plan/id_distribution.h"
 #include "plan/step_model_params.h"
 
-namespace hetrec {
+namespace hetrec::inline plan {
 
 struct Workload {
   ModelConfig model;
@@ -21,4 +21,4 @@ struct PlanTarget {
   const Hardware& hw() const { return gemm.hardware(); }
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::plan::plan

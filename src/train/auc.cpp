@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 double roc_auc(std::span<const float> scores, std::span<const float> labels) {
   if (scores.size() != labels.size()) throw InternalError("roc_auc: scores and labels differ in length");
@@ -48,4 +48,4 @@ double log_loss_from_logits(std::span<const float> logits, std::span<const float
   return logits.empty() ? 0.0 : sum / static_cast<double>(logits.size());
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <span>
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // Exact ROC AUC: the probability that a random positive scores above a random negative,
 // ties counting one half (the Mann-Whitney U statistic over n_pos * n_neg). O(n log n).
@@ -13,4 +13,4 @@ double roc_auc(std::span<const float> scores, std::span<const float> labels);
 // Mean binary cross-entropy of logits against labels (numerically stable form).
 double log_loss_from_logits(std::span<const float> logits, std::span<const float> labels);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

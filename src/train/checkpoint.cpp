@@ -16,7 +16,7 @@
 #include "core/error.h"
 #include "core/exclusive_file.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 constexpr char kMagic[8] = {'H', 'E', 'T', 'R', 'E', 'C', 'C', 'K'};
@@ -329,4 +329,4 @@ std::vector<std::string> list_checkpoints(const std::string& dir) {
   return out;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

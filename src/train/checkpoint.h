@@ -14,7 +14,7 @@
 
 #include "model/model.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 struct CheckpointMeta {
   int64_t step = 0;            // optimizer steps taken
@@ -48,4 +48,4 @@ std::string model_signature(const ModelConfig& model);
 std::vector<std::string> list_checkpoints(const std::string& dir);
 std::string checkpoint_path(const std::string& dir, int64_t step);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 constexpr const char* kLockName = ".lock";
@@ -79,4 +79,4 @@ CheckpointDirLock::~CheckpointDirLock() {
   if (fd_ >= 0) ::close(fd_);  // releases the lock
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

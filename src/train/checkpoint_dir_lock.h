@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 class CheckpointDirLock {
  public:
@@ -26,4 +26,4 @@ class CheckpointDirLock {
   int fd_ = -1;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 // A config or recipe file that cannot be opened (missing, a directory, no permission) is
@@ -541,4 +541,4 @@ RunConfig load_run_config(const std::string& path, const std::vector<std::string
   return cfg;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -11,7 +11,7 @@
 #include "model/model_config.h"
 #include "train/train_config.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 struct RunConfig {
   ModelConfig model;
@@ -38,4 +38,4 @@ RunConfig parse_run_config(const std::string& toml_text, const std::string& name
                            const std::vector<std::string>& overrides = {}, const std::string& recipe_text = "",
                            const std::string& recipe_name = "recipe");
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

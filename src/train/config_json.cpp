@@ -2,7 +2,7 @@
 
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 // The spellings the config file uses (train/config.cpp), not the enum identifiers.
@@ -151,4 +151,4 @@ nlohmann::json resolved_config_json(const RunConfig& cfg) {
           {"recipe", recipe}};
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -6,8 +6,8 @@
 
 #include "train/config.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 nlohmann::json resolved_config_json(const RunConfig& cfg);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

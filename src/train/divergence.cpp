@@ -2,8 +2,8 @@
 
 #include <cmath>
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 bool loss_diverged(double loss) { return !std::isfinite(loss) || loss > kLossBound; }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -14,7 +14,7 @@
 
 #include "model/state_check.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // The binary cross-entropy of predicting 1/2 for every sample, ln 2 nats: where a freshly
 // initialised model starts (its logits start near zero) and what training only lowers.
@@ -28,4 +28,4 @@ inline constexpr double kLossBound = kLossBoundFactor * kConstantPredictorLoss;
 // True when the loss of one step is out of bounds (non-finite or above kLossBound).
 bool loss_diverged(double loss);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -14,7 +14,7 @@
 #include "optim/sparse_update.h"
 #include "plan/recipe.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 constexpr double kFloatBytes = 4.0;   // fp32 activations, gradients, dense parameters, labels
@@ -425,4 +425,4 @@ void admit_cpu_model(const RunConfig& cfg, const Logger& log) {
   admit_host_memory(consumers, available, cfg);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -22,7 +22,7 @@
 #include "plan/memory_model.h"
 #include "train/config.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // One bound on the memory this process can still get.
 struct MemoryLimit {
@@ -115,4 +115,4 @@ void admit_device_memory(const MemoryEstimate& estimate, double device_free_byte
 void admit_gpu_model(const RunConfig& cfg, const std::string& device_name, double device_free_bytes,
                      const Logger& log);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -10,7 +10,7 @@
 #include "core/error.h"
 #include "core/exclusive_file.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 MetricsLog::MetricsLog(const std::string& path) : path_(path) {
   if (path.empty()) return;
@@ -42,4 +42,4 @@ void MetricsLog::write(const nlohmann::json& record) {
   if (observer_) observer_(record);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

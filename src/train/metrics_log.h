@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // Sees every record as it is written (the Python module's training callback).
 using MetricsObserver = std::function<void(const nlohmann::json& record)>;
@@ -30,4 +30,4 @@ class MetricsLog {
   MetricsObserver observer_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -9,7 +9,7 @@
 #include "train/checkpoint.h"
 #include "train/safetensors.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 // The description's format name and version (docs/export.md); the version grows when a
@@ -157,4 +157,4 @@ ExportSummary export_safetensors(const ModelConfig& model, const std::string& ch
   return summary;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -10,7 +10,7 @@
 #include "core/dtype.h"
 #include "model/model_config.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // One parameter of the network: its checkpoint name, what it is and its expected layout.
 //   role "bottom_mlp" / "top_mlp": layer, kind "weight" (out x in) or "bias" (out)
@@ -56,4 +56,4 @@ struct ExportSummary {
 // tensor when the checkpoint is damaged or does not match, IoError when a write fails.
 ExportSummary export_safetensors(const ModelConfig& model, const std::string& checkpoint, const std::string& output);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -13,7 +13,7 @@
 #include "model/gpu/gpu_dlrm.h"
 #endif
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 namespace {
 
@@ -98,4 +98,4 @@ std::unique_ptr<DistributedModel> make_distributed_model(const RunConfig& cfg, c
   return make_distributed_cpu_model(cfg.model, cfg.optim, plan, host);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -11,7 +11,7 @@
 #include "model/model.h"
 #include "train/config.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // `device_out` receives a short description of where the model runs ("cpu (2 threads)").
 std::unique_ptr<Model> make_model(const RunConfig& config, const Logger& log, std::string* device_out);
@@ -25,4 +25,4 @@ std::unique_ptr<DistributedModel> make_distributed_model(const RunConfig& config
                                                          std::unique_ptr<dist::ProcessGroup>& device_group,
                                                          const Logger& log, std::string* device_out);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

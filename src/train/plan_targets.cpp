@@ -16,7 +16,7 @@
 #include "plan/planner_record.h"
 #include "train/config.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 // Older e2e records name e2e_bench's presets instead of a config file.
@@ -150,4 +150,4 @@ PlanTarget make_plan_target(const std::string& name, const std::string& hw_dir,
                     it != fitted.end() ? it->second : default_step_model_params(hw)};
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

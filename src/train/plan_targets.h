@@ -10,7 +10,7 @@
 #include "plan/step_model_params.h"
 #include "plan/workload.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // Step-model parameters per architecture (Hardware::arch), fitted to the records in
 // `measurements`; empty with `no_calibration` or without the folder. Prints the fit and
@@ -23,4 +23,4 @@ std::map<std::string, StepModelParams> calibrate_from_records(const std::string&
 PlanTarget make_plan_target(const std::string& name, const std::string& hw_dir,
                             const std::map<std::string, StepModelParams>& fitted);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

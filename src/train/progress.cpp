@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 namespace {
 // Seconds between redraws: in place on a terminal, as new lines in a log file.
@@ -64,4 +64,4 @@ void ProgressLine::finish() {
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 class ProgressLine {
  public:
@@ -29,4 +29,4 @@ class ProgressLine {
 
 std::string format_duration(double seconds);  // "1:02:03" / "2:03"
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -14,7 +14,7 @@
 #include "core/error.h"
 #include "train/config_json.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 // Two spellings of one checkpoint ("out/x/ckpt-1.hck", "./out/x/ckpt-1.hck") are one.
@@ -120,4 +120,4 @@ nlohmann::json RunHeader::record(const RunConfig& cfg, const std::string& resume
   return header;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -15,7 +15,7 @@
 
 #include "train/config.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // Who built the program that trains (the CLI's build info; "unknown" when not known).
 struct BuildIdentity {
@@ -59,4 +59,4 @@ class RunHeader {
   std::vector<Checkpoint> checkpoints_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

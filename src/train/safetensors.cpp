@@ -7,7 +7,7 @@
 #include "core/error.h"
 #include "core/exclusive_file.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace {
 
 // The data section starts at a multiple of this many bytes (the format pads its header
@@ -63,4 +63,4 @@ void write_safetensors(const std::string& path, const std::vector<NamedTensor>& 
   file.commit();
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

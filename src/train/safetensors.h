@@ -13,7 +13,7 @@
 #include "core/dtype.h"
 #include "core/named_tensor.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 // The format's name of a dtype: F32, F16, BF16, F8_E4M3, F8_E5M2, F64, I32, I64, U8.
 std::string_view safetensors_dtype(DType dtype);
@@ -26,4 +26,4 @@ std::string_view safetensors_dtype(DType dtype);
 void write_safetensors(const std::string& path, const std::vector<NamedTensor>& tensors,
                        const std::map<std::string, std::string>& metadata);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -15,7 +15,7 @@
 #include "core/error.h"
 #include "core/exclusive_file.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 namespace fs = std::filesystem;
 namespace {
 
@@ -299,4 +299,4 @@ void prune_distributed_checkpoints(const std::string& dir, int64_t keep, const L
   }
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

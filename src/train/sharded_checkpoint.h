@@ -23,7 +23,7 @@
 #include "model/dlrm.h"
 #include "train/checkpoint.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 std::string sharded_checkpoint_path(const std::string& dir, int64_t step);
 
@@ -50,4 +50,4 @@ std::vector<std::string> list_distributed_checkpoints(const std::string& dir);
 void remove_partial_checkpoints(const std::string& dir, const Logger& log);
 void prune_distributed_checkpoints(const std::string& dir, int64_t keep, const Logger& log);
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

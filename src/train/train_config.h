@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string>
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 enum class DeviceChoice { auto_select, cpu, gpu };
 enum class ProgressMode { auto_detect, on, off };
@@ -35,4 +35,4 @@ struct TrainConfig {
   double collective_timeout_s = 600.0;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -28,7 +28,7 @@
 #include "dist/process_group.h"
 #include "model/dlrm.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 std::unique_ptr<BatchSource> make_eval_source(const DataConfig& data, const ModelConfig& model) {
   if (data.format != DataFormat::synthetic && data.eval_path.empty()) return nullptr;
@@ -576,4 +576,4 @@ TrainSummary Trainer::run() {
   return summary;
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

@@ -17,7 +17,7 @@
 #include "train/metrics_log.h"
 #include "train/run_header.h"
 
-namespace hetrec {
+namespace hetrec::inline train {
 
 struct EvalResult {
   double auc = 0.0;
@@ -84,4 +84,4 @@ class Trainer {
   BuildIdentity build_;
 };
 
-}  // namespace hetrec
+}  // namespace hetrec::train::train

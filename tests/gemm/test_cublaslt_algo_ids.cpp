@@ -5,7 +5,7 @@
 
 #include "gemm/cublaslt_algo_ids.h"
 
-namespace hetrec::cublaslt {
+namespace hetrec::inline gemm::cublaslt {
 namespace {
 
 TEST(CublasLtAlgoIds, TileIds) {
@@ -74,4 +74,4 @@ TEST(CublasLtAlgoIds, ConfigInModelTerms) {
 }
 
 }  // namespace
-}  // namespace hetrec::cublaslt
+}  // namespace hetrec::gemm::cublaslt

@@ -74,7 +74,7 @@ std::string file_bytes(const std::string& path) {
   return ss.str();
 }
 
-TrainSummary train(const std::string& text, const std::vector<std::string>& overrides) {
+TrainSummary train_run(const std::string& text, const std::vector<std::string>& overrides) {
   Logger quiet(LogLevel::warn);
   Trainer t(parse_run_config(text, "test.toml", overrides), quiet);
   return t.run();
@@ -96,10 +96,10 @@ TEST(Trainer, ResumeIsBitwiseExact) {
     const std::string text = small_config(c.arch, c.dense, c.sparse, c.rows);
     const auto straight = fresh_dir("straight");
     const auto resumed = fresh_dir("resumed");
-    train(text, {"train.checkpoint_dir=\"" + straight.string() + "\""});
-    train(text, {"train.checkpoint_dir=\"" + resumed.string() + "\"", "train.steps=13"});
+    train_run(text, {"train.checkpoint_dir=\"" + straight.string() + "\""});
+    train_run(text, {"train.checkpoint_dir=\"" + resumed.string() + "\"", "train.steps=13"});
     const TrainSummary s =
-        train(text, {"train.checkpoint_dir=\"" + resumed.string() + "\"", "train.resume=true"});
+        train_run(text, {"train.checkpoint_dir=\"" + resumed.string() + "\"", "train.resume=true"});
     EXPECT_EQ(s.steps, 37);
     // Steps 14..37; step 24 is the last, partial batch of the epoch (6000 = 23 x 256 + 112).
     EXPECT_EQ(s.samples, 23 * 256 + 112);
@@ -116,10 +116,10 @@ TEST(Trainer, ResumeIsBitwiseExact) {
 TEST(Trainer, ResumeSkipsADamagedCheckpoint) {
   const std::string text = small_config("dlrm", "adagrad", "rowwise_adagrad");
   const auto dir = fresh_dir("damaged");
-  train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=20", "train.checkpoint_every=10"});
+  train_run(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=20", "train.checkpoint_every=10"});
   const std::string newest = checkpoint_path(dir.string(), 20);
   fs::resize_file(newest, fs::file_size(newest) - 7);  // a torn write
-  const TrainSummary s = train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true"});
+  const TrainSummary s = train_run(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true"});
   EXPECT_EQ(s.samples, 26 * 256 + 112);  // steps 11..37, one of them the partial batch
   fs::remove_all(dir);
 }
@@ -129,9 +129,9 @@ TEST(Trainer, ResumeSkipsADamagedCheckpoint) {
 TEST(Trainer, NanLossStopsAndKeepsTheCheckpoint) {
   const auto dir = fresh_dir("nan");
   const std::string text = small_config("dlrm", "sgd", "sgd");
-  train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=5"});
+  train_run(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=5"});
   try {
-    train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true", "optim.lr=1e6",
+    train_run(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true", "optim.lr=1e6",
                  "optim.warmup_steps=0", "optim.decay_start=0", "optim.decay_steps=0", "train.checkpoint_every=1000"});
     FAIL() << "no NumericError";
   } catch (const NumericError& e) {
@@ -153,7 +153,7 @@ TEST(Trainer, NanLossStopsAndKeepsTheCheckpoint) {
 TEST(Trainer, LearnsAndLogsMetrics) {
   const auto dir = fresh_dir("metrics");
   const std::string metrics = (dir / "m.jsonl").string();
-  const TrainSummary s = train(small_config("dcnv2", "adagrad", "rowwise_adagrad"),
+  const TrainSummary s = train_run(small_config("dcnv2", "adagrad", "rowwise_adagrad"),
                                {"train.metrics_path=\"" + metrics + "\"", "train.steps=60", "train.eval_every=30"});
   EXPECT_GT(s.eval.auc, 0.6);
   EXPECT_GT(s.bayes_optimal_auc, s.eval.auc - 0.01);
@@ -174,9 +174,9 @@ TEST(Trainer, LearnsAndLogsMetrics) {
 
 TEST(Trainer, CheckpointForAnotherModelIsRefused) {
   const auto dir = fresh_dir("othermodel");
-  train(small_config("dlrm", "adagrad", "rowwise_adagrad"), {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=2"});
+  train_run(small_config("dlrm", "adagrad", "rowwise_adagrad"), {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=2"});
   try {
-    train(small_config("dlrm", "adagrad", "rowwise_adagrad"),
+    train_run(small_config("dlrm", "adagrad", "rowwise_adagrad"),
           {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true", "model.table_rows=[500, 3000, 51]"});
     FAIL();
   } catch (const CheckpointError& e) {
@@ -191,7 +191,7 @@ TEST(Trainer, CheckpointForAnotherModelIsRefused) {
 TEST(Trainer, LeftoverTemporaryCheckpointFilesAreRemoved) {
   const auto dir = fresh_dir("torn");
   const std::string text = small_config("dlrm", "adagrad", "rowwise_adagrad");
-  train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=2"});
+  train_run(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.steps=2"});
   const pid_t dead = ::fork();
   if (dead == 0) ::_exit(0);
   ::waitpid(dead, nullptr, 0);
@@ -199,7 +199,7 @@ TEST(Trainer, LeftoverTemporaryCheckpointFilesAreRemoved) {
   const fs::path live = dir / ("ckpt-000000000005.hck.tmp-" + std::to_string(::getppid()));
   std::ofstream(torn) << std::string(1000, 'x');
   std::ofstream(live) << std::string(1000, 'y');
-  train(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true", "train.steps=3"});
+  train_run(text, {"train.checkpoint_dir=\"" + dir.string() + "\"", "train.resume=true", "train.steps=3"});
   EXPECT_FALSE(fs::exists(torn));
   EXPECT_TRUE(fs::exists(live));
   EXPECT_TRUE(fs::exists(checkpoint_path(dir.string(), 2)));

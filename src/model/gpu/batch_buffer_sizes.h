@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // Id capacities grow to this factor times the ids of the batch that outgrew them, plus
 // one, so a stream of slowly growing batches reallocates only a few times.
@@ -32,4 +32,4 @@ constexpr std::size_t staging_bytes(int64_t samples, int64_t ids, int num_dense,
          static_cast<std::size_t>(batch_offset_elements(samples, num_tables) + ids) * sizeof(int32_t);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -8,7 +8,7 @@
 #include "gpu/memory.h"
 #include "model/gpu/batch_buffer_sizes.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 namespace {
 // Bytes one thread copies at a time into the staging memory: large batches (tens of MB of
@@ -150,4 +150,4 @@ bool BatchStaging::upload(const Batch& batch, bool with_labels, gpu::Stream& cop
   return copy_packed(copy_stream, ready);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -16,7 +16,7 @@
 #include "gpu/stream.h"
 #include "kernels/embedding_types.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 struct DeviceBatch {
   int64_t size = 0;
@@ -92,4 +92,4 @@ class BatchStaging {
   gpu::Event copies_done_{false};
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -5,7 +5,7 @@
 // (plan/gpu_model_layout.cpp), which counts the buffers without a device.
 #include <cstdint>
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // 64 floats = 256 bytes: the operand alignment cuBLASLt's fastest kernels assume.
 inline constexpr int64_t kDenseAlignElements = 64;
@@ -19,4 +19,4 @@ constexpr int64_t dense_padded_elements(int64_t numel) {
 // empty, so a model without dense parameters still has one aligned block.
 constexpr int64_t dense_flat_elements(int64_t padded) { return padded > 0 ? padded : kDenseAlignElements; }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

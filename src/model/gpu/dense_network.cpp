@@ -10,7 +10,7 @@
 #include "nn/mlp.h"
 #include "optim/dense_optimizer.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 GpuDenseNetwork make_dense_network(const ModelConfig& model, const OptimConfig& optim, cublaslt::Precision precision,
                                    Allocator& device, gpu::stream_t stream) {
@@ -60,4 +60,4 @@ std::string fp32_layers(const GpuMlp& bottom, const GpuCrossNet* cross, const Gp
   return out;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -15,7 +15,7 @@
 #include "model/gpu/gpu_mlp.h"
 #include "model/model_config.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 struct GpuDenseNetwork {
   std::unique_ptr<DenseParameters> params;
@@ -32,4 +32,4 @@ GpuDenseNetwork make_dense_network(const ModelConfig& model, const OptimConfig& 
 // 8), as "bottom_mlp[0], cross_net"; empty when none.
 std::string fp32_layers(const GpuMlp& bottom, const GpuCrossNet* cross, const GpuMlp& top);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -8,7 +8,7 @@
 #include "kernels/dense_optimizer.h"
 #include "model/gpu/dense_layout.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 namespace {
 Tensor device_zeros(int64_t n, Allocator& device, gpu::stream_t stream) {
@@ -118,4 +118,4 @@ std::string DenseParameters::optimizer_name() const {
   }
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -20,7 +20,7 @@
 #include "model/model_config.h"
 #include "optim/dense_param.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class DenseParameters {
  public:
@@ -74,4 +74,4 @@ class DenseParameters {
   std::vector<DeviceMirror> param_mirrors_, slot_mirrors_;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

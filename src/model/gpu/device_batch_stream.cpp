@@ -8,7 +8,7 @@
 #include "data/batch_slice.h"
 #include "model/gpu/sharded_embeddings.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 DeviceBatchStream::DeviceBatchStream(int num_dense, int num_tables, bool stage_bags, Allocator& device)
     : num_tables_(num_tables), staging_(num_dense, stage_bags ? num_tables : 0, device) {}
@@ -80,4 +80,4 @@ void DeviceBatchStream::stage_next(gpu::Stream& copy) {
   }
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

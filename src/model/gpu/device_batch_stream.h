@@ -17,7 +17,7 @@
 #include "gpu/stream.h"
 #include "model/gpu/batch_staging.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class ShardedGpuEmbeddings;
 
@@ -69,4 +69,4 @@ class DeviceBatchStream {
   int64_t device_samples_ = 0, device_global_ = 0;  // of the batch in the step buffers
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

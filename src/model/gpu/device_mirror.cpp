@@ -2,7 +2,7 @@
 
 #include "gpu/memory.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 void download(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream) {
   for (const DeviceMirror& m : mirrors)
@@ -14,4 +14,4 @@ void upload(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream) {
     gpu::memcpy_async(m.device, m.host.raw(), m.host.nbytes(), gpu::CopyKind::any, stream);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

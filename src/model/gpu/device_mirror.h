@@ -10,7 +10,7 @@
 #include "gpu/platform.h"
 #include "model/model.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 struct DeviceMirror {
   std::string name;
@@ -23,4 +23,4 @@ void download(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream);
 // Host -> device for every mirror (asynchronous on `stream`).
 void upload(const std::vector<DeviceMirror>& mirrors, gpu::stream_t stream);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -7,7 +7,7 @@
 #include "gpu/memory.h"
 #include "kernels/auc.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 double device_roc_auc(std::span<const float> scores, std::span<const float> labels, gpu::Stream& stream) {
   if (scores.size() != labels.size()) throw InternalError("device_roc_auc: scores and labels differ in length");
@@ -26,4 +26,4 @@ double device_roc_auc(std::span<const float> scores, std::span<const float> labe
   return auc;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -6,9 +6,9 @@
 
 #include "gpu/stream.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // NaN for an empty set. Waits for the result on `stream`.
 double device_roc_auc(std::span<const float> scores, std::span<const float> labels, gpu::Stream& stream);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -10,7 +10,7 @@
 #include "gpu/memory.h"
 #include "kernels/state_scan.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 namespace {
 
@@ -65,4 +65,4 @@ std::optional<StateViolation> device_state_violation(std::initializer_list<const
   return std::nullopt;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -10,7 +10,7 @@
 #include "model/gpu/device_mirror.h"
 #include "model/state_check.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // The first element, in list order, that fails the check (parameters within
 // +-kParameterBound and finite, optimizer slots finite), as find_state_violation reports it
@@ -20,4 +20,4 @@ namespace hetrec::gpu_model {
 std::optional<StateViolation> device_state_violation(std::initializer_list<const std::vector<DeviceMirror>*> lists,
                                                      gpu::Stream& stream);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -27,7 +27,7 @@
 #include "model/model_config.h"
 #include "nn/sharded_embedding_collection.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // What the hooks of one step read and write.
 struct EmbeddingStepArgs {
@@ -95,4 +95,4 @@ class EmbeddingStage {
   virtual void use_tuned(const kernels::TunedEmbeddingForward* forward, const kernels::TunedSparseUpdate* update) = 0;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

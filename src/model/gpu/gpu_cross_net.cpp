@@ -5,7 +5,7 @@
 #include "kernels/convert.h"
 #include "tunable/cross_net/cross_net.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 GpuCrossNet::GpuCrossNet(int width, int num_layers, int rank, const DenseParameters& params, int first_param,
                          cublaslt::Precision precision)
@@ -210,4 +210,4 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
   if (side_) side_->join(stream);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

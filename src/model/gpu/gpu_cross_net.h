@@ -30,7 +30,7 @@
 #include "model/gpu/gpu_mlp.h"
 #include "model/gpu/side_lane.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class GpuCrossNet {
  public:
@@ -128,4 +128,4 @@ class GpuCrossNet {
   SideLane* side_ = nullptr;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -13,7 +13,7 @@
 #include "model/gpu/gpu_dlrm_engine.h"
 #include "model/gpu/local_embedding_stage.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 namespace gpu_model {
 
 GpuDlrm::GpuDlrm(const ModelConfig& model, const OptimConfig& optim, const GpuModelOptions& options,
@@ -203,5 +203,5 @@ std::unique_ptr<DistributedGpuModel> make_distributed_gpu_model(const ModelConfi
                                               optim.sparse, host);
 }
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model
 

@@ -28,7 +28,7 @@
 #include "model/model.h"
 #include "model/model_config.h"
 
-namespace hetrec {
+namespace hetrec::inline model {
 
 struct GpuModelOptions {
   int device = 0;
@@ -110,4 +110,4 @@ std::unique_ptr<DistributedGpuModel> make_distributed_gpu_model(const ModelConfi
                                                              const dist::ShardingPlan& plan,
                                                              dist::ProcessGroup& host, dist::NcclProcessGroup& devices);
 
-}  // namespace hetrec
+}  // namespace hetrec::model::model

@@ -40,7 +40,7 @@
 #include "model/gpu/step_output.h"
 #include "model/gpu/tuned_kernels.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class GpuDlrm final : public GpuModel {
  public:
@@ -139,4 +139,4 @@ class GpuDlrm final : public GpuModel {
   std::unique_ptr<HostState> host_;  // after every member it refers to
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

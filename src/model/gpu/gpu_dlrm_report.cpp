@@ -8,7 +8,7 @@
 #include "model/gpu/dense_network.h"
 #include "model/gpu/gpu_dlrm_engine.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 std::vector<gpu_model::SmallGemmDecision> GpuDlrm::small_gemm_decisions() const {
   std::vector<gpu_model::SmallGemmDecision> out = bottom_->small_gemm_decisions("bottom_mlp");
@@ -60,4 +60,4 @@ std::string GpuDlrm::describe() const {
   return s;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -15,7 +15,7 @@
 #include "kernels/column_sum.h"
 #include "model/gpu/gpu_dlrm_engine.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 double GpuDlrm::train_step(const Batch& batch, const StepRates& rates) {
   batches_.begin(/*training=*/true);
@@ -243,4 +243,4 @@ void GpuDlrm::copy_skip_flag(gpu::stream_t s) {
                     gpu::CopyKind::device_to_host, s);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

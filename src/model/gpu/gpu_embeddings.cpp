@@ -11,7 +11,7 @@
 #include "kernels/embedding_init.h"
 #include "optim/sparse_update.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 kernels::SparseOptimizerKind sparse_optimizer_kind(OptimizerKind kind) {
   switch (kind) {
@@ -215,4 +215,4 @@ const std::vector<DeviceMirror>& GpuEmbeddings::mirrors() {
   return mirrors_;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

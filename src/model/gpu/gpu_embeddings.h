@@ -25,7 +25,7 @@
 #include "model/model_config.h"
 #include "nn/embedding_collection.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // The device update rule of a config's sparse optimizer (optim.sparse).
 kernels::SparseOptimizerKind sparse_optimizer_kind(OptimizerKind kind);
@@ -76,4 +76,4 @@ class GpuEmbeddings {
   std::vector<DeviceMirror> mirrors_;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -6,7 +6,7 @@
 #include "kernels/column_sum.h"
 #include "kernels/convert.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params,
                int first_param, cublaslt::Precision precision, bool input_16bit)
@@ -292,4 +292,4 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
   if (side_) side_->join(stream);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -36,7 +36,7 @@
 #include "model/gpu/sixteen_bit_widths.h"
 #include "model/gpu/tuned_small_gemms.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // Scratch shared by the layers of a model (bias-gradient partial sums).
 struct Scratch {
@@ -124,4 +124,4 @@ class GpuMlp {
   SideLane* side_ = nullptr;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -3,7 +3,7 @@
 #include "model/gpu/device_mirror.h"
 #include "model/gpu/device_state_check.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 std::vector<NamedTensor> HostState::named() {
   expose();
@@ -50,4 +50,4 @@ void HostState::expose() {
   exposed_ = true;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

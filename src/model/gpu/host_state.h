@@ -14,7 +14,7 @@
 #include "model/gpu/embedding_stage.h"
 #include "model/state_check.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class HostState {
  public:
@@ -44,4 +44,4 @@ class HostState {
   bool exposed_ = false;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "tunable/embedding_forward/embedding_bag_forward.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 LocalEmbeddingStage::LocalEmbeddingStage(const ModelConfig& model, const OptimConfig& optim, Allocator& device,
                                          gpu::stream_t stream, Options options)
@@ -104,4 +104,4 @@ std::string LocalEmbeddingStage::describe(const ModelConfig& m) const {
          names + ", " + std::to_string(tables_->host_bytes() / (1024 * 1024)) + " MiB with their optimizer state)";
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

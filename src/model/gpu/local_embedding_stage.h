@@ -20,7 +20,7 @@
 #include "model/gpu/embedding_stage.h"
 #include "model/gpu/gpu_embeddings.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class LocalEmbeddingStage final : public EmbeddingStage {
  public:
@@ -74,4 +74,4 @@ class LocalEmbeddingStage final : public EmbeddingStage {
   const kernels::TunedSparseUpdate* tuned_update_ = nullptr;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

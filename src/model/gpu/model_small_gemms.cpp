@@ -5,7 +5,7 @@
 
 #include "tune/small_gemm_selection.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 namespace {
 // The kernel's prediction at any batch, as the selection prices it.
@@ -64,4 +64,4 @@ TunedSmallGemms choose_small_gemms_by_model(const Hardware& hw, const GemmModelP
   return out;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -16,7 +16,7 @@
 #include "gemm_perf/gemm_model_params.h"
 #include "tunable/small_gemm/small_gemm_cost.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // Variants of the ranking compiled at most per GEMM before giving it to cuBLASLt (a
 // variant whose registers forbid its block is the usual reason to go on).
@@ -31,4 +31,4 @@ TunedSmallGemms choose_small_gemms_by_model(const Hardware& hw, const GemmModelP
                                             const std::vector<tune::SmallGemmLayerGemm>& top, int64_t batch,
                                             TunedSmallGemms tuned);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -2,7 +2,7 @@
 
 #include <utility>
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 ReluMaskFusion::ReluMaskFusion(std::vector<Layer> layers, DType half_type, cublaslt::Precision precision)
     : layers_(std::move(layers)), half_type_(half_type), precision_(precision), current_(layers_.size(), 0) {}
@@ -75,4 +75,4 @@ void ReluMaskFusion::reserve(int64_t batch, Allocator& device) {
                          : Tensor());
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

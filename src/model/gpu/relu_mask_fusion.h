@@ -12,7 +12,7 @@
 #include "core/tensor.h"
 #include "gemm/cublaslt_gemm.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class ReluMaskFusion {
  public:
@@ -52,4 +52,4 @@ class ReluMaskFusion {
   std::map<int64_t, std::vector<char>> by_batch_;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

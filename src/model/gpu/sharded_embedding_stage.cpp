@@ -3,7 +3,7 @@
 #include "core/error.h"
 #include "data/batch_slice.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 ShardedEmbeddingStage::ShardedEmbeddingStage(const ModelConfig& model, const OptimConfig& optim,
                                              const DataParallel& data_parallel, Allocator& device,
@@ -126,4 +126,4 @@ std::string ShardedEmbeddingStage::describe(const ModelConfig&) const {
   return s;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

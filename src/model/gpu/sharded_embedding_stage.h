@@ -22,7 +22,7 @@
 #include "model/gpu/embedding_stage.h"
 #include "model/gpu/sharded_embeddings.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // Data parallelism over GPUs: the job's ranks on the host (checkpoints, control) and on
 // the devices (NCCL, every exchange of the step), and where the tables live.
@@ -85,4 +85,4 @@ class ShardedEmbeddingStage final : public EmbeddingStage {
   const kernels::TunedSparseUpdate* tuned_update_ = nullptr;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

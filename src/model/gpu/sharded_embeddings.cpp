@@ -11,7 +11,7 @@
 #include "tunable/embedding_forward/embedding_bag_forward.h"
 #include "optim/sparse_update.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 namespace {
 
 int index_of(const std::vector<int>& list, int table) {
@@ -390,4 +390,4 @@ std::string ShardedGpuEmbeddings::describe() const {
   return s;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

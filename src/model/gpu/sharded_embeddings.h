@@ -42,7 +42,7 @@
 #include "model/model_config.h"
 #include "nn/sharded_embedding_collection.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class ShardedGpuEmbeddings {
  public:
@@ -149,4 +149,4 @@ class ShardedGpuEmbeddings {
   std::vector<DeviceMirror> mirrors_;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -11,7 +11,7 @@
 #include "gpu/platform.h"
 #include "gpu/stream.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class SideLane {
  public:
@@ -39,4 +39,4 @@ class SideLane {
   std::array<gpu::Event, kMarks> marks_{gpu::Event(false), gpu::Event(false)};
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

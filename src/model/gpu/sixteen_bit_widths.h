@@ -2,7 +2,7 @@
 // Which dense layers run 16-bit GEMMs under 16-bit dense compute (model/gpu/gpu_mlp.cpp,
 // gpu_cross_net.cpp): those whose widths are multiples of kSixteenBitWidthMultiple.
 // Plain C++ (constexpr), for the layers and for the planner (plan/gpu_model_layout.h).
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // 16-bit GEMM operands need widths that are multiples of this (16-byte leading
 // dimensions for cuBLASLt's tensor-core kernels); other layers run fp32 GEMMs.
@@ -12,4 +12,4 @@ constexpr bool sixteen_bit_widths(int a, int b) {
   return a % kSixteenBitWidthMultiple == 0 && b % kSixteenBitWidthMultiple == 0;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

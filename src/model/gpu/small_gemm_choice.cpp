@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 void SmallGemmChoice::set_uses(std::vector<SmallGemmUse> uses) {
   uses_ = std::move(uses);
@@ -53,4 +53,4 @@ void SmallGemmChoice::reserve(Allocator& device) {
   workspace_ = floats > 0 ? Tensor::empty({static_cast<int64_t>(floats)}, DType::f32, device) : Tensor();
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

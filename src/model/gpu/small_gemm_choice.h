@@ -14,7 +14,7 @@
 #include "gemm/cublaslt_gemm.h"
 #include "model/gpu/tuned_small_gemms.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class SmallGemmChoice {
  public:
@@ -41,4 +41,4 @@ class SmallGemmChoice {
   Tensor workspace_;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

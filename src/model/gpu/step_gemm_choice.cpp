@@ -10,7 +10,7 @@
 #endif
 #include "model/gpu/model_small_gemms.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 StepGemmChoice::StepGemmChoice(const ModelConfig& model, int device, const gpu::DeviceProperties& props,
                                cublaslt::Gemm& gemm)
@@ -68,4 +68,4 @@ void StepGemmChoice::choose_small_gemms(int64_t batch, bool model_small_gemms, G
   small_gemms_by_model_ = true;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -22,7 +22,7 @@
 #include "model/gpu/tuned_small_gemms.h"
 #include "model/model_config.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class StepGemmChoice {
  public:
@@ -54,4 +54,4 @@ class StepGemmChoice {
   bool small_gemms_by_model_ = false;  // the model's small-GEMM candidates are in place
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 void StepGraph::run(gpu::stream_t stream, int64_t key, bool capture, const std::function<void()>& enqueue) {
   if (!capture) {
@@ -37,4 +37,4 @@ void StepGraph::invalidate() {
   eager_key_ = -1;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -9,7 +9,7 @@
 #include "gpu/graph.h"
 #include "gpu/stream.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 class StepGraph {
  public:
@@ -26,4 +26,4 @@ class StepGraph {
   int64_t eager_key_ = -1;  // batch size of the last eager step
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -4,7 +4,7 @@
 // (plan/memory_model.cpp) counts it with its real size.
 #include <cstdint>
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // The loss, the skip flag (raised by ids outside their tables, counted on the device, by
 // a non-finite loss, or by an fp16 gradient overflow) and the overflow flag of loss
@@ -15,4 +15,4 @@ struct StepOutput {
   int32_t overflow = 0;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -1,6 +1,6 @@
 #include "model/gpu/step_phases.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 namespace {
 
 constexpr const char* kPhaseNames[kPhaseCount] = {
@@ -27,4 +27,4 @@ std::vector<std::pair<std::string, double>> StepPhases::ms(bool data_parallel) c
   return out;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -10,7 +10,7 @@
 #include "gpu/event.h"
 #include "gpu/stream.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // Phase boundaries of a profiled step (events recorded after each).
 enum Phase : int {
@@ -51,4 +51,4 @@ class StepPhases {
   double upload_ms_ = 0.0;
 };
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

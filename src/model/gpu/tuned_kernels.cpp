@@ -18,7 +18,7 @@
 #include "tune/kernel_families.h"
 #include "tune/winners.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
                                 const kernels::EmbeddingForwardShape& forward_shape,
@@ -56,4 +56,4 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
   return out;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

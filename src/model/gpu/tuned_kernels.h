@@ -13,7 +13,7 @@
 #include "tunable/embedding_forward/embedding_forward_tuned.h"
 #include "tunable/sparse_update/sparse_update_tuned.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 struct TunedKernels {
   std::unique_ptr<kernels::TunedEmbeddingForward> embedding_forward;  // null: the built-in variant
@@ -36,4 +36,4 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
                                 const kernels::SparseUpdateShape& update_shape,
                                 const kernels::CrossNetShape* cross_shape = nullptr);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

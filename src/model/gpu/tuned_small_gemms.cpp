@@ -6,7 +6,7 @@
 #include "tunable/small_gemm/small_gemm_sources.h"
 #include "tune/winners.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 TunedSmallGemms load_tuned_small_gemms(const std::string& winners_file, const gpu::DeviceProperties& device,
                                        const std::vector<tune::SmallGemmLayerGemm>& bottom,
@@ -48,4 +48,4 @@ TunedSmallGemms load_tuned_small_gemms(const std::string& winners_file, const gp
   return out;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -16,7 +16,7 @@
 #include "tunable/small_gemm/small_gemm_tuned.h"
 #include "tunable/small_gemm/small_gemm_cost.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // One GEMM of one MLP layer that runs a small-GEMM kernel.
 struct SmallGemmUse {
@@ -53,4 +53,4 @@ TunedSmallGemms load_tuned_small_gemms(const std::string& winners_file, const gp
                                        const std::vector<tune::SmallGemmLayerGemm>& bottom,
                                        const std::vector<tune::SmallGemmLayerGemm>& top);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

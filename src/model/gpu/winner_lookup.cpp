@@ -2,7 +2,7 @@
 
 #include "kernels/rtc_sources.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 std::optional<tune::Winner> find_winner(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                                         const std::string& kernel, const std::string& shape, std::string& why_not) {
@@ -41,4 +41,4 @@ std::string tuned_note(const std::string& what, const tune::Winner& w) {
          (w.kernel_header.empty() ? "" : " (model-rewritten source)");
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

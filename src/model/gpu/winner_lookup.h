@@ -11,7 +11,7 @@
 #include "tune/variant_space.h"
 #include "tune/winners.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // The winner for `kernel` and `shape` on this device and the run-time compiled kernels'
 // sources, or nullopt and why there is none (`why_not`).
@@ -50,4 +50,4 @@ std::unique_ptr<Tuned> tuned_or_builtin(const std::optional<tune::Winner>& w, co
   return tuned;
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -3,7 +3,7 @@
 #include "model/gpu/winner_lookup.h"
 #include "tunable/cross_net/cross_net_cost.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 void load_cross_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                                const kernels::CrossNetShape& shape, TunedKernels& out) {
@@ -21,4 +21,4 @@ void load_cross_backward_kernel(const tune::WinnersStore& store, const gpu::Devi
                                                                      device, "cross backward", why_not, "", out.note);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

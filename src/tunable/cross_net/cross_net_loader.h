@@ -3,7 +3,7 @@
 #include "model/gpu/tuned_kernels.h"
 #include "tune/winners.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // The forward pass's winner for `shape` into out.cross_forward, or the built-in variant
 // and why (out.note).
@@ -14,4 +14,4 @@ void load_cross_forward_kernel(const tune::WinnersStore& store, const gpu::Devic
 void load_cross_backward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                                 const kernels::CrossNetShape& shape, TunedKernels& out);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -4,7 +4,7 @@
 #include "tunable/dot_interaction/dot_backward_cost.h"
 #include "tunable/dot_interaction/dot_interaction_cost.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 void load_dot_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                              const kernels::DotForwardShape& shape, TunedKernels& out) {
@@ -22,4 +22,4 @@ void load_dot_backward_kernel(const tune::WinnersStore& store, const gpu::Device
                                                                  "dot interaction backward", why_not, "", out.note);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

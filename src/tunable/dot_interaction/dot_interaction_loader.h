@@ -4,7 +4,7 @@
 #include "model/gpu/tuned_kernels.h"
 #include "tune/winners.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // The forward's winner for `shape` into out.dot_forward, or the built-in variant and why.
 void load_dot_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
@@ -14,4 +14,4 @@ void load_dot_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceP
 void load_dot_backward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                               const kernels::DotForwardShape& shape, TunedKernels& out);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -3,7 +3,7 @@
 #include "model/gpu/winner_lookup.h"
 #include "tunable/embedding_forward/embedding_forward_cost.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 void load_embedding_forward_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                                    const kernels::EmbeddingForwardShape& shape, const std::string& winners_file,
@@ -26,4 +26,4 @@ void load_embedding_forward_kernel(const tune::WinnersStore& store, const gpu::D
       borrowed + " from " + winners_file, out.note);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

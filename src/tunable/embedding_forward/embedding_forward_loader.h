@@ -5,7 +5,7 @@
 #include "model/gpu/tuned_kernels.h"
 #include "tune/winners.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 // The winner for `shape` into out.embedding_forward (for a bf16 output without a winner of
 // its own, the fp32 output's when it is legal there), or the built-in variant and why.
@@ -14,4 +14,4 @@ void load_embedding_forward_kernel(const tune::WinnersStore& store, const gpu::D
                                    const kernels::EmbeddingForwardShape& shape, const std::string& winners_file,
                                    TunedKernels& out);
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model

@@ -3,7 +3,7 @@
 #include "model/gpu/winner_lookup.h"
 #include "tunable/sparse_update/sparse_update_cost.h"
 
-namespace hetrec::gpu_model {
+namespace hetrec::inline model::gpu_model {
 
 void load_sparse_update_kernel(const tune::WinnersStore& store, const gpu::DeviceProperties& device,
                                const kernels::SparseUpdateShape& shape, TunedKernels& out) {
@@ -25,4 +25,4 @@ void load_sparse_update_kernel(const tune::WinnersStore& store, const gpu::Devic
       update, shape, tune::to_sparse_update_variant, device, "embedding sparse update", why_not, borrowed, out.note);
 }
 
-}  // namespace hetrec::gpu_model
+}  // namespace hetrec::model::gpu_model
