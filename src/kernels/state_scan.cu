@@ -4,8 +4,8 @@
 
 #include "core/error.h"
 #include "gpu/check.h"
-#include "gpu/half.h"
 #include "kernels/launch.h"
+#include "kernels/row_vector.cuh"
 
 namespace hetrec::kernels {
 
@@ -14,19 +14,6 @@ namespace {
 constexpr int kThreads = 256;
 // Enough blocks to fill any current GPU; each loops over the array with a grid stride.
 constexpr int64_t kMaxBlocks = 4096;
-
-template <class T>
-HETREC_HD float load(const T* p, int64_t i);
-template <>
-HETREC_HD float load<float>(const float* p, int64_t i) { return p[i]; }
-template <>
-HETREC_HD float load<uint16_t>(const uint16_t* p, int64_t i) { return gpu::bf16_bits_to_f32(p[i]); }
-
-struct F16 {
-  uint16_t bits;
-};
-template <>
-HETREC_HD float load<F16>(const F16* p, int64_t i) { return gpu::f16_bits_to_f32(p[i].bits); }
 
 __global__ void set_kernel(int64_t* first, int64_t n) { *first = n; }
 
@@ -37,7 +24,7 @@ __global__ void __launch_bounds__(kThreads)
     scan_kernel(const T* __restrict__ x, int64_t n, float bound, int64_t* first) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < n; i += stride) {
-    const float v = load(x, i);
+    const float v = to_float(x[i]);
     if (!isfinite(v) || fabsf(v) > bound) {
       atomicMin(reinterpret_cast<unsigned long long*>(first), static_cast<unsigned long long>(i));
       return;
@@ -61,8 +48,8 @@ void find_first_out_of_bound(DType type, const void* x, int64_t n, float bound, 
   if (n <= 0) return;
   const unsigned blocks = grid_for(n < kMaxBlocks * kThreads ? n : kMaxBlocks * kThreads, kThreads);
   if (type == DType::f32) launch<float>(x, n, bound, first, blocks, stream);
-  else if (type == DType::bf16) launch<uint16_t>(x, n, bound, first, blocks, stream);
-  else launch<F16>(x, n, bound, first, blocks, stream);
+  else if (type == DType::bf16) launch<Bf16Bits>(x, n, bound, first, blocks, stream);
+  else launch<F16Bits>(x, n, bound, first, blocks, stream);
   HETREC_GPU_CHECK_LAUNCH("state_scan scan_kernel");
 }
 
