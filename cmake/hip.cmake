@@ -172,7 +172,7 @@ function(hetrec_add_hip_objects)
 
   # ---- host-only sources: the C++ compiler against hip::host ----
   add_library(hetrec_hip_host OBJECT ${hip_host_sources})
-  target_include_directories(hetrec_hip_host PRIVATE ${PROJECT_SOURCE_DIR}/src)
+  target_include_directories(hetrec_hip_host PRIVATE ${PROJECT_SOURCE_DIR}/src ${HETREC_TUNE_GENERATED})
   target_compile_definitions(hetrec_hip_host PRIVATE ${hetrec_hip_definitions})
   target_link_libraries(hetrec_hip_host PRIVATE hip::host OpenMP::OpenMP_CXX hetrec_warnings ${hetrec_hip_blaslt_target})
 

@@ -1,10 +1,13 @@
 // tune/kernel_families.h: the one list of tunable kernel families that `hetrec tune` and
-// the GPU model's loader both follow (each refuses a family the other lacks; on a CUDA
-// build CliTune.UnknownKernelIsAConfigErrorNamingTheOption lists them through the tuner).
+// the GPU model's loader both follow, built from the folders of src/tunable/ (each refuses a
+// family the other lacks: tests/tune/test_tunable_registries.cpp on a CUDA build).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tunable/cross_net/cross_net_cost.h"
 #include "tunable/dot_interaction/dot_backward_cost.h"
@@ -30,11 +33,34 @@ TEST(KernelFamilies, EveryWinnersKernelNameOnceWithALabel) {
   EXPECT_EQ(names, expected);
 }
 
-TEST(KernelFamilies, TheEmbeddingForwardComesFirst) {
-  // `--kernel all` tunes, and the GPU model's description lists, the families in this order.
-  ASSERT_FALSE(kernel_families().empty());
-  EXPECT_EQ(kernel_families().front().kernel, kEmbeddingForwardKernel);
-  EXPECT_EQ(kernel_families().back().kernel, kSmallGemmKernel);
+TEST(KernelFamilies, TheFoldersInNameOrderOrderTheList) {
+  // cross_net, dot_interaction, embedding_forward, small_gemm, sparse_update; a folder's
+  // families in the order its add_<folder>_families gives them (forward, then backward).
+  const std::vector<std::string> expected = {kCrossForwardKernel,     kCrossBackwardKernel, kDotForwardKernel,
+                                             kDotBackwardKernel,      kEmbeddingForwardKernel, kSmallGemmKernel,
+                                             kSparseUpdateKernel};
+  std::vector<std::string> names;
+  for (const KernelFamily& f : kernel_families()) names.push_back(f.kernel);
+  EXPECT_EQ(names, expected);
+  EXPECT_EQ(kernel_family_names(), "cross_forward, cross_backward, dot_interaction_forward, "
+                                   "dot_interaction_backward, embedding_bag_forward, small_gemm, "
+                                   "embedding_sparse_update");
+}
+
+TEST(KernelFamilies, TheBuildListsEveryFolderOfSrcTunable) {
+  // The generated list the three registries expand (cmake/layer_headers.cmake) against the
+  // folders on disk: a folder the build missed would register nothing.
+  const std::vector<std::string> generated = {
+#define HETREC_TUNABLE_FOLDER(folder) #folder,
+#include "tunable/tunable_folders.def"
+#undef HETREC_TUNABLE_FOLDER
+  };
+  std::vector<std::string> on_disk;
+  for (const auto& e : std::filesystem::directory_iterator(std::string(HETREC_SOURCE_DIR) + "/src/tunable"))
+    if (e.is_directory()) on_disk.push_back(e.path().filename().string());
+  std::sort(on_disk.begin(), on_disk.end());
+  EXPECT_EQ(generated, on_disk);
+  EXPECT_GE(on_disk.size(), 5u);
 }
 
 }  // namespace

@@ -1,24 +1,41 @@
 #include "model/gpu/tuned_kernels.h"
 
+#include <algorithm>
 #include <filesystem>
-#include <functional>
-#include <map>
 
 #include "core/error.h"
-#include "tunable/cross_net/cross_net_cost.h"
-#include "tunable/cross_net/cross_net_loader.h"
-#include "tunable/dot_interaction/dot_backward_cost.h"
-#include "tunable/dot_interaction/dot_interaction_cost.h"
-#include "tunable/dot_interaction/dot_interaction_loader.h"
-#include "tunable/embedding_forward/embedding_forward_cost.h"
-#include "tunable/embedding_forward/embedding_forward_loader.h"
-#include "tunable/small_gemm/small_gemm_cost.h"
-#include "tunable/sparse_update/sparse_update_cost.h"
-#include "tunable/sparse_update/sparse_update_loader.h"
 #include "tune/kernel_families.h"
-#include "tune/winners.h"
 
 namespace hetrec::inline model::gpu_model {
+
+// Each tunable folder's loaders, defined in its <folder>_loader.cpp.
+#define HETREC_TUNABLE_FOLDER(folder) void add_##folder##_loaders(std::vector<TunedKernelLoader>& out);
+#include "tunable/tunable_folders.def"
+#undef HETREC_TUNABLE_FOLDER
+
+const std::vector<TunedKernelLoader>& tuned_kernel_loaders() {
+  static const std::vector<TunedKernelLoader> loaders = [] {
+    std::vector<TunedKernelLoader> found;
+#define HETREC_TUNABLE_FOLDER(folder) add_##folder##_loaders(found);
+#include "tunable/tunable_folders.def"
+#undef HETREC_TUNABLE_FOLDER
+    // In the order of the one list of families, each once.
+    std::vector<TunedKernelLoader> ordered;
+    for (const tune::KernelFamily& f : tune::kernel_families()) {
+      const auto matches = [&](const TunedKernelLoader& l) { return l.kernel == f.kernel; };
+      const auto it = std::find_if(found.begin(), found.end(), matches);
+      if (it == found.end())
+        throw InternalError("tuned kernels: kernel family '" + f.kernel + "' (tune/kernel_families.h) has no loader");
+      if (std::count_if(found.begin(), found.end(), matches) > 1)
+        throw InternalError("tuned kernels: kernel family '" + f.kernel + "' has two loaders");
+      ordered.push_back(*it);
+    }
+    if (ordered.size() != found.size())
+      throw InternalError("tuned kernels: a loader names a kernel family that tune/kernel_families.h does not list");
+    return ordered;
+  }();
+  return loaders;
+}
 
 TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::DeviceProperties& device,
                                 const kernels::EmbeddingForwardShape& forward_shape,
@@ -30,29 +47,8 @@ TunedKernels load_tuned_kernels(const std::string& winners_file, const gpu::Devi
   if (!std::filesystem::exists(winners_file))
     throw ConfigError("tuned kernels file '" + winners_file + "' does not exist (run `hetrec tune` to write it)");
   const tune::WinnersStore store = tune::WinnersStore::load(winners_file);
-
-  // One loader per family of the list `hetrec tune` searches (tune/kernel_families.h), each
-  // in its family's folder (tunable/<family>/<family>_loader.h), run in the list's order;
-  // the small GEMMs' winners load per layer (model/gpu/tuned_small_gemms.h).
-  const std::map<std::string, std::function<void()>> loaders = {
-      {tune::kEmbeddingForwardKernel,
-       [&] { load_embedding_forward_kernel(store, device, forward_shape, winners_file, out); }},
-      {tune::kDotForwardKernel, [&] { if (dot_shape) load_dot_forward_kernel(store, device, *dot_shape, out); }},
-      {tune::kSparseUpdateKernel, [&] { load_sparse_update_kernel(store, device, update_shape, out); }},
-      {tune::kDotBackwardKernel, [&] { if (dot_shape) load_dot_backward_kernel(store, device, *dot_shape, out); }},
-      {tune::kCrossForwardKernel,
-       [&] { if (cross_shape) load_cross_forward_kernel(store, device, *cross_shape, out); }},
-      {tune::kCrossBackwardKernel,
-       [&] { if (cross_shape) load_cross_backward_kernel(store, device, *cross_shape, out); }},
-      {tune::kSmallGemmKernel, [] {}}};
-  if (loaders.size() != tune::kernel_families().size())
-    throw InternalError("tuned kernels: a loader names a kernel family that tune/kernel_families.h does not list");
-  for (const tune::KernelFamily& f : tune::kernel_families()) {
-    const auto it = loaders.find(f.kernel);
-    if (it == loaders.end())
-      throw InternalError("tuned kernels: kernel family '" + f.kernel + "' (tune/kernel_families.h) has no loader");
-    it->second();
-  }
+  const TunedKernelInputs inputs{store, device, winners_file, forward_shape, dot_shape, update_shape, cross_shape};
+  for (const TunedKernelLoader& l : tuned_kernel_loaders()) l.load(inputs, out);
   return out;
 }
 

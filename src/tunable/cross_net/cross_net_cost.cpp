@@ -185,4 +185,9 @@ std::pair<double, double> cross_backward_rank(const Hardware& hw, const CrossWor
   return {std::max(memory, issue), issue};
 }
 
+void add_cross_net_families(std::vector<KernelFamily>& out) {
+  out.push_back({kCrossForwardKernel, "cross forward"});
+  out.push_back({kCrossBackwardKernel, "cross backward"});
+}
+
 }  // namespace hetrec::tune

@@ -17,6 +17,7 @@
 #include "hw/hardware.h"
 #include "tunable/cross_net/cross_net_variant.h"
 #include "tune/variant_space.h"
+#include "tune/kernel_families.h"
 
 namespace hetrec::tune {
 
@@ -54,5 +55,8 @@ std::string cross_backward_static_problem(const Hardware& hw, const CrossWorkloa
 // whichever is larger; ties broken by the issue time.
 std::pair<double, double> cross_forward_rank(const Hardware& hw, const CrossWorkload& w, const ParameterSet& params);
 std::pair<double, double> cross_backward_rank(const Hardware& hw, const CrossWorkload& w, const ParameterSet& params);
+
+// This folder's families in the one list of tunable families (tune/kernel_families.h).
+void add_cross_net_families(std::vector<KernelFamily>& out);
 
 }  // namespace hetrec::tune

@@ -21,4 +21,14 @@ void load_cross_backward_kernel(const tune::WinnersStore& store, const gpu::Devi
                                                                      device, "cross backward", why_not, "", out.note);
 }
 
+// This folder's loaders in the GPU model's registry (model/gpu/tuned_kernels.h).
+void add_cross_net_loaders(std::vector<TunedKernelLoader>& out) {
+  out.push_back({tune::kCrossForwardKernel, [](const TunedKernelInputs& in, TunedKernels& k) {
+                   if (in.cross_shape) load_cross_forward_kernel(in.store, in.device, *in.cross_shape, k);
+                 }});
+  out.push_back({tune::kCrossBackwardKernel, [](const TunedKernelInputs& in, TunedKernels& k) {
+                   if (in.cross_shape) load_cross_backward_kernel(in.store, in.device, *in.cross_shape, k);
+                 }});
+}
+
 }  // namespace hetrec::model::gpu_model

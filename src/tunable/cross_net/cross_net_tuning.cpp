@@ -141,7 +141,7 @@ nlohmann::json tune_cross_backward(const TuneOptions& o, const DeviceFacts& dev,
 
 }  // namespace
 
-TunableFamily cross_forward_family() {
+static TunableFamily cross_forward_family() {
   return {kCrossForwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType op : c.options.cross_operand_dtypes)
@@ -150,13 +150,19 @@ TunableFamily cross_forward_family() {
   }};
 }
 
-TunableFamily cross_backward_family() {
+static TunableFamily cross_backward_family() {
   return {kCrossBackwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType op : c.options.cross_operand_dtypes)
       jobs.push_back([c, op](Clock::time_point d) { return tune_cross_backward(c.options, c.device, op, c.store, c.log, d, c.progress); });
     return jobs;
   }};
+}
+
+// This folder's adapters in the tuner's registry (tune/gpu/kernel_search.h).
+void add_cross_net_tuning(std::vector<TunableFamily>& out) {
+  out.push_back(cross_forward_family());
+  out.push_back(cross_backward_family());
 }
 
 }  // namespace hetrec::tune

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tunable/dot_interaction/dot_backward_cost.h"
 #include "tune/memory_bounds.h"
 
 namespace hetrec::tune {
@@ -87,6 +88,11 @@ double dot_forward_shared_occupancy(const Hardware& hw, const DotForwardWorkload
   const int by_shared = static_cast<int>(hw.shared_kb_per_unit * 1024 / bytes);
   const int by_threads = hw.max_threads_per_unit / v.block_threads;
   return static_cast<double>(std::min(by_shared, by_threads) * v.block_threads) / hw.max_threads_per_unit;
+}
+
+void add_dot_interaction_families(std::vector<KernelFamily>& out) {
+  out.push_back({kDotForwardKernel, "dot interaction"});
+  out.push_back({kDotBackwardKernel, "dot interaction backward"});
 }
 
 }  // namespace hetrec::tune

@@ -8,6 +8,7 @@
 #include "hw/hardware.h"
 #include "tunable/dot_interaction/dot_interaction_variant.h"
 #include "tune/variant_space.h"
+#include "tune/kernel_families.h"
 
 namespace hetrec::tune {
 
@@ -42,5 +43,8 @@ double dot_forward_predicted_us(const Hardware& hw, const DotForwardWorkload& w,
 // Resident threads per SM the variant's shared memory and block size allow, as a
 // fraction of the maximum: breaks ties (more is better).
 double dot_forward_shared_occupancy(const Hardware& hw, const DotForwardWorkload& w, const ParameterSet& params);
+
+// This folder's families in the one list of tunable families (tune/kernel_families.h).
+void add_dot_interaction_families(std::vector<KernelFamily>& out);
 
 }  // namespace hetrec::tune

@@ -22,4 +22,14 @@ void load_dot_backward_kernel(const tune::WinnersStore& store, const gpu::Device
                                                                  "dot interaction backward", why_not, "", out.note);
 }
 
+// This folder's loaders in the GPU model's registry (model/gpu/tuned_kernels.h).
+void add_dot_interaction_loaders(std::vector<TunedKernelLoader>& out) {
+  out.push_back({tune::kDotForwardKernel, [](const TunedKernelInputs& in, TunedKernels& k) {
+                   if (in.dot_shape) load_dot_forward_kernel(in.store, in.device, *in.dot_shape, k);
+                 }});
+  out.push_back({tune::kDotBackwardKernel, [](const TunedKernelInputs& in, TunedKernels& k) {
+                   if (in.dot_shape) load_dot_backward_kernel(in.store, in.device, *in.dot_shape, k);
+                 }});
+}
+
 }  // namespace hetrec::model::gpu_model

@@ -100,4 +100,8 @@ double embedding_forward_issue_us(const Hardware& hw, const EmbeddingForwardWork
   return thread_loads / per_us;
 }
 
+void add_embedding_forward_families(std::vector<KernelFamily>& out) {
+  out.push_back({kEmbeddingForwardKernel, "embedding forward"});
+}
+
 }  // namespace hetrec::tune

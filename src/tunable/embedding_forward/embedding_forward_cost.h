@@ -8,6 +8,7 @@
 #include "hw/hardware.h"
 #include "tunable/embedding_forward/embedding_forward_variant.h"
 #include "tune/variant_space.h"
+#include "tune/kernel_families.h"
 
 namespace hetrec::tune {
 
@@ -55,5 +56,8 @@ double embedding_forward_predicted_us(const Hardware& hw, const EmbeddingForward
 // Part (b) alone: the time to issue the variant's row loads (us); it breaks ties between
 // variants that the bandwidth terms cannot tell apart.
 double embedding_forward_issue_us(const Hardware& hw, const EmbeddingForwardWorkload& w, const ParameterSet& params);
+
+// This folder's families in the one list of tunable families (tune/kernel_families.h).
+void add_embedding_forward_families(std::vector<KernelFamily>& out);
 
 }  // namespace hetrec::tune

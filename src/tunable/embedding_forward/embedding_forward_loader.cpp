@@ -26,4 +26,11 @@ void load_embedding_forward_kernel(const tune::WinnersStore& store, const gpu::D
       borrowed + " from " + winners_file, out.note);
 }
 
+// This folder's loaders in the GPU model's registry (model/gpu/tuned_kernels.h).
+void add_embedding_forward_loaders(std::vector<TunedKernelLoader>& out) {
+  out.push_back({tune::kEmbeddingForwardKernel, [](const TunedKernelInputs& in, TunedKernels& k) {
+                   load_embedding_forward_kernel(in.store, in.device, in.forward_shape, in.winners_file, k);
+                 }});
+}
+
 }  // namespace hetrec::model::gpu_model

@@ -81,13 +81,18 @@ nlohmann::json tune_embedding_forward(const TuneOptions& o, const DeviceFacts& d
 
 }  // namespace
 
-TunableFamily embedding_forward_family() {
+static TunableFamily embedding_forward_family() {
   return {kEmbeddingForwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType rows : c.options.row_dtypes)
       jobs.push_back([c, rows](Clock::time_point d) { return tune_embedding_forward(c.options, c.device, rows, c.store, c.log, d, c.progress); });
     return jobs;
   }};
+}
+
+// This folder's adapters in the tuner's registry (tune/gpu/kernel_search.h).
+void add_embedding_forward_tuning(std::vector<TunableFamily>& out) {
+  out.push_back(embedding_forward_family());
 }
 
 }  // namespace hetrec::tune

@@ -286,4 +286,8 @@ double small_gemm_predicted_us(const Hardware& hw, const SmallGemmWorkload& w, c
                    small_gemm_shared_read_us(hw, w)});
 }
 
+void add_small_gemm_families(std::vector<KernelFamily>& out) {
+  out.push_back({kSmallGemmKernel, "small GEMM"});
+}
+
 }  // namespace hetrec::tune

@@ -15,6 +15,7 @@
 #include "hw/hardware.h"
 #include "tunable/small_gemm/small_gemm_variant.h"
 #include "tune/variant_space.h"
+#include "tune/kernel_families.h"
 
 namespace hetrec::tune {
 
@@ -97,5 +98,8 @@ double small_gemm_resident_threads_per_unit(const Hardware& hw, const SmallGemmW
 // Part (b) alone: breaks ties.
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const ParameterSet& params);
 double small_gemm_issue_us(const Hardware& hw, const SmallGemmWorkload& w, const kernels::SmallGemmVariant& v);
+
+// This folder's families in the one list of tunable families (tune/kernel_families.h).
+void add_small_gemm_families(std::vector<KernelFamily>& out);
 
 }  // namespace hetrec::tune

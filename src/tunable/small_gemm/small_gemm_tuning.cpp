@@ -95,13 +95,18 @@ nlohmann::json tune_small_gemm(const TuneOptions& o, const DeviceFacts& dev, con
 
 }  // namespace
 
-TunableFamily small_gemm_family() {
+static TunableFamily small_gemm_family() {
   return {kSmallGemmKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (const kernels::SmallGemmShape& shape : c.options.small_gemm_shapes)
       jobs.push_back([c, shape](Clock::time_point d) { return tune_small_gemm(c.options, c.device, shape, c.store, c.log, d, c.progress); });
     return jobs;
   }};
+}
+
+// This folder's adapters in the tuner's registry (tune/gpu/kernel_search.h).
+void add_small_gemm_tuning(std::vector<TunableFamily>& out) {
+  out.push_back(small_gemm_family());
 }
 
 }  // namespace hetrec::tune

@@ -135,4 +135,8 @@ double sparse_update_predicted_us(const Hardware& hw, const SparseUpdateWorkload
                   sparse_update_issue_us(hw, w, params));
 }
 
+void add_sparse_update_families(std::vector<KernelFamily>& out) {
+  out.push_back({kSparseUpdateKernel, "embedding sparse update"});
+}
+
 }  // namespace hetrec::tune

@@ -9,6 +9,7 @@
 #include "hw/hardware.h"
 #include "tunable/sparse_update/sparse_update_variant.h"
 #include "tune/variant_space.h"
+#include "tune/kernel_families.h"
 
 namespace hetrec::tune {
 
@@ -58,5 +59,8 @@ std::string sparse_update_static_problem(const Hardware& hw, const SparseUpdateW
 double sparse_update_predicted_us(const Hardware& hw, const SparseUpdateWorkload& w, const ParameterSet& params);
 // Part (b) alone; it breaks ties.
 double sparse_update_issue_us(const Hardware& hw, const SparseUpdateWorkload& w, const ParameterSet& params);
+
+// This folder's families in the one list of tunable families (tune/kernel_families.h).
+void add_sparse_update_families(std::vector<KernelFamily>& out);
 
 }  // namespace hetrec::tune

@@ -25,4 +25,11 @@ void load_sparse_update_kernel(const tune::WinnersStore& store, const gpu::Devic
       update, shape, tune::to_sparse_update_variant, device, "embedding sparse update", why_not, borrowed, out.note);
 }
 
+// This folder's loaders in the GPU model's registry (model/gpu/tuned_kernels.h).
+void add_sparse_update_loaders(std::vector<TunedKernelLoader>& out) {
+  out.push_back({tune::kSparseUpdateKernel, [](const TunedKernelInputs& in, TunedKernels& k) {
+                   load_sparse_update_kernel(in.store, in.device, in.update_shape, k);
+                 }});
+}
+
 }  // namespace hetrec::model::gpu_model

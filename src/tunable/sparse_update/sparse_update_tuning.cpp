@@ -91,13 +91,18 @@ nlohmann::json tune_sparse_update(const TuneOptions& o, const DeviceFacts& dev, 
 
 }  // namespace
 
-TunableFamily sparse_update_family() {
+static TunableFamily sparse_update_family() {
   return {kSparseUpdateKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType rows : c.options.row_dtypes)
       jobs.push_back([c, rows](Clock::time_point d) { return tune_sparse_update(c.options, c.device, rows, c.store, c.log, d, c.progress); });
     return jobs;
   }};
+}
+
+// This folder's adapters in the tuner's registry (tune/gpu/kernel_search.h).
+void add_sparse_update_tuning(std::vector<TunableFamily>& out) {
+  out.push_back(sparse_update_family());
 }
 
 }  // namespace hetrec::tune

@@ -1,8 +1,8 @@
 #pragma once
 // The tuner's search over one kernel and shape (propose, prune, order by the kernel's
 // model, compile with NVRTC, check resources, verify, time, keep the winner) and the
-// registry of tunable kernel families it runs. Each family's adapter (tune/gpu/*_tuning.cpp)
-// binds its kernel, variant space, cost model and bench into a KernelProblem and says
+// registry of tunable kernel families it runs. Each family's adapter
+// (tunable/<folder>/*_tuning.cpp) binds its kernel, variant space, cost model and bench into a KernelProblem and says
 // which shapes of a run it tunes; `hetrec tune` iterates tunable_families(), in the order
 // of the one list of families (tune/kernel_families.h).
 #include <chrono>
@@ -94,14 +94,9 @@ struct TunableFamily {
   std::function<std::vector<TuningJob>(const TuningContext&)> jobs;
 };
 
-// The families, one adapter each (tune/gpu/<family>_tuning.cpp), in the order `all` runs them.
-TunableFamily embedding_forward_family();
-TunableFamily dot_forward_family();
-TunableFamily sparse_update_family();
-TunableFamily dot_backward_family();
-TunableFamily cross_forward_family();
-TunableFamily cross_backward_family();
-TunableFamily small_gemm_family();
+// The families' adapters, one registry: each tunable folder's add_<folder>_tuning (in its
+// <folder>_tuning.cpp; tune/kernel_families.h), in the order of kernel_families(). Throws
+// InternalError when an adapter names a family that list lacks or a family has no adapter.
 const std::vector<TunableFamily>& tunable_families();
 
 }  // namespace hetrec::tune

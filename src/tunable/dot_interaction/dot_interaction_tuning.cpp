@@ -79,12 +79,20 @@ nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, Wi
 
 }  // namespace
 
-TunableFamily dot_forward_family() {
+static TunableFamily dot_forward_family() {
   return {kDotForwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     jobs.push_back([c](Clock::time_point d) { return tune_dot_forward(c.options, c.device, c.store, c.log, d, c.progress); });
     return jobs;
   }};
+}
+
+TunableFamily dot_backward_family();  // the backward's adapter, in dot_backward_tuning.cpp
+
+// This folder's adapters in the tuner's registry (tune/gpu/kernel_search.h).
+void add_dot_interaction_tuning(std::vector<TunableFamily>& out) {
+  out.push_back(dot_forward_family());
+  out.push_back(dot_backward_family());
 }
 
 }  // namespace hetrec::tune
