@@ -40,6 +40,9 @@ esac
 root=/tmp/hetrec-suite
 mkdir -p "$root" "$out"
 [ -x "$root/bin/hetrec" ] || tar -C "$root" -xJf .carry/suite/suite.tar.xz
+# The data files beside the programs, as in an installed tree: the planner calibrates its step
+# model on share/hetrec/bench/results (without them it plans with the generic factors).
+mkdir -p "$root/share" && ln -sfn "$PWD" "$root/share/hetrec"
 export LD_LIBRARY_PATH=$root/lib:${LD_LIBRARY_PATH:-}
 export HETREC_HW_DIR=$PWD/hw HETREC_COMMIT=$commit PYTHONUNBUFFERED=1
 bin=$root/bin
