@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 #include <unistd.h>
 
 #include "../gpu/device_test_support.h"
@@ -32,6 +33,8 @@
 #include "tunable/embedding_forward/embedding_forward_bench.h"
 #include "tunable/sparse_update/sparse_update_bench.h"
 #include "tune/gpu/tune_session.h"
+#include "tune/kernel_families.h"
+#include "tunable/small_gemm/small_gemm_cost.h"
 
 namespace hetrec::tune {
 namespace {
@@ -274,14 +277,15 @@ TEST(TuneGateGpu, ShortRunWritesLogWinnersAndResults) {
   o.rotations = 2;
   std::ostringstream progress;
   const nlohmann::json r = run_tuning(o, progress);
-  // The embedding forward (fp32 rows), the dot interaction, the sparse update (fp32 rows)
-  // the dot interaction's backward and the cross net's two passes (bf16 operands).
-  ASSERT_EQ(r["shapes"].size(), 6u);
-  EXPECT_EQ(r["shapes"][1]["kernel"], "dot_interaction_forward");
-  EXPECT_EQ(r["shapes"][2]["kernel"], "embedding_sparse_update");
-  EXPECT_EQ(r["shapes"][3]["kernel"], "dot_interaction_backward");
-  EXPECT_EQ(r["shapes"][4]["kernel"], "cross_forward");
-  EXPECT_EQ(r["shapes"][5]["kernel"], "cross_backward");
+  // One shape per family, in the order of the one list (tune/kernel_families.h): the cross
+  // net's two passes (bf16 operands), the dot interaction's forward and backward, the
+  // embedding forward and the sparse update (fp32 rows); no small-GEMM shape was asked for.
+  std::vector<std::string> expected;
+  for (const KernelFamily& f : kernel_families())
+    if (f.kernel != kSmallGemmKernel) expected.push_back(f.kernel);
+  ASSERT_EQ(expected.size(), 6u);
+  ASSERT_EQ(r["shapes"].size(), expected.size());
+  for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_EQ(r["shapes"][i]["kernel"], expected[i]) << i;
   const nlohmann::json& s = r["shapes"][0];
   EXPECT_GT(s["default_us"].get<double>(), 0.0);
   EXPECT_GT(s["floor_us"].get<double>(), 0.0);
