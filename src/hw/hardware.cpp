@@ -351,9 +351,14 @@ Hardware load_hardware(const std::string& path) {
         HostGatherPoint point;
         point.span_gb = r.number("span_gb");
         point.distinct_gbs = r.number("distinct_gbs");
+        point.row_bytes = r.number("row_bytes");
         point.source = r.string("source");
         if (!(point.span_gb > 0.0)) r.fail("span_gb", "must be > 0");
         if (!(point.distinct_gbs > 0.0)) r.fail("distinct_gbs", "must be > 0");
+        if (!(point.row_bytes > 0.0)) r.fail("row_bytes", "must be > 0 (the bytes of the rows measured)");
+        if (!facts.host_gather.empty() && point.row_bytes != facts.host_gather.front().row_bytes)
+          r.fail("row_bytes", "every point of the curve measures rows of one size, the first point's " +
+                                  std::to_string(facts.host_gather.front().row_bytes));
         if (point.source.empty()) r.fail("source", "must name the measurement");
         if (!facts.host_gather.empty() && point.span_gb <= facts.host_gather.back().span_gb)
           r.fail("span_gb", "points must come in ascending span");
@@ -381,6 +386,17 @@ std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_g
   while (c[i].span_gb < span_gb) ++i;
   const double t = std::log(span_gb / c[i - 1].span_gb) / std::log(c[i].span_gb / c[i - 1].span_gb);
   return c[i - 1].distinct_gbs + t * (c[i].distinct_gbs - c[i - 1].distinct_gbs);
+}
+
+std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_gb, double row_bytes) {
+  const std::optional<double> measured = measured_host_gather_gbs(hw, span_gb);
+  if (!measured) return std::nullopt;
+  const std::vector<HostGatherPoint>& c = hw.measured->host_gather;
+  // Rows per second at this span, from the points' own row size (one size per curve).
+  const double rows_per_s = *measured * 1e9 / c.front().row_bytes;
+  double fastest = 0.0;
+  for (const HostGatherPoint& p : c) fastest = std::max(fastest, p.distinct_gbs);
+  return std::min(fastest, rows_per_s * row_bytes / 1e9);
 }
 
 std::vector<std::string> list_hardware(const std::string& dir) {

@@ -58,6 +58,7 @@ struct MatrixInstruction {
 struct HostGatherPoint {
   double span_gb = 0.0;
   double distinct_gbs = 0.0;
+  double row_bytes = 0.0;  // of the rows measured
   std::string source;
 };
 
@@ -173,9 +174,17 @@ bool describes_device(const Hardware& hw, std::string_view device_name);
 // picks a description by name) when none or several match.
 Hardware hardware_for_device(std::string_view device_name, const std::string& dir, std::string_view key);
 
-// The measured host-gather rate (GB/s of distinct rows) at a host span of `span_gb`:
-// interpolated linearly in log(span) between the measured points and held at the end
-// points' rates beyond them. Empty when the hardware file has no such measurement.
+// The measured host-gather rate (GB/s of distinct rows) at a host span of `span_gb`, for the
+// rows the curve measured: interpolated linearly in log(span) between the measured points
+// and held at the end points' rates beyond them. Empty when the hardware file has no such
+// measurement.
 std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_gb);
+
+// The same for rows of `row_bytes`. Past the link's reach, a gather costs per row, not per
+// byte (each row's address translation; measured on an H100 with 256- and 512-byte rows,
+// bench/results/host-gather-20261205-h100-uniform-{bf16,fp32}.json: equal times per batch
+// at equal spans from 2 GB up): the curve's rows per second times `row_bytes`, at most the
+// fastest rate the curve measured (the link's own limit).
+std::optional<double> measured_host_gather_gbs(const Hardware& hw, double span_gb, double row_bytes);
 
 }  // namespace hetrec::hw::hw

@@ -195,7 +195,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   w.hbm(fwd, StepFactor::embedding_forward, (lookups + lb * tables) * kIndexBytes, label + "ids and offsets");
   w.hbm(fwd, StepFactor::embedding_forward, lb * tables * grad_row_bytes,
         label + "pooled output (" + std::string(dtype_name(pooled)) + ")");
-  w.host_table_rows(fwd, host_read, host_span, label + "distinct rows of host tables over the link");
+  w.host_table_rows(fwd, host_read, host_span, row_bytes, label + "distinct rows of host tables over the link");
   w.launches(fwd, 1);
 
   const auto bwd = StepPhase::embedding_bwd_update;
@@ -212,7 +212,8 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
         label + "pooled-gradient row of every occurrence");
   w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, label + "distinct rows and optimizer state, read and written");
   w.row_updates(bwd, distinct_rows, label + "per-row update work of the distinct rows");
-  w.host_table_rows(bwd, host_update, host_span, label + "distinct rows of host tables, read and written over the link");
+  w.host_table_rows(bwd, host_update, host_span, row_bytes,
+                    label + "distinct rows of host tables, read and written over the link");
   // fp16 rows: the fused update rounds each distinct row's new values to fp16.
   if (recipe.row_dtype == DType::f16) w.fp16_rounding(bwd, distinct_rows * g.width, label + "updated fp16 rows");
   w.launches(bwd, kernels::embedding_backward_launches(static_cast<int64_t>(capacity), total_rows));

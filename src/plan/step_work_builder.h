@@ -96,12 +96,12 @@ class WorkBuilder {
   void host(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
     add(phase, factor, bytes / host_bytes_per_us_, what);
   }
-  // Distinct embedding rows of tables in host memory that together span `span_bytes`:
-  // at the GPU's measured gather rate for that span where the hardware file has one
-  // (the rate falls as the span outgrows the address translation caches' reach), else
-  // at the link's datasheet rate.
-  void host_table_rows(StepPhase phase, double bytes, double span_bytes, const std::string& what) {
-    const std::optional<double> gbs = measured_host_gather_gbs(hw_, span_bytes / kBytesPerGb);
+  // Distinct embedding rows of `row_bytes` (of tables in host memory that together span
+  // `span_bytes`) moving `bytes` over the link: at the GPU's measured gather rate for that
+  // span and row size where the hardware file has one (the rate falls as the span outgrows
+  // the address translation caches' reach; hw/hardware.h), else at the link's datasheet rate.
+  void host_table_rows(StepPhase phase, double bytes, double span_bytes, double row_bytes, const std::string& what) {
+    const std::optional<double> gbs = measured_host_gather_gbs(hw_, span_bytes / kBytesPerGb, row_bytes);
     const double bytes_per_us = gbs ? *gbs * kBytesPerUsPerGbs : host_bytes_per_us_;
     add(phase, StepFactor::host_tables, bytes / bytes_per_us, what);
   }

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "hw/hardware.h"
 
@@ -172,7 +174,7 @@ TEST(HardwareFiles, H200CarriesItsMeasurements) {
   EXPECT_DOUBLE_EQ(*hw.measured->bf16_gemm_tflops_low, 770);
   EXPECT_DOUBLE_EQ(*hw.measured->bf16_gemm_tflops_high, 800);
   EXPECT_DOUBLE_EQ(*hw.measured->l2_mb_reported, 60);
-  EXPECT_FALSE(load_hardware_by_name("h100_sxm", kHwDir).measured.has_value());
+  EXPECT_FALSE(load_hardware_by_name("b200", kHwDir).measured.has_value());
 }
 
 TEST(HardwareFiles, HostGatherRateFollowsTheMeasuredCurve) {
@@ -190,6 +192,32 @@ TEST(HardwareFiles, HostGatherRateFollowsTheMeasuredCurve) {
   // Measured on the H200: a 20 GB span gathers at a fraction of a 0.5 GB one's rate.
   EXPECT_LT(*measured_host_gather_gbs(hw, 20.0), 0.25 * *measured_host_gather_gbs(hw, 0.5));
   EXPECT_FALSE(measured_host_gather_gbs(load_hardware_by_name("b200", kHwDir), 1.0).has_value());
+  // For rows of another size: per row past the link's reach, at most the fastest rate measured.
+  ASSERT_EQ(c.front().row_bytes, 256.0);
+  EXPECT_NEAR(*measured_host_gather_gbs(hw, 20.0, 512.0), 2.0 * *measured_host_gather_gbs(hw, 20.0), 1e-9);
+  EXPECT_NEAR(*measured_host_gather_gbs(hw, 20.0, 128.0), 0.5 * *measured_host_gather_gbs(hw, 20.0), 1e-9);
+  EXPECT_DOUBLE_EQ(*measured_host_gather_gbs(hw, c.front().span_gb, 512.0), c.front().distinct_gbs);
+}
+
+// The H100's curve was measured with 256-byte rows; the same run with 512-byte rows
+// (bench/results/host-gather-20261205-h100-uniform-fp32.json) is what the per-row rule must
+// predict, at every span measured, to within 5%.
+TEST(HardwareFiles, HostGatherPerRowRulePredictsTheOtherRowSize) {
+  const Hardware hw = load_hardware_by_name("h100_sxm", kHwDir);
+  ASSERT_TRUE(hw.measured.has_value());
+  ASSERT_EQ(hw.measured->host_gather.front().row_bytes, 256.0);
+  const nlohmann::json r =
+      nlohmann::json::parse(read_text(std::string(HETREC_SOURCE_DIR) +
+                                      "/bench/results/host-gather-20261205-h100-uniform-fp32.json"));
+  ASSERT_EQ(r["metrics"]["row_bytes"].get<double>(), 512.0);
+  int points = 0;
+  for (const nlohmann::json& p : r["metrics"]["spans"]) {
+    if (p["memory"] != "host") continue;
+    const double span = p["span_gb"].get<double>(), measured = p["distinct_gbs"].get<double>();
+    EXPECT_NEAR(*measured_host_gather_gbs(hw, span, 512.0), measured, 0.05 * measured) << span << " GB";
+    ++points;
+  }
+  EXPECT_GE(points, 6);
 }
 
 TEST(HardwareFiles, InstructionsDescribeTheirShapes) {
@@ -232,16 +260,23 @@ TEST(HardwareErrors, UnknownKeys) {
   EXPECT_NE(e.find("'compute.units.note': unknown key"), std::string::npos) << e;
   e = load_error("k = 16\nsource", "k = 16\nwidth = 3\nsource");
   EXPECT_NE(e.find("'matrix_instructions[0].width': unknown key"), std::string::npos) << e;
-  // A measured host-gather curve must ascend in span and name its source.
-  const std::string points =
-      "[measured]\ndate = \"2026-11\"\n[[measured.host_gather]]\nspan_gb = 2\ndistinct_gbs = 15\nsource = \"b\"\n"
-      "[[measured.host_gather]]\nspan_gb = 1\ndistinct_gbs = 30\nsource = \"b\"\n";
-  e = load_error_of_text(read_text(kHwDir + "/h100_sxm.toml") + points);
+  // A measured host-gather curve must ascend in span, give one row size and name its source.
+  const std::string base = read_text(kHwDir + "/b200.toml");
+  const std::string head = "\n[measured]\ndate = \"2026-11\"\n[[measured.host_gather]]\n";
+  e = load_error_of_text(base + head + "span_gb = 2\ndistinct_gbs = 15\nrow_bytes = 256\nsource = \"b\"\n" +
+                         "[[measured.host_gather]]\nspan_gb = 1\ndistinct_gbs = 30\nrow_bytes = 256\nsource = \"b\"\n",
+                         "b200.toml");
   EXPECT_NE(e.find("measured.host_gather[1].span_gb"), std::string::npos) << e;
   EXPECT_NE(e.find("ascending"), std::string::npos) << e;
-  e = load_error_of_text(read_text(kHwDir + "/h100_sxm.toml") +
-                         "[measured]\ndate = \"2026-11\"\n[[measured.host_gather]]\nspan_gb = 2\ndistinct_gbs = 15\n");
+  e = load_error_of_text(base + head + "span_gb = 2\ndistinct_gbs = 15\nrow_bytes = 256\n", "b200.toml");
   EXPECT_NE(e.find("measured.host_gather[0].source"), std::string::npos) << e;
+  e = load_error_of_text(base + head + "span_gb = 2\ndistinct_gbs = 15\nsource = \"b\"\n", "b200.toml");
+  EXPECT_NE(e.find("measured.host_gather[0].row_bytes"), std::string::npos) << e;
+  e = load_error_of_text(base + head + "span_gb = 1\ndistinct_gbs = 30\nrow_bytes = 256\nsource = \"b\"\n" +
+                         "[[measured.host_gather]]\nspan_gb = 2\ndistinct_gbs = 15\nrow_bytes = 512\nsource = \"b\"\n",
+                         "b200.toml");
+  EXPECT_NE(e.find("measured.host_gather[1].row_bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("one size"), std::string::npos) << e;
 }
 
 TEST(HardwareErrors, WrongTypes) {

@@ -279,39 +279,42 @@ TEST(StepModel, PhaseNamesRoundTrip) {
   EXPECT_FALSE(parse_step_phase("warp_drive").has_value());
 }
 
-// A table in host memory: its distinct rows cross at the gather rate the H200 measured for
-// the span of its rows and optimizer state (hw/h200_sxm.toml), so the 40M-row table of
-// the full config pays more per byte than its 2M-row capped copy; a GPU without such a
-// measurement prices both at its link's datasheet rate.
+// A table in host memory: its distinct rows cross at the gather rate the GPU measured for
+// the span of its rows and optimizer state and for its row size (hw/h200_sxm.toml,
+// hw/h100_sxm.toml), so the 40M-row table of the full config pays more per byte than its
+// 2M-row capped copy; a GPU without such a measurement prices both at its link's datasheet rate.
 TEST(StepModel, HostTablesPayTheMeasuredGatherRateOfTheirSpan) {
   const OptimConfig o = mlperf_optim();
   const IdDistribution ids{IdLaw::zipf, 1.05};
-  const double row_bytes = 128 * 2, state_bytes = 4;
-  for (const char* name : {"h200_sxm", "h100_sxm"}) {
-    SCOPED_TRACE(name);
-    const PlanTarget t = shipped_target(name);
-    double per_byte_us[2] = {0, 0};
-    int i = 0;
-    for (int64_t cap : {int64_t(2000000), int64_t(0)}) {
-      const ModelConfig m = mlperf_model(cap);
-      Recipe r = recipe_of_model(m, 16384, t.hw().name);
-      r.dense = DensePrecision::bf16;
-      r.row_dtype = DType::bf16;
-      r.placement[0] = TablePlacement::host;  // t0: 40M rows, 3 ids a sample
-      const StepWork w = step_work(m, o, r, t.gemm, ids);
-      ASSERT_EQ(count_terms(w, StepPhase::embedding_fwd, StepFactor::host_tables), 1);
-      const double rows = static_cast<double>(m.tables[0].rows);
-      const double distinct = expected_unique_rows(ids, m.tables[0].rows, 16384.0 * m.tables[0].hotness);
-      const double span_gb = rows * (row_bytes + state_bytes) / 1e9;
-      const std::optional<double> measured = measured_host_gather_gbs(t.hw(), span_gb);
-      const double gbs = measured ? *measured : t.hw().host_gbs_per_direction;
-      EXPECT_EQ(measured.has_value(), std::string(name) == "h200_sxm");
-      const double base = phase_base(w, StepPhase::embedding_fwd, StepFactor::host_tables);
-      EXPECT_NEAR(base, distinct * row_bytes / (gbs * 1e3), 1e-9 * base);
-      per_byte_us[i++] = base / (distinct * row_bytes);
+  const double state_bytes = 4;
+  for (const char* name : {"h200_sxm", "h100_sxm", "b200"}) {
+    for (DType rows_dtype : {DType::bf16, DType::f32}) {
+      SCOPED_TRACE(std::string(name) + " " + std::string(dtype_name(rows_dtype)));
+      const double row_bytes = 128.0 * static_cast<double>(dtype_size(rows_dtype));
+      const PlanTarget t = shipped_target(name);
+      double per_byte_us[2] = {0, 0};
+      int i = 0;
+      for (int64_t cap : {int64_t(2000000), int64_t(0)}) {
+        const ModelConfig m = mlperf_model(cap);
+        Recipe r = recipe_of_model(m, 16384, t.hw().name);
+        r.dense = DensePrecision::bf16;
+        r.row_dtype = rows_dtype;
+        r.placement[0] = TablePlacement::host;  // t0: 40M rows, 3 ids a sample
+        const StepWork w = step_work(m, o, r, t.gemm, ids);
+        ASSERT_EQ(count_terms(w, StepPhase::embedding_fwd, StepFactor::host_tables), 1);
+        const double rows = static_cast<double>(m.tables[0].rows);
+        const double distinct = expected_unique_rows(ids, m.tables[0].rows, 16384.0 * m.tables[0].hotness);
+        const double span_gb = rows * (row_bytes + state_bytes) / 1e9;
+        const std::optional<double> measured = measured_host_gather_gbs(t.hw(), span_gb, row_bytes);
+        const double gbs = measured ? *measured : t.hw().host_gbs_per_direction;
+        EXPECT_EQ(measured.has_value(), std::string(name) != "b200");
+        const double base = phase_base(w, StepPhase::embedding_fwd, StepFactor::host_tables);
+        EXPECT_NEAR(base, distinct * row_bytes / (gbs * 1e3), 1e-9 * base);
+        per_byte_us[i++] = base / (distinct * row_bytes);
+      }
+      if (std::string(name) != "b200") EXPECT_GT(per_byte_us[1], 2.0 * per_byte_us[0]);
+      else EXPECT_DOUBLE_EQ(per_byte_us[1], per_byte_us[0]);
     }
-    if (std::string(name) == "h200_sxm") EXPECT_GT(per_byte_us[1], 2.0 * per_byte_us[0]);
-    else EXPECT_DOUBLE_EQ(per_byte_us[1], per_byte_us[0]);
   }
 }
 
