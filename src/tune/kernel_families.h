@@ -14,8 +14,11 @@
 //   <folder>_loader.cpp   add_<folder>_loaders(std::vector<TunedKernelLoader>&) the GPU model's loaders
 // so adding a tunable kernel is adding its folder. The adapters' and the loaders' registries
 // refuse a family this list lacks and a family of this list they lack.
+#include <algorithm>
 #include <string>
 #include <vector>
+
+#include "core/error.h"
 
 namespace hetrec::tune {
 
@@ -31,5 +34,26 @@ const std::vector<KernelFamily>& kernel_families();
 
 // The kernel names of kernel_families(), in its order, ", "-separated (for messages).
 std::string kernel_family_names();
+
+// A registry's entries (each with a `kernel` member naming its family) in the order of
+// kernel_families(), each once. Throws InternalError naming `registry` (e.g. "tuning adapter")
+// for a listed family with no entry or two, and for an entry whose family the list lacks.
+template <class Entry>
+std::vector<Entry> in_family_order(const std::vector<Entry>& entries, const std::string& registry) {
+  std::vector<Entry> ordered;
+  for (const KernelFamily& f : kernel_families()) {
+    const auto matches = [&](const Entry& e) { return e.kernel == f.kernel; };
+    const auto n = std::count_if(entries.begin(), entries.end(), matches);
+    if (n != 1)
+      throw InternalError("kernel family '" + f.kernel + "' (tune/kernel_families.h) has " +
+                          (n == 0 ? "no " + registry : "two of its " + registry + "s"));
+    ordered.push_back(*std::find_if(entries.begin(), entries.end(), matches));
+  }
+  for (const Entry& e : entries)
+    if (std::none_of(ordered.begin(), ordered.end(), [&](const Entry& o) { return o.kernel == e.kernel; }))
+      throw InternalError(registry + " '" + e.kernel +
+                          "' names a kernel family that tune/kernel_families.h does not list");
+  return ordered;
+}
 
 }  // namespace hetrec::tune

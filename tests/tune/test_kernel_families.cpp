@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "tunable/cross_net/cross_net_cost.h"
 #include "tunable/dot_interaction/dot_backward_cost.h"
 #include "tunable/dot_interaction/dot_interaction_cost.h"
@@ -61,6 +62,41 @@ TEST(KernelFamilies, TheBuildListsEveryFolderOfSrcTunable) {
   std::sort(on_disk.begin(), on_disk.end());
   EXPECT_EQ(generated, on_disk);
   EXPECT_GE(on_disk.size(), 5u);
+}
+
+struct Entry {
+  std::string kernel;
+  int tag = 0;
+};
+
+TEST(KernelFamilies, ARegistryIsPutInTheListsOrderAndRefusedWhenItDoesNotMatch) {
+  std::vector<Entry> entries;
+  int tag = 0;
+  for (auto it = kernel_families().rbegin(); it != kernel_families().rend(); ++it) entries.push_back({it->kernel, tag++});
+  const std::vector<Entry> ordered = in_family_order(entries, "loader");
+  ASSERT_EQ(ordered.size(), kernel_families().size());
+  for (std::size_t i = 0; i < ordered.size(); ++i) {
+    EXPECT_EQ(ordered[i].kernel, kernel_families()[i].kernel);
+    EXPECT_EQ(ordered[i].tag, static_cast<int>(ordered.size() - 1 - i));  // the entry itself, not a copy of another
+  }
+  const auto error_of = [](const std::vector<Entry>& e) {
+    try {
+      (void)in_family_order(e, "loader");
+    } catch (const InternalError& x) {
+      return std::string(x.what());
+    }
+    return std::string();
+  };
+  std::vector<Entry> missing(entries.begin() + 1, entries.end());
+  EXPECT_NE(error_of(missing).find("'" + entries.front().kernel + "' (tune/kernel_families.h) has no loader"),
+            std::string::npos) << error_of(missing);
+  std::vector<Entry> twice = entries;
+  twice.push_back(entries.back());
+  EXPECT_NE(error_of(twice).find("has two of its loaders"), std::string::npos) << error_of(twice);
+  std::vector<Entry> unknown = entries;
+  unknown.push_back({"no_such_kernel", 99});
+  EXPECT_NE(error_of(unknown).find("loader 'no_such_kernel' names a kernel family"), std::string::npos)
+      << error_of(unknown);
 }
 
 }  // namespace

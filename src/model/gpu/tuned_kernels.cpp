@@ -1,6 +1,5 @@
 #include "model/gpu/tuned_kernels.h"
 
-#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -19,20 +18,7 @@ const std::vector<TunedKernelLoader>& tuned_kernel_loaders() {
 #define HETREC_TUNABLE_FOLDER(folder) add_##folder##_loaders(found);
 #include "tunable/tunable_folders.def"
 #undef HETREC_TUNABLE_FOLDER
-    // In the order of the one list of families, each once.
-    std::vector<TunedKernelLoader> ordered;
-    for (const tune::KernelFamily& f : tune::kernel_families()) {
-      const auto matches = [&](const TunedKernelLoader& l) { return l.kernel == f.kernel; };
-      const auto it = std::find_if(found.begin(), found.end(), matches);
-      if (it == found.end())
-        throw InternalError("tuned kernels: kernel family '" + f.kernel + "' (tune/kernel_families.h) has no loader");
-      if (std::count_if(found.begin(), found.end(), matches) > 1)
-        throw InternalError("tuned kernels: kernel family '" + f.kernel + "' has two loaders");
-      ordered.push_back(*it);
-    }
-    if (ordered.size() != found.size())
-      throw InternalError("tuned kernels: a loader names a kernel family that tune/kernel_families.h does not list");
-    return ordered;
+    return tune::in_family_order(found, "loader");
   }();
   return loaders;
 }

@@ -271,6 +271,7 @@ nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const Kernel
            << ")\n";
   return r;
 }
+
 // Each tunable folder's adapters, defined in its <folder>_tuning.cpp.
 #define HETREC_TUNABLE_FOLDER(folder) void add_##folder##_tuning(std::vector<TunableFamily>& out);
 #include "tunable/tunable_folders.def"
@@ -282,22 +283,7 @@ const std::vector<TunableFamily>& tunable_families() {
 #define HETREC_TUNABLE_FOLDER(folder) add_##folder##_tuning(adapters);
 #include "tunable/tunable_folders.def"
 #undef HETREC_TUNABLE_FOLDER
-    // In the order of the one list of families, each once.
-    std::vector<TunableFamily> ordered;
-    for (const KernelFamily& f : kernel_families()) {
-      const auto matches = [&](const TunableFamily& a) { return a.kernel == f.kernel; };
-      const auto it = std::find_if(adapters.begin(), adapters.end(), matches);
-      if (it == adapters.end())
-        throw InternalError("tune: kernel family '" + f.kernel + "' (tune/kernel_families.h) has no tuning adapter");
-      if (std::count_if(adapters.begin(), adapters.end(), matches) > 1)
-        throw InternalError("tune: kernel family '" + f.kernel + "' has two tuning adapters");
-      ordered.push_back(*it);
-    }
-    for (const TunableFamily& a : adapters)
-      if (std::none_of(ordered.begin(), ordered.end(), [&](const TunableFamily& o) { return o.kernel == a.kernel; }))
-        throw InternalError("tune: tuning adapter '" + a.kernel +
-                            "' names a kernel family that tune/kernel_families.h does not list");
-    return ordered;
+    return in_family_order(adapters, "tuning adapter");
   }();
   return families;
 }
