@@ -7,7 +7,7 @@
 // A family lives in one folder, src/tunable/<folder>/ (kernel, variant space, cost model,
 // bench, adapter, loader; a folder may hold more than one family, as the dot interaction's
 // forward and backward). The build lists the folders (tunable/tunable_folders.def,
-// cmake/layer_headers.cmake), and each layer's registry calls one function of each folder,
+// cmake/tunable_folders.cmake), and each layer's registry calls one function of each folder,
 // defined in the folder's file of that layer:
 //   <folder>_cost.cpp     add_<folder>_families(std::vector<KernelFamily>&)   this list
 //   <folder>_tuning.cpp   add_<folder>_tuning(std::vector<TunableFamily>&)     the tuner's adapters

@@ -49,7 +49,7 @@ TEST(KernelFamilies, TheFoldersInNameOrderOrderTheList) {
 }
 
 TEST(KernelFamilies, TheBuildListsEveryFolderOfSrcTunable) {
-  // The generated list the three registries expand (cmake/layer_headers.cmake) against the
+  // The generated list the three registries expand (cmake/tunable_folders.cmake) against the
   // folders on disk: a folder the build missed would register nothing.
   const std::vector<std::string> generated = {
 #define HETREC_TUNABLE_FOLDER(folder) #folder,
