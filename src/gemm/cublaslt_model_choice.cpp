@@ -57,11 +57,21 @@ int list_rank_of(const std::string& key, const std::vector<std::string>& listed_
   return -1;
 }
 
-// The router's pick among the described candidates (each run as the struct it is: the
-// heuristic's listed ones as returned). nullopt: it keeps the heuristic's top-1, which the
-// model cannot describe (the caller's heuristic path runs it).
+// A configuration the router may choose, as offered: an enumerated (rebuilt) one, one of the
+// heuristic's listed structs the enumeration lacked (added by add_heuristic_configs, so
+// already run as returned), or a copy of a listed struct as the library returned it beside
+// its rebuilt twin (`returned_copy`): the oracle times both, and a rebuilt struct may run
+// another kernel than the returned one (gemm_perf/gemm_ranker_features.h, `returned`).
+struct Offered {
+  EnumeratedAlgo algo;
+  bool returned_copy = false;
+  bool run_as_returned = false;  // the selections file records it as "<key>@returned"
+};
+
+// The router's pick among the described candidates. nullopt: it keeps the heuristic's
+// top-1, which the model cannot describe (the caller's heuristic path runs it).
 std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmProblem& library_problem,
-                                           const std::vector<EnumeratedAlgo>& offered, const Described& described,
+                                           const std::vector<Offered>& offered, const Described& described,
                                            const std::vector<std::string>& listed_keys) {
   std::vector<RankerCandidate> candidates;
   std::vector<std::size_t> offered_of;
@@ -69,15 +79,15 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
   for (std::size_t i = 0; i < offered.size(); ++i) {
     if (!described[i]) continue;
     RankerCandidate c;
-    c.key = algo_key(offered[i].config);
+    c.key = algo_key(offered[i].algo.config);
     c.config = described[i]->config;
     c.alternatives = described[i]->alternatives;
     c.transposed = described[i]->transposed;
-    if (const int rank = list_rank_of(c.key, listed_keys); rank >= 0) {
-      c.list_rank = rank;
-      c.returned = true;  // add_heuristic_configs(keep_returned) put the returned struct in its place
-    }
-    if (c.list_rank == 0) heuristic = static_cast<int>(candidates.size());
+    if (const int rank = list_rank_of(c.key, listed_keys); rank >= 0) c.list_rank = rank;
+    c.returned = offered[i].returned_copy;
+    // The heuristic's top-1 is the struct it returned: its copy where it has a rebuilt twin.
+    if (c.list_rank == 0 && (heuristic < 0 || offered[i].run_as_returned))
+      heuristic = static_cast<int>(candidates.size());
     candidates.push_back(std::move(c));
     offered_of.push_back(i);
   }
@@ -86,13 +96,14 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
   const int chosen = pick.candidate >= 0 ? pick.candidate : heuristic;
   if (chosen < 0) return std::nullopt;
   const RankerCandidate& c = candidates[static_cast<std::size_t>(chosen)];
+  const Offered& o = offered[offered_of[static_cast<std::size_t>(chosen)]];
   const double t = predict_best_of(s.hw, s.params, c.transposed ? transposed_product(library_problem) : library_problem,
                                    c.config, c.alternatives);
   ModelChoice out;
-  out.algo = offered[offered_of[static_cast<std::size_t>(chosen)]];
+  out.algo = o.algo;
   out.config = c.config;
   out.predicted_us = std::isnan(t) ? 0.0 : t;
-  out.list_rank = c.list_rank < kNotListed ? c.list_rank : -1;
+  out.list_rank = o.run_as_returned && c.list_rank < kNotListed ? c.list_rank : -1;
   out.learned = pick.learned;
   return out;
 }
@@ -146,20 +157,32 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
   const std::vector<cublasLtMatmulAlgo_t> listed = heuristic_algos(handle, desc.desc, desc.a, desc.b, desc.d,
                                                                     workspace_bytes, alignment, sixteen_bit_d,
                                                                     kHeuristicConfigs);
-  add_heuristic_configs(handle, desc, workspace_bytes, listed, enumeration, true);
-  std::vector<EnumeratedAlgo> offered;
-  std::vector<OracleCandidate> candidates;
-  for (const EnumeratedAlgo& e : enumeration.valid) {
-    if (!algo_allowed(e, problem, alignment)) continue;
-    offered.push_back(e);
-    candidates.push_back(as_candidate(e.config));
-  }
   const GemmProblem engine_problem = model_problem(problem);
   validate_gemm_problem(engine_problem);
   const GemmProblem library_problem = library_frame(engine_problem);
-  const auto described = describe_library_configs(selection.hw, library_problem, candidates, selection.simt_families);
   const std::vector<std::string> listed_keys = listed_keys_of(listed);
+  const auto describe = [&](const std::vector<EnumeratedAlgo>& algos) {
+    std::vector<OracleCandidate> candidates;
+    for (const EnumeratedAlgo& e : algos) candidates.push_back(as_candidate(e.config));
+    return describe_library_configs(selection.hw, library_problem, candidates, selection.simt_families);
+  };
   if (selection.ranker) {
+    // The ranker's candidates are the oracle's: the enumeration, the listed structs it lacks,
+    // and a copy of every listed struct as returned.
+    const std::size_t enumerated = enumeration.valid.size();
+    add_heuristic_configs(handle, desc, workspace_bytes, listed, enumeration, false);
+    std::vector<Offered> offered;
+    for (std::size_t i = 0; i < enumeration.valid.size(); ++i)
+      if (algo_allowed(enumeration.valid[i], problem, alignment))
+        offered.push_back({enumeration.valid[i], false, i >= enumerated});
+    for (const cublasLtMatmulAlgo_t& a : listed) {
+      if (!find_config(enumeration.valid, read_algo_config(a))) continue;  // refused by check_algo
+      const auto checked = check_algo(handle, desc, a, workspace_bytes);
+      if (checked && algo_allowed(*checked, problem, alignment)) offered.push_back({*checked, true, true});
+    }
+    std::vector<EnumeratedAlgo> algos;
+    for (const Offered& o : offered) algos.push_back(o.algo);
+    const Described described = describe(algos);
     std::optional<ModelChoice> routed = route_by_ranker(selection, library_problem, offered, described, listed_keys);
     if (routed) {
       routed->offered = offered.size();
@@ -168,6 +191,11 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
     }
     return routed;
   }
+  add_heuristic_configs(handle, desc, workspace_bytes, listed, enumeration, true);
+  std::vector<EnumeratedAlgo> offered;
+  for (const EnumeratedAlgo& e : enumeration.valid)
+    if (algo_allowed(e, problem, alignment)) offered.push_back(e);
+  const Described described = describe(offered);
   std::optional<ModelChoice> best;
   std::size_t predicted = 0;
   for (std::size_t i = 0; i < offered.size(); ++i) {

@@ -5,7 +5,8 @@
 // described in the model's terms and predicted; without a ranker the one predicted fastest
 // is run. With the learned ranker of this GPU (ModelSelection::ranker), its router chooses:
 // the ranker's best-scored candidate where the model predicts the heuristic's top-1 short
-// (under the ranker's short_kernel_us), the heuristic's top-1 as returned elsewhere. No
+// (under the ranker's short_kernel_us), the heuristic's top-1 as returned elsewhere; its
+// candidates are the oracle's (a listed configuration both rebuilt and as returned). No
 // kernel is timed. CUDA only (hipBLASLt has no per-configuration enumeration).
 //
 // Left out before the prediction: configurations that need more workspace than the Gemm
@@ -43,7 +44,9 @@ struct ModelChoice {
   double predicted_us = 0.0;
   std::size_t offered = 0;    // configurations that passed the workspace, alignment and split-K filters
   std::size_t predicted = 0;  // of them, ones the model could describe and run
-  int list_rank = -1;     // its place in the heuristic's returned list (-1: not listed), run as returned
+  // Its place in the heuristic's returned list when it runs as the struct the library
+  // returned (-1: not listed, or a struct rebuilt from a listed configuration's attributes).
+  int list_rank = -1;
   bool learned = false;   // the ranker's pick (else the model's fastest, or the router kept the heuristic's)
 };
 

@@ -149,6 +149,17 @@ std::vector<RankerShape> ranker_shapes(const Hardware& hw, const GemmOracle& ora
         break;
       }
     }
+    // Records written before the returned structs were timed one by one still timed the
+    // top-1 as returned (the heuristic's own time): its copy beside the rebuilt twin, as
+    // the engine offers it (gemm/cublaslt_model_choice.cpp).
+    if (o.returned.empty() && r.heuristic_candidate >= 0 && r.heuristic_us > 0.0) {
+      RankerCandidate c = r.candidates[static_cast<std::size_t>(r.heuristic_candidate)];
+      c.list_rank = 0;
+      c.returned = true;
+      r.candidates.push_back(std::move(c));
+      r.measured_us.push_back(r.heuristic_us);
+      r.heuristic_candidate = static_cast<int>(r.candidates.size()) - 1;
+    }
     out.push_back(std::move(r));
   }
   return out;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -127,6 +128,38 @@ TEST(GemmRanker, RouterKeepsTheHeuristicOnLongKernelsAndRanksShortOnes) {
   }
   EXPECT_GT(learned, 0u);
   EXPECT_GT(kept, 0u);
+}
+
+// A record written before the returned structs were timed one by one: the heuristic's top-1
+// is a candidate twice, rebuilt from its key (the enumeration's time) and as the library
+// returned it (the heuristic's own time), as the engine offers it.
+TEST(GemmRankerFeatures, TheHeuristicsTopOneIsACandidateAsReturnedBesideItsRebuiltTwin) {
+  const Hardware hw = test::shipped_hardware("h200_sxm");
+  const GemmOracle oracle = load_gemm_oracle(kOracle);
+  std::map<std::string, const OracleShape*> by_id;
+  for (const OracleShape& o : oracle.shapes) by_id[o.id] = &o;
+  std::size_t differing = 0;
+  for (const RankerShape& s : ranker_shapes(hw, oracle)) {
+    const OracleShape& o = *by_id.at(s.id);
+    ASSERT_TRUE(o.returned.empty()) << "the test needs a record of the older schema";
+    ASSERT_GE(s.heuristic_candidate, 0) << s.id;
+    const auto h = static_cast<std::size_t>(s.heuristic_candidate);
+    EXPECT_EQ(h, s.candidates.size() - 1) << s.id;
+    EXPECT_TRUE(s.candidates[h].returned) << s.id;
+    EXPECT_EQ(s.candidates[h].list_rank, 0) << s.id;
+    EXPECT_EQ(s.candidates[h].key, o.heuristic_key) << s.id;
+    EXPECT_EQ(s.measured_us[h], o.heuristic_median_us) << s.id;
+    std::size_t twins = 0;
+    for (std::size_t i = 0; i < h; ++i) {
+      EXPECT_FALSE(s.candidates[i].returned) << s.id;
+      if (s.candidates[i].key != o.heuristic_key) continue;
+      ++twins;
+      EXPECT_EQ(s.candidates[i].list_rank, 0) << s.id;
+      if (s.measured_us[i] != s.measured_us[h]) ++differing;
+    }
+    EXPECT_EQ(twins, 1u) << s.id;
+  }
+  EXPECT_GT(differing, 100u);  // rebuilt and returned structs are timed apart, and differ
 }
 
 TEST(GemmRankerFeatures, MalformedKeyIsAnError) {

@@ -1,4 +1,4 @@
-// Replays the recorded learned-ranker evaluation (bench/results/gemm-ranker-20261202-h200.json)
+// Replays the recorded learned-ranker evaluation (bench/results/gemm-ranker-20261205-h200.json)
 // through the C++ path the engine uses: the features recomputed from the recorded oracle
 // (bench/results/gemm-oracle-20261130d-h200.json.xz), the fold models of
 // gemm/rankers/h200-20261130d.json.xz loaded through XGBoost's C API, every shape predicted by
@@ -16,7 +16,7 @@ namespace hetrec {
 namespace {
 
 const std::string kSource = std::string(HETREC_SOURCE_DIR) + "/";
-const std::string kRecord = kSource + "bench/results/gemm-ranker-20261202-h200.json";
+const std::string kRecord = kSource + "bench/results/gemm-ranker-20261205-h200.json";
 
 TEST(GemmRankerReplay, HeldOutByFamilyNoWorseThanRecorded) {
   const nlohmann::json rec = nlohmann::json::parse(read_text_file(kRecord));
