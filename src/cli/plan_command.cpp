@@ -88,7 +88,7 @@ std::string fmt_rows(const std::vector<DType>& items) {
   return fmt_list(names);
 }
 
-// The batch is bound to the config's own unless a constraints file or --max-batch says
+// The batch is the config's own unless a constraints file, --min-batch or --max-batch says
 // otherwise (bind_batch_to_config); a flag given on the command line overrides the file.
 PlanConstraints constraints_of(const PlanOptions& o, int64_t config_batch) {
   PlanConstraints c;
@@ -245,9 +245,10 @@ void run_plan(const PlanOptions& o) {
               fmt_dense(constraints.dense).c_str(), fmt_rows(constraints.rows).c_str(),
               constraints.allow_host_tables ? "tables may move to host memory" : "every table in HBM");
   std::fputs(format_plan_table(w, plans, target_list).c_str(), stdout);
-  if (constraints.max_batch == cfg.train.batch_size && !o.given_max_batch)
-    std::printf("(batch at most the config's train.batch_size %lld, which its learning rates are tuned for; "
-                "--max-batch looks further)\n",
+  if (constraints.min_batch == cfg.train.batch_size && constraints.max_batch == cfg.train.batch_size &&
+      !o.given_min_batch && !o.given_max_batch)
+    std::printf("(batch the config's train.batch_size %lld, which its learning rates are tuned for; "
+                "--min-batch and --max-batch look elsewhere)\n",
                 static_cast<long long>(cfg.train.batch_size));
   for (const PlanResult& p : plans) {
     const std::string note = p.ranked.empty() ? std::string() : batch_quality_note(p.best().recipe.batch, cfg.train.batch_size);

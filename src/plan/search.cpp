@@ -38,14 +38,16 @@ void validate_constraints(const PlanConstraints& c) {
 void bind_batch_to_config(PlanConstraints& c, int64_t config_batch) {
   if (config_batch < 1)
     throw ConfigError("train.batch_size: expected >= 1 to bind the planner's batch to, got " + std::to_string(config_batch));
-  c.max_batch = config_batch;
-  c.min_batch = std::min(c.min_batch, config_batch);
+  c.min_batch = c.max_batch = config_batch;
 }
 
 std::string batch_quality_note(int64_t batch, int64_t config_batch) {
-  if (batch <= config_batch) return {};
-  return "batch " + std::to_string(batch) + " is larger than the config's train.batch_size " +
-         std::to_string(config_batch) + ", which its learning rates are tuned for: retune them before relying on its AUC";
+  if (batch == config_batch) return {};
+  return "batch " + std::to_string(batch) + " is " + (batch > config_batch ? "larger" : "smaller") +
+         " than the config's train.batch_size " + std::to_string(config_batch) +
+         ", which its learning rates are tuned for: the model trains another trajectory (" +
+         (batch > config_batch ? "retune them before relying on its AUC" : "more updates per sample, at fewer samples/s") +
+         ")";
 }
 
 int precision_steps(const Recipe& recipe) {

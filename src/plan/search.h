@@ -16,7 +16,7 @@
 // (the allowed row and dense precisions, the largest batch, the memory headroom). The
 // default sets are the ones treated as quality-neutral (docs/planner.md, "Quality
 // constraints"): fp32 and stochastic-rounded 16-bit rows, fp32, TF32 and bf16 GEMMs with
-// fp32 accumulation, batches up to the config's own (bind_batch_to_config). A user who wants precision to pay for itself
+// fp32 accumulation, the config's own batch (bind_batch_to_config). A user who wants precision to pay for itself
 // sets lower_precision_gain > 0: a candidate's score is then its samples/s divided by
 // (1 + lower_precision_gain) for every step down from full precision (16-bit rows: one
 // step; TF32 GEMMs: one; bf16 or fp16 GEMMs: two).
@@ -65,17 +65,20 @@ struct PlanConstraints {
 // Throws ConfigError naming the bad constraint.
 void validate_constraints(const PlanConstraints& c);
 
-// The quality-neutral batch bound: at most `config_batch`, the config's train.batch_size,
-// which its learning rates are tuned for. A larger batch changes the optimisation: on the
-// H200, the MLPerf DLRM-DCNv2 model trained at batch 262144 with the learning rates of its
-// config (tuned at 65536) reached AUC 0.522 after 2,097,152 samples where batch 65536
-// reached 0.655 (bench/results/direct-port-20261202-from-h100_sxm.json). min_batch is
-// lowered to the config's batch when it is smaller. A constraints file or --max-batch
-// applied afterwards overrides the bound.
+// The quality-neutral batch: `config_batch`, the config's train.batch_size, which its
+// learning rates are tuned for; min_batch and max_batch are both set to it. Another batch
+// trains another trajectory. Larger: on the H200, the MLPerf DLRM-DCNv2 model trained at
+// batch 262144 with the learning rates of its config (tuned at 65536) reached AUC 0.522
+// after 2,097,152 samples where batch 65536 reached 0.655
+// (bench/results/direct-port-20261202-from-h100_sxm.json). Smaller: more updates per
+// sample, so a higher AUC at equal samples at fewer samples/s; batch 32768 with fp32 rows
+// led batch 65536 by 0.0229 after 2,097,152 samples and by 0.0107 after 16,777,216
+// (bench/results/direct-port-20261205-h200-from-h100-fp32rows-b32k-{2m,16m}.json). A
+// constraints file, --min-batch or --max-batch applied afterwards opens the range.
 void bind_batch_to_config(PlanConstraints& c, int64_t config_batch);
 
-// Empty when `batch` is within the config's batch; else what a user must know before
-// training it: the learning rates were tuned at the config's batch.
+// Empty when `batch` is the config's batch; else what a user must know before training
+// it: the learning rates were tuned at the config's batch.
 std::string batch_quality_note(int64_t batch, int64_t config_batch);
 
 struct RecipeEvaluation {

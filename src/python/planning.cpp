@@ -32,21 +32,20 @@ std::string hw_dir_or_default(const std::optional<std::string>& hw_dir) {
 // The best recipe of the config's model for `hardware`; the step model calibrated on the
 // recorded measurements as `hetrec plan` does (`calibrate`: false, its generic factors).
 py::dict plan(const py::object& config, const std::string& hardware, const py::object& overrides, int gpus,
-              const std::optional<std::string>& hw_dir, double headroom, int64_t min_batch, std::optional<int64_t> max_batch,
+              const std::optional<std::string>& hw_dir, double headroom, std::optional<int64_t> min_batch, std::optional<int64_t> max_batch,
               const std::vector<std::string>& dense, const std::vector<std::string>& rows, bool allow_host_tables,
               double lower_precision_gain, bool calibrate, const std::optional<std::string>& measurements) {
   const RunConfig cfg = load_config(config, overrides, "");
   PlanConstraints c;
   c.gpus = gpus;
   c.headroom = headroom;
-  c.min_batch = min_batch;
-  // max_batch None: at most the config's train.batch_size (bind_batch_to_config).
+  // min_batch and max_batch None: the config's train.batch_size (bind_batch_to_config).
   bind_batch_to_config(c, cfg.train.batch_size);
-  c.min_batch = std::min(min_batch, cfg.train.batch_size);
-  if (max_batch) {
-    c.max_batch = *max_batch;
-    c.min_batch = min_batch;
-  }
+  if (min_batch) c.min_batch = *min_batch;
+  if (max_batch) c.max_batch = *max_batch;
+  if (min_batch && !max_batch && c.min_batch > c.max_batch)
+    throw ConfigError("min_batch " + std::to_string(*min_batch) + " is above the config's train.batch_size " +
+                      std::to_string(cfg.train.batch_size) + ", the largest batch planned by default; give max_batch too");
   c.dense.clear();
   for (const std::string& d : dense) c.dense.push_back(parse_dense_precision(d, "dense"));
   c.rows.clear();
@@ -78,7 +77,7 @@ py::dict plan(const py::object& config, const std::string& hardware, const py::o
   d["description"] = describe_recipe(best.recipe, cfg.model);
   d["recipe_toml"] = recipe_to_toml(best.recipe, best.step, cfg.model);
   d["table"] = format_plan_table(w, {result}, {&target});
-  d["note"] = batch_quality_note(best.recipe.batch, cfg.train.batch_size);  // empty within the config's batch
+  d["note"] = batch_quality_note(best.recipe.batch, cfg.train.batch_size);  // empty at the config's batch
   return d;
 }
 
@@ -115,7 +114,7 @@ void bind_planning(py::module_& m) {
   for (DType t : defaults.rows) row_names.emplace_back(dtype_name(t));
   m.def("plan", &plan, py::arg("config"), py::arg("hardware") = "h200_sxm", py::arg("overrides") = py::none(),
         py::arg("gpus") = 1, py::arg("hw_dir") = py::none(), py::arg("headroom") = defaults.headroom,
-        py::arg("min_batch") = defaults.min_batch, py::arg("max_batch") = py::none(),
+        py::arg("min_batch") = py::none(), py::arg("max_batch") = py::none(),
         py::arg("dense") = dense_names, py::arg("rows") = row_names, py::arg("allow_host_tables") = false,
         py::arg("lower_precision_gain") = defaults.lower_precision_gain, py::arg("calibrate") = true,
         py::arg("measurements") = py::none(),
