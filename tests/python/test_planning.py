@@ -55,7 +55,12 @@ def test_plan_writes_the_programs_recipe(tmp_path, calibrate):
 def test_plan_binds_the_batch_to_the_configs_unless_told(tmp_path):
     # configs/demo.toml trains at batch 2048: its learning rates are tuned there.
     bound = hetrec.plan(DEMO, "h200_sxm")
-    assert bound["batch"] <= 2048 and bound["note"] == ""
+    assert bound["batch"] == 2048 and bound["note"] == ""
+    smaller = hetrec.plan(DEMO, "h200_sxm", min_batch=1024, max_batch=1024)
+    assert smaller["batch"] == 1024
+    assert re.search(r"smaller than the config's train.batch_size 2048.*more updates per sample", smaller["note"])
+    with pytest.raises(hetrec.ConfigError, match=r"min_batch 4096 is above the config's train.batch_size 2048"):
+        hetrec.plan(DEMO, "h200_sxm", min_batch=4096)
     wider = hetrec.plan(DEMO, "h200_sxm", max_batch=65536)
     assert wider["batch"] > 2048
     assert re.search(r"larger than the config's train.batch_size 2048.*retune", wider["note"])
