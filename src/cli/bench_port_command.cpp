@@ -82,6 +82,13 @@ std::string local_hardware(const PortOptions& o, const RunConfig& cfg) {
                     o.hw_dir + " (its files describe GPUs); name the hardware to plan the local recipe for with --to");
 }
 
+// A data file's path as the results file records it: relative to the data folder when it
+// lies there, so that a record names no machine's folders.
+std::string recorded_path(const std::string& path) {
+  const std::string dir = data_dir() + "/";
+  return path.starts_with(dir) ? path.substr(dir.size()) : path;
+}
+
 nlohmann::json run_json(const PortRunResult& r, const PortVariant& v) {
   nlohmann::json j = {{"name", r.name},
                       {"recipe", r.recipe},
@@ -93,7 +100,7 @@ nlohmann::json run_json(const PortRunResult& r, const PortVariant& v) {
                       {"row_dtype", std::string(dtype_name(v.recipe.row_dtype))},
                       {"host_tables", v.recipe.host_tables()},
                       {"gemm_selection", v.model_gemms ? "model" : "library"},
-                      {"tuned_kernels", v.tuned_kernels},
+                      {"tuned_kernels", recorded_path(v.tuned_kernels)},
                       {"step_ms_median", r.step_ms_median},
                       {"samples_per_s", r.samples_per_s},
                       {"loop_samples_per_s", r.loop_samples_per_s},

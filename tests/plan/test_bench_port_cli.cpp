@@ -35,6 +35,9 @@ TEST(BenchPortCli, TrainsBothRecipesAndWritesTheResultsFile) {
   EXPECT_EQ(j["runs"].size(), 4u);  // port, recipe alone, + GEMM selection, hetrec
   EXPECT_EQ(j["runs"][0]["name"], "port");
   EXPECT_EQ(j["runs"][3]["name"], "hetrec");
+  // The shipped winners file, named relative to the data folder (no machine's folders).
+  EXPECT_EQ(j["runs"][3]["tuned_kernels"], "tune/winners.json");
+  EXPECT_EQ(j["runs"][0]["tuned_kernels"], "");
   for (const auto& run : j["runs"]) {
     EXPECT_EQ(run["samples"], 16384);  // equal samples
     EXPECT_GT(run["samples_per_s"].get<double>(), 0.0);
