@@ -96,11 +96,8 @@ PlanConstraints constraints_of(const PlanOptions& o, int64_t config_batch) {
   if (!o.constraints_file.empty()) apply_constraints_file(o.constraints_file, c);
   const bool file = !o.constraints_file.empty();
   if (!file || o.given_headroom) c.headroom = o.headroom;
-  if (o.given_max_batch) c.max_batch = o.max_batch;
-  if (o.given_min_batch) c.min_batch = o.min_batch;
-  if (o.given_min_batch && !o.given_max_batch && !file && c.min_batch > c.max_batch)
-    throw ConfigError("--min-batch " + std::to_string(o.min_batch) + " is above the config's train.batch_size " +
-                      std::to_string(config_batch) + ", the largest batch planned by default; give --max-batch too");
+  apply_batch_range(c, config_batch, o.given_min_batch ? std::optional<int64_t>(o.min_batch) : std::nullopt,
+                    o.given_max_batch ? std::optional<int64_t>(o.max_batch) : std::nullopt, "--min-batch", "--max-batch");
   if (!file || o.given_dense) {
     c.dense.clear();
     for (const std::string& d : o.dense) c.dense.push_back(parse_dense_precision(d, "--dense"));

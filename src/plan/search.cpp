@@ -41,6 +41,16 @@ void bind_batch_to_config(PlanConstraints& c, int64_t config_batch) {
   c.min_batch = c.max_batch = config_batch;
 }
 
+void apply_batch_range(PlanConstraints& c, int64_t config_batch, std::optional<int64_t> min_batch,
+                       std::optional<int64_t> max_batch, std::string_view min_name, std::string_view max_name) {
+  if (min_batch) c.min_batch = *min_batch;
+  if (max_batch) c.max_batch = *max_batch;
+  if (min_batch && !max_batch && c.min_batch > c.max_batch)
+    throw ConfigError(std::string(min_name) + " " + std::to_string(*min_batch) + " is above the config's train.batch_size " +
+                      std::to_string(config_batch) + ", the largest batch planned by default; give " +
+                      std::string(max_name) + " too");
+}
+
 std::string batch_quality_note(int64_t batch, int64_t config_batch) {
   if (batch == config_batch) return {};
   return "batch " + std::to_string(batch) + " is " + (batch > config_batch ? "larger" : "smaller") +

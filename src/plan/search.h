@@ -22,7 +22,9 @@
 // step; TF32 GEMMs: one; bf16 or fp16 GEMMs: two).
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "plan/memory_model.h"
@@ -76,6 +78,12 @@ void validate_constraints(const PlanConstraints& c);
 // (bench/results/direct-port-20261205-h200-from-h100-fp32rows-b32k-{2m,16m}.json). A
 // constraints file, --min-batch or --max-batch applied afterwards opens the range.
 void bind_batch_to_config(PlanConstraints& c, int64_t config_batch);
+
+// The batch range a caller asked for, over bind_batch_to_config's: each bound given replaces
+// that bound. A smallest batch above the largest with no largest given (a min_batch past the
+// config's) is a ConfigError naming the caller's `min_name` and `max_name`.
+void apply_batch_range(PlanConstraints& c, int64_t config_batch, std::optional<int64_t> min_batch,
+                       std::optional<int64_t> max_batch, std::string_view min_name, std::string_view max_name);
 
 // Empty when `batch` is the config's batch; else what a user must know before training
 // it: the learning rates were tuned at the config's batch.

@@ -41,11 +41,7 @@ py::dict plan(const py::object& config, const std::string& hardware, const py::o
   c.headroom = headroom;
   // min_batch and max_batch None: the config's train.batch_size (bind_batch_to_config).
   bind_batch_to_config(c, cfg.train.batch_size);
-  if (min_batch) c.min_batch = *min_batch;
-  if (max_batch) c.max_batch = *max_batch;
-  if (min_batch && !max_batch && c.min_batch > c.max_batch)
-    throw ConfigError("min_batch " + std::to_string(*min_batch) + " is above the config's train.batch_size " +
-                      std::to_string(cfg.train.batch_size) + ", the largest batch planned by default; give max_batch too");
+  apply_batch_range(c, cfg.train.batch_size, min_batch, max_batch, "min_batch", "max_batch");
   c.dense.clear();
   for (const std::string& d : dense) c.dense.push_back(parse_dense_precision(d, "dense"));
   c.rows.clear();
