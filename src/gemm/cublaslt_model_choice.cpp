@@ -176,8 +176,10 @@ std::optional<ModelChoice> choose_algo_by_model(cublasLtHandle_t handle, const P
       if (algo_allowed(enumeration.valid[i], problem, alignment))
         offered.push_back({enumeration.valid[i], false, i >= enumerated});
     for (const cublasLtMatmulAlgo_t& a : listed) {
-      if (!find_config(enumeration.valid, read_algo_config(a))) continue;  // refused by check_algo
-      const auto checked = check_algo(handle, desc, a, workspace_bytes);
+      const auto i = find_config(enumeration.valid, read_algo_config(a));
+      if (!i) continue;  // refused by check_algo
+      // One the enumeration lacked is already the returned struct, checked when added.
+      const auto checked = *i >= enumerated ? std::optional(enumeration.valid[*i]) : check_algo(handle, desc, a, workspace_bytes);
       if (checked && algo_allowed(*checked, problem, alignment)) offered.push_back({*checked, true, true});
     }
     std::vector<EnumeratedAlgo> algos;
