@@ -18,6 +18,9 @@
 #   4. with FP32_ROWS=1, `hetrec bench port` from the first source under the constraints
 #      bench/recipes/constraints-fp32-rows.toml (embedding rows stay fp32; tables may move to
 #      host memory), --components; writes OUT_DIR/direct-port-<date>-from-<hw>-fp32rows.json.
+#   The plans of stage 1 may take any batch from 32768 to 262144, the grid's range, so the
+#   planner's choice is compared with recipes under the same constraints (the config's batch
+#   is the planner's default bound). RECIPES_BUDGET_S (default 270) bounds the stage.
 # STAGES (default "recipes port revise") picks the stages 1-3 to run, PORT_FROM (default: both
 # sources) the port sources of stage 2: with --components a
 # port takes about 5 minutes (four runs of the full model), so the stages need separate
@@ -52,9 +55,10 @@ start=$(date +%s)
 stages=" ${STAGES:-recipes port revise} "
 if [[ $stages == *" recipes "* ]]; then
 echo "=== recipes ($(date +%T))"
-timeout 300 python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s 270 \
+budget=${RECIPES_BUDGET_S:-270}
+timeout $((budget + 30)) python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s "$budget" \
   --steps "$steps" --warmup 5 --hw "$hw" --tag "${hw%%_*}-mlperf-grid" --port-from "${sources[0]},${sources[1]}" \
-  --plan-args "--dense fp32,tf32,bf16 --allow-host-tables" \
+  --plan-args "--dense fp32,tf32,bf16 --allow-host-tables --min-batch 32768 --max-batch 262144" \
   --planned configs/dlrm_dcnv2_mlperf.toml \
   --run configs/dlrm_dcnv2_mlperf.toml bench/recipes/mlperf-b32k-*rows.toml bench/recipes/mlperf-b64k-bf16-*rows.toml \
         bench/recipes/mlperf-b64k-tf32-bf16rows.toml bench/recipes/mlperf-b64k-tf32-fp32rows.toml \
