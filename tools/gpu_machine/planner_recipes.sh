@@ -15,9 +15,10 @@
 #   3. the co-design demonstration: `hetrec plan --revise` on configs/dcnv2_hashed_demo.toml
 #      and `hetrec bench port --hetrec-config` (the first port source's original model
 #      against HW's revised model, one run); writes OUT_DIR/direct-port-<date>-revised-demo.json.
-#   4. with FP32_ROWS=1, `hetrec bench port` from the first source under the constraints
-#      bench/recipes/constraints-fp32-rows.toml (embedding rows stay fp32; tables may move to
-#      host memory), --components; writes OUT_DIR/direct-port-<date>-from-<hw>-fp32rows.json.
+#   4. with FP32_ROWS=1, `hetrec bench port` from the first source (or each of FP32_ROWS_FROM)
+#      under the constraints bench/recipes/constraints-fp32-rows.toml (embedding rows stay
+#      fp32; tables may move to host memory), --components; writes
+#      OUT_DIR/direct-port-<date>-from-<hw>-fp32rows.json.
 #   The plans of stage 1 may take any batch from 32768 to 262144, the grid's range, so the
 #   planner's choice is compared with recipes under the same constraints (the config's batch
 #   is the planner's default bound). RECIPES_BUDGET_S (default 270) bounds the stage.
@@ -81,8 +82,9 @@ for from in "${port_sources[@]}"; do
     --out "$out/direct-port-$date-from-$from.json" > "$out/bench-port-$from.log" 2>&1
   echo "bench port rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from.log"
 done
-if [ "${FP32_ROWS:-0}" = 1 ]; then
-  from=${sources[0]}
+fp32_sources=()
+[ "${FP32_ROWS:-0}" = 1 ] && fp32_sources=(${FP32_ROWS_FROM:-${sources[0]}})
+for from in "${fp32_sources[@]}"; do
   echo "=== bench port --from $from, fp32 rows ($(date +%T))"
   timeout 400 "$bin/hetrec" bench port --config configs/dlrm_dcnv2_mlperf.toml --from "$from" --to "$hw" \
     --samples "$port_samples" --components --tuned-kernels tune/winners.json \
@@ -90,7 +92,7 @@ if [ "${FP32_ROWS:-0}" = 1 ]; then
     --set data.synthetic.eval_samples=262144 --set data.reader_threads=15 \
     --out "$out/direct-port-$date-from-$from-fp32rows.json" > "$out/bench-port-$from-fp32rows.log" 2>&1
   echo "bench port fp32 rows rc=$? ($(( $(date +%s) - start )) s)"; grep -E '^(port|recipe_|hetrec) |hetrec / port' "$out/bench-port-$from-fp32rows.log"
-fi
+done
 [[ $stages == *" revise "* ]] || exit 0
 echo "=== co-design demonstration ($(date +%T))"
 "$bin/hetrec" plan --config configs/dcnv2_hashed_demo.toml --hw "$hw" --revise \
