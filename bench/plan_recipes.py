@@ -161,14 +161,16 @@ def error_pct(predicted, measured):
 
 
 def recipe_key(config, path):
-    """What makes two recipe files the same run: their [recipe] keys that change training."""
+    """What makes two recipe files the same run: every [recipe] key but the hardware it was
+    planned for and the planner's predictions (a key one file sets and the other leaves to the
+    config counts as a difference, so such a pair is measured twice rather than once for both)."""
     keys = {}
     with open(path) as f:
         for line in f:
             line = line.split("#", 1)[0].strip()
             if "=" in line:
                 k, v = (s.strip() for s in line.split("=", 1))
-                if k in ("batch_size", "dense_dtype", "allow_tf32", "row_dtype", "host_tables"):
+                if k != "hardware" and not k.startswith("predicted_"):
                     keys[k] = v.replace(" ", "")
     return (config, tuple(sorted(keys.items())))
 

@@ -3,7 +3,9 @@
 # the GPU's name), full MLPerf DLRM-DCNv2, from prebuilt
 # binaries (.carry/suite/suite.tar.xz, as suite.sh):
 #   1. bench/plan_recipes.py: the 12 recipes of bench/recipes/mlperf-b{32,64,128,256}k-
-#      {bf16,tf32}-{fp32,bf16}rows.toml (those that fit) and the recipes `hetrec plan` chooses
+#      {bf16,tf32}-{fp32,bf16}rows.toml (those that fit), the 6 of mlperf-b{32,64,128}k-bf16-
+#      {fp32,bf16}rows-res16.toml (the cross net's residual stream in 16 bits, as the planner's
+#      16-bit recipes keep it; measured first) and the recipes `hetrec plan` chooses
 #      for HW and for the other two of the H100, the H200 and the A100 (the direct ports),
 #      each predicted and trained for a short run (--warmup + --steps steps, median
 #      train_step, device memory); writes OUT_DIR/planner-<date>-<h200|h100>-mlperf-grid.json.
@@ -21,7 +23,7 @@
 #      OUT_DIR/direct-port-<date>-from-<hw>-fp32rows.json.
 #   The plans of stage 1 may take any batch from 32768 to 262144, the grid's range, so the
 #   planner's choice is compared with recipes under the same constraints (the config's batch
-#   is the planner's default bound). RECIPES_BUDGET_S (default 270) bounds the stage.
+#   is the planner's default bound). RECIPES_BUDGET_S (default 330) bounds the stage.
 # STAGES (default "recipes port revise") picks the stages 1-3 to run, PORT_FROM (default: both
 # sources) the port sources of stage 2: with --components a
 # port takes about 5 minutes (four runs of the full model), so the stages need separate
@@ -56,12 +58,12 @@ start=$(date +%s)
 stages=" ${STAGES:-recipes port revise} "
 if [[ $stages == *" recipes "* ]]; then
 echo "=== recipes ($(date +%T))"
-budget=${RECIPES_BUDGET_S:-270}
+budget=${RECIPES_BUDGET_S:-330}
 timeout $((budget + 30)) python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s "$budget" \
   --steps "$steps" --warmup 5 --hw "$hw" --tag "${hw%%_*}-mlperf-grid" --port-from "${sources[0]},${sources[1]}" \
   --plan-args "--dense fp32,tf32,bf16 --allow-host-tables --min-batch 32768 --max-batch 262144" \
   --planned configs/dlrm_dcnv2_mlperf.toml \
-  --run configs/dlrm_dcnv2_mlperf.toml bench/recipes/mlperf-b32k-*rows.toml bench/recipes/mlperf-b64k-bf16-*rows.toml \
+  --run configs/dlrm_dcnv2_mlperf.toml bench/recipes/mlperf-b*k-bf16-*rows-res16.toml bench/recipes/mlperf-b32k-*rows.toml bench/recipes/mlperf-b64k-bf16-*rows.toml \
         bench/recipes/mlperf-b64k-tf32-bf16rows.toml bench/recipes/mlperf-b64k-tf32-fp32rows.toml \
         bench/recipes/mlperf-b128k-*rows.toml bench/recipes/mlperf-b256k-*rows.toml \
   > "$out/plan_recipes.out" 2>&1
