@@ -2,6 +2,9 @@
 // recipe that does not fit with the largest consumers named.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <nlohmann/json.hpp>
+
 #include "cli_test_support.h"
 
 using namespace hetrec::test;
@@ -112,9 +115,19 @@ TEST(CliPlan, EvaluateWritesThePredictionOfOneRecipe) {
   const std::string j = slurp(dir / "e.json");
   for (const char* field : {"\"step_ms\"", "\"samples_per_s\"", "\"device_bytes\"", "\"phase_ms\"", "\"embedding_fwd\"",
                             "\"batch_size\": 32768", "\"dense\": \"bf16\"", "\"row_dtype\": \"fp16\"", "\"t9\"",
-                            "\"fits\": true"})
+                            "\"fits\": true", "\"cross_residual\": \"fp32\""})
     EXPECT_NE(j.find(field), std::string::npos) << field << " missing from " << j.substr(0, 400);
   EXPECT_NE(r.out.find("2 tables in host memory (t0, t9)"), std::string::npos) << r.out;
+  // The recipe's residual stream is part of what was predicted, and the JSON says which.
+  {
+    std::ofstream recipe(dir / "r16.toml");
+    recipe << "[recipe]\nbatch_size = 32768\ndense_dtype = \"bf16\"\nrow_dtype = \"fp16\"\ncross_residual = \"16bit\"\n";
+  }
+  r = run_hetrec("plan --config configs/dlrm_dcnv2_capped.toml --hw h200_sxm --evaluate '" + (dir / "r16.toml").string() +
+                     "' --json '" + (dir / "e16.json").string() + "'",
+                 dir);
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(slurp(dir / "e16.json").find("\"cross_residual\": \"16bit\""), std::string::npos);
   // Two --hw are refused.
   r = run_hetrec("plan --config configs/dlrm_dcnv2_capped.toml --hw h200_sxm,h100_sxm --evaluate '" +
                      (dir / "r.toml").string() + "'",
@@ -150,11 +163,19 @@ TEST(CliPlan, RecipeMeasurementScriptWritesThePlannerResults) {
   {
     std::ofstream recipe(dir / "r.toml");
     recipe << "[recipe]\nbatch_size = 256\ndense_dtype = \"fp32\"\nrow_dtype = \"fp16\"\nhost_tables = [\"t1\"]\n";
+    // The same run (a planner's header and hardware do not change training) ...
+    std::ofstream same(dir / "same.toml");
+    same << "# planned\n[recipe]\nhardware = \"h100_sxm\"\nbatch_size = 256\ndense_dtype = \"fp32\"\n"
+            "row_dtype = \"fp16\"\nhost_tables = [ \"t1\" ]\npredicted_step_ms = 1.5\n";
+    // ... and another one: a key the first leaves to the config.
+    std::ofstream other(dir / "other.toml");
+    other << "[recipe]\nbatch_size = 256\ndense_dtype = \"fp32\"\nrow_dtype = \"fp16\"\nhost_tables = [\"t1\"]\n"
+             "cross_residual = \"16bit\"\n";
   }
   const std::string cmd = std::string("cd ") + HETREC_SOURCE_DIR + " && python3 bench/plan_recipes.py --hetrec " +
                           HETREC_EXE + " --out-dir '" + (dir / "out").string() +
-                          "' --device cpu --steps 3 --warmup 1 --run configs/demo.toml '" + (dir / "r.toml").string() +
-                          "' --planned configs/demo.toml --tag test"
+                          "' --device cpu --steps 3 --warmup 1 --run configs/demo.toml '" + (dir / "r.toml").string() + "' '" +
+                          (dir / "same.toml").string() + "' '" + (dir / "other.toml").string() + "' --planned configs/demo.toml --tag test"
                           " --plan-args '--dense fp32,tf32,bf16 --allow-host-tables --max-batch 65536"
                           " --lower-precision-gain 0.1' >'" + (dir / "log.txt").string() + "' 2>&1";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(dir / "log.txt");
@@ -165,7 +186,16 @@ TEST(CliPlan, RecipeMeasurementScriptWritesThePlannerResults) {
   for (const char* field : {"\"benchmark\": \"planner\"", "\"max_step_error\"", "\"max_memory_error\"",
                             "\"chosen_vs_best\"", "\"chosen_vs_direct_port\"", "\"step_ms_median\"",
                             "\"step_error_pct\"", "\"train_command\"", "\"predict_command\"", "\"role\": \"direct_port\"",
-                            "\"t1\"", "\"measured_recipes\": 4", "\"planned_for\": \"a100_sxm_40gb\""})
+                            "\"t1\"", "\"measured_recipes\": 6", "\"planned_for\": \"a100_sxm_40gb\"",
+                            "\"same_run_as\": \"r\""})
     EXPECT_NE(results.find(field), std::string::npos) << field << " missing";
+  // same.toml shares r.toml's run; other.toml has its own.
+  std::map<std::string, std::string> same_run_as;
+  const nlohmann::json doc = nlohmann::json::parse(results);
+  for (const auto& e : doc["metrics"]["recipes"])
+    same_run_as[e["name"].get<std::string>()] = e.value("same_run_as", std::string());
+  EXPECT_EQ(same_run_as.at("same"), "r");
+  EXPECT_EQ(same_run_as.at("other"), "");
+  EXPECT_EQ(same_run_as.at("r"), "");
   fs::remove_all(dir);
 }
