@@ -24,7 +24,7 @@
 #   The plans of stage 1 may take any batch from 32768 to 262144, the grid's range, so the
 #   planner's choice is compared with recipes under the same constraints (the config's batch
 #   is the planner's default bound). RECIPES_BUDGET_S (default 330) bounds the stage.
-# STAGES (default "recipes port revise") picks the stages 1-3 to run, PORT_FROM (default: both
+# GRID_RECIPES and GRID_PORTS=0 narrow stage 1 (above the call). STAGES (default "recipes port revise") picks the stages 1-3 to run, PORT_FROM (default: both
 # sources) the port sources of stage 2: with --components a
 # port takes about 5 minutes (four runs of the full model), so the stages need separate
 # device calls. The A100 port allows host tables (bench/recipes/constraints-host-tables.toml).
@@ -59,13 +59,18 @@ stages=" ${STAGES:-recipes port revise} "
 if [[ $stages == *" recipes "* ]]; then
 echo "=== recipes ($(date +%T))"
 budget=${RECIPES_BUDGET_S:-330}
+grid=(bench/recipes/mlperf-b*k-bf16-*rows-res16.toml bench/recipes/mlperf-b32k-*rows.toml bench/recipes/mlperf-b64k-bf16-*rows.toml
+      bench/recipes/mlperf-b64k-tf32-bf16rows.toml bench/recipes/mlperf-b64k-tf32-fp32rows.toml
+      bench/recipes/mlperf-b128k-*rows.toml bench/recipes/mlperf-b256k-*rows.toml)
+# GRID_RECIPES (files) replaces the grid, GRID_PORTS=0 leaves the direct ports' plans out: a
+# call too short for the whole stage measures part of it.
+[ -n "${GRID_RECIPES:-}" ] && read -ra grid <<< "$GRID_RECIPES"
+ports="${sources[0]},${sources[1]}"
+[ "${GRID_PORTS:-1}" = 0 ] && ports=""
 timeout $((budget + 30)) python3 bench/plan_recipes.py --hetrec "$bin/hetrec" --out-dir "$out" --budget-s "$budget" \
-  --steps "$steps" --warmup 5 --hw "$hw" --tag "${hw%%_*}-mlperf-grid" --port-from "${sources[0]},${sources[1]}" \
+  --steps "$steps" --warmup 5 --hw "$hw" --tag "${hw%%_*}-mlperf-grid" --port-from "$ports" \
   --plan-args "--dense fp32,tf32,bf16 --allow-host-tables --min-batch 32768 --max-batch 262144" \
-  --planned configs/dlrm_dcnv2_mlperf.toml \
-  --run configs/dlrm_dcnv2_mlperf.toml bench/recipes/mlperf-b*k-bf16-*rows-res16.toml bench/recipes/mlperf-b32k-*rows.toml bench/recipes/mlperf-b64k-bf16-*rows.toml \
-        bench/recipes/mlperf-b64k-tf32-bf16rows.toml bench/recipes/mlperf-b64k-tf32-fp32rows.toml \
-        bench/recipes/mlperf-b128k-*rows.toml bench/recipes/mlperf-b256k-*rows.toml \
+  --planned configs/dlrm_dcnv2_mlperf.toml --run configs/dlrm_dcnv2_mlperf.toml "${grid[@]}" \
   > "$out/plan_recipes.out" 2>&1
 echo "plan_recipes rc=$? ($(( $(date +%s) - start )) s)"; tail -12 "$out/plan_recipes.out"
 fi
