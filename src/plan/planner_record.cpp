@@ -49,6 +49,12 @@ PlannerRecord read_planner_record(const std::string& path) {
       if (!t.is_string()) throw ConfigError(where + ".recipe.host_tables: expected an array of table names");
       run.host_tables.push_back(t.get<std::string>());
     }
+    if (recipe.contains("cross_residual")) {
+      const std::string stream = text(recipe, "cross_residual", where + ".recipe");
+      if (stream != "fp32" && stream != "16bit")
+        throw ConfigError(where + ".recipe.cross_residual: expected \"fp32\" or \"16bit\", got \"" + stream + "\"");
+      run.cross_residual_16bit = stream == "16bit";
+    }
     run.step_ms = number(member(e, "measured", where), "step_ms_median", where + ".measured");
     if (e.contains("batch_copied_ahead")) {
       if (!e.at("batch_copied_ahead").is_boolean()) throw ConfigError(where + ".batch_copied_ahead: expected true or false");
@@ -70,6 +76,7 @@ Recipe planner_recipe(const PlannerRun& run, const ModelConfig& model, const std
   Recipe recipe = recipe_of_model(model, run.batch, hardware);
   recipe.dense = run.dense;
   recipe.row_dtype = run.row_dtype;
+  if (run.cross_residual_16bit) recipe.cross_residual_16bit = *run.cross_residual_16bit;
   for (const std::string& name : run.host_tables) {
     bool found = false;
     for (std::size_t t = 0; t < model.tables.size(); ++t)

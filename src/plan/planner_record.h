@@ -4,6 +4,7 @@
 // recipe it ran, read back as step-model measurements so that `hetrec plan` calibrates on
 // them as on the e2e records.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct PlannerRun {
   DensePrecision dense = DensePrecision::fp32;
   DType row_dtype = DType::f32;
   std::vector<std::string> host_tables;
+  // The cross net's residual stream (recipe.cross_residual, "fp32" or "16bit"); records
+  // without the field ran the config's.
+  std::optional<bool> cross_residual_16bit;
   double step_ms = 0.0;  // measured median train_step
   // cudaMemGetInfo's used bytes at the end of the run (measured.device_used_bytes); 0 when
   // the record does not have it.

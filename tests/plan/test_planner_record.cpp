@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <string>
 
@@ -83,6 +84,35 @@ TEST(PlannerRecord, ReadsMeasuredRecipesOnce) {
   EXPECT_THROW(planner_measurement(bad, mlperf_model(), mlperf_optim(), ids, h200.gemm), ConfigError);
 }
 
+// The recipe's residual stream reaches the cross net's terms; a record without the field
+// runs the config's (fp32 for the MLPerf config).
+TEST(PlannerRecord, ResidualStreamReachesTheStepTerms) {
+  const PlannerRecord r = read_planner_record(write_temp("planner-stream.json", R"({
+ "benchmark": "planner", "date": "2026-12-06", "gpu": "NVIDIA H200", "metrics": {"recipes": [
+  {"name": "s16", "config": "configs/dlrm_dcnv2_mlperf.toml", "measured": {"step_ms_median": 84.5},
+   "recipe": {"batch_size": 262144, "dense": "bf16", "row_dtype": "bf16", "cross_residual": "16bit", "host_tables": []}},
+  {"name": "s32", "config": "configs/dlrm_dcnv2_mlperf.toml", "measured": {"step_ms_median": 90.1},
+   "recipe": {"batch_size": 262144, "dense": "bf16", "row_dtype": "bf16", "cross_residual": "fp32", "host_tables": []}},
+  {"name": "old", "config": "configs/dlrm_dcnv2_mlperf.toml", "measured": {"step_ms_median": 90.1},
+   "recipe": {"batch_size": 262144, "dense": "bf16", "row_dtype": "bf16", "host_tables": []}}
+ ]}})"));
+  ASSERT_EQ(r.runs.size(), 3u);
+  EXPECT_EQ(r.runs[0].cross_residual_16bit, std::optional<bool>(true));
+  EXPECT_EQ(r.runs[1].cross_residual_16bit, std::optional<bool>(false));
+  EXPECT_FALSE(r.runs[2].cross_residual_16bit.has_value());
+  const PlanTarget h200 = shipped_target("h200_sxm");
+  const IdDistribution ids{IdLaw::zipf, 1.05};
+  const auto cross_fwd_us = [&](const PlannerRun& run) {
+    double us = 0.0;
+    for (const StepTerm& t : planner_measurement(run, mlperf_model(), mlperf_optim(), ids, h200.gemm).work.terms)
+      if (t.phase == StepPhase::interaction_fwd) us += t.base;
+    return us;
+  };
+  // The 16-bit stream's forward pass moves fewer bytes.
+  EXPECT_LT(cross_fwd_us(r.runs[0]), cross_fwd_us(r.runs[1]));
+  EXPECT_DOUBLE_EQ(cross_fwd_us(r.runs[2]), cross_fwd_us(r.runs[1]));
+}
+
 TEST(PlannerRecord, MalformedFilesNameTheKey) {
   const auto expect_error = [](const std::string& name, const std::string& text, const std::string& fragment) {
     try {
@@ -105,6 +135,11 @@ TEST(PlannerRecord, MalformedFilesNameTheKey) {
                    "recipe": {"batch_size": 1, "dense": "fp32", "row_dtype": "fp32", "host_tables": []},
                    "measured": {}}]}})",
                "step_ms_median");
+  expect_error("planner-stream.json",
+               R"({"benchmark": "planner", "gpu": "x", "date": "d", "metrics": {"recipes": [{"name": "n", "config": "c",
+                   "recipe": {"batch_size": 1, "dense": "bf16", "row_dtype": "fp32", "cross_residual": "bf16",
+                   "host_tables": []}, "measured": {"step_ms_median": 1}}]}})",
+               "recipes[0].recipe.cross_residual");
   EXPECT_THROW(read_planner_record("/nonexistent/planner-x.json"), IoError);
 }
 
