@@ -4,10 +4,12 @@
 // objective) is compared with the fastest measured. The figure may not fall below the one
 // recorded here when the objective became samples/s (below), nor below the 3% target
 // (docs/planner.md) for records without one. A model change that ranks a slower recipe
-// first fails here. (Each recipe's step error against its recorded figure is replayed by
-// test_calibration.cpp.)
+// first fails here. Each recipe's step error against its recorded figure is replayed here
+// for the full MLPerf grid of 2026-12-06, and by test_calibration.cpp for the earlier record.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -89,6 +91,55 @@ TEST(PlannerReplay, ChosenVsBestNoWorseThanRecorded) {
       EXPECT_GE(c.ratio, was) << f << ": " << c.config << " chose " << c.chosen << ", best " << c.best;
       EXPECT_LE(c.ratio, 1.0);
     }
+  }
+}
+
+// Each recipe of the full MLPerf grid measured on the H200 (docs/planner.md, "Measured on the
+// H200"), predicted by the step model calibrated on every planner record as above: |predicted
+// / measured - 1| in % as recorded when the grid was added. None may grow past its figure by
+// more than half a point, nor past 10%.
+struct RecordedGridError {
+  const char* name;
+  double error_pct;
+};
+const char kGridRecord[] = "planner-20261206-h200-mlperf-grid.json";
+const RecordedGridError kGridErrors[] = {
+    {"dlrm_dcnv2_mlperf-plan-h200_sxm", -0.4},
+    {"dlrm_dcnv2_mlperf-plan-h100_sxm", +2.5},
+    {"dlrm_dcnv2_mlperf-plan-a100_sxm_40gb", -6.0},
+    {"mlperf-b32k-bf16-bf16rows", +1.0},
+    {"mlperf-b32k-bf16-fp32rows", +2.6},
+    {"mlperf-b32k-tf32-bf16rows", +1.2},
+    {"mlperf-b32k-tf32-fp32rows", +2.4},
+    {"mlperf-b64k-bf16-fp32rows", +0.9},
+    {"mlperf-b64k-tf32-bf16rows", +1.9},
+    {"mlperf-b64k-tf32-fp32rows", +2.2},
+    {"mlperf-b128k-bf16-bf16rows", -0.6},
+    {"mlperf-b128k-bf16-fp32rows", +0.1},
+    {"mlperf-b128k-tf32-bf16rows", +1.2},
+    {"mlperf-b256k-tf32-bf16rows", -2.0},
+};
+constexpr double kGridErrorSlackPct = 0.5;
+constexpr double kGridErrorBoundPct = 10.0;
+
+TEST(PlannerReplay, GridStepErrorsNoWorseThanRecorded) {
+  const PlanTarget t = shipped_target("h200_sxm");
+  std::vector<StepMeasurement> ms;
+  for (const std::string& f : planner_records())
+    for (const MeasuredRecipe& m : measured(read_planner_record(f), t)) ms.push_back(m.measurement);
+  const StepModelParams params = calibrate_step_model(ms, t.step).params;
+  const std::vector<MeasuredRecipe> grid = measured(read_planner_record(kResultsDir + kGridRecord), t);
+  ASSERT_EQ(grid.size(), std::size(kGridErrors));
+  for (const RecordedGridError& r : kGridErrors) {
+    const std::string label = std::string(kGridRecord) + ": " + r.name;
+    const MeasuredRecipe* run = nullptr;
+    for (const MeasuredRecipe& m : grid)
+      if (m.label == label) run = &m;
+    ASSERT_NE(run, nullptr) << label;
+    const double error_pct = 100.0 * (predict_step(run->measurement.work, params).step_ms / run->measurement.step_ms - 1.0);
+    std::printf("%-70s %+6.1f%% (recorded %+.1f%%)\n", label.c_str(), error_pct, r.error_pct);
+    EXPECT_LE(std::abs(error_pct), std::abs(r.error_pct) + kGridErrorSlackPct) << label;
+    EXPECT_LE(std::abs(error_pct), kGridErrorBoundPct) << label;
   }
 }
 
