@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 
 DEFAULT_CAPPED = "configs/dlrm_dcnv2_capped.toml"
 DEFAULT_MLPERF = "configs/dlrm_dcnv2_mlperf.toml"
@@ -164,14 +165,10 @@ def recipe_key(config, path):
     """What makes two recipe files the same run: every [recipe] key but the hardware it was
     planned for and the planner's predictions (a key one file sets and the other leaves to the
     config counts as a difference, so such a pair is measured twice rather than once for both)."""
-    keys = {}
-    with open(path) as f:
-        for line in f:
-            line = line.split("#", 1)[0].strip()
-            if "=" in line:
-                k, v = (s.strip() for s in line.split("=", 1))
-                if k != "hardware" and not k.startswith("predicted_"):
-                    keys[k] = v.replace(" ", "")
+    with open(path, "rb") as f:
+        recipe = tomllib.load(f).get("recipe", {})
+    keys = {k: json.dumps(v, sort_keys=True) for k, v in recipe.items()
+            if k != "hardware" and not k.startswith("predicted_")}
     return (config, tuple(sorted(keys.items())))
 
 

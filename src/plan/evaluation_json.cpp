@@ -42,7 +42,7 @@ nlohmann::json evaluation_to_json(const RecipeEvaluation& e, const ModelConfig& 
                {{"batch_size", r.batch},
                 {"dense", std::string(dense_precision_name(r.dense))},
                 {"row_dtype", std::string(dtype_name(r.row_dtype))},
-                {"cross_residual", r.cross_residual_16bit ? "16bit" : "fp32"},
+                {"cross_residual", std::string(cross_residual_name(r.cross_residual_16bit))},
                 {"host_tables", host_tables},
                 {"gpus", r.gpus},
                 {"sharding", sharding},

@@ -51,9 +51,9 @@ PlannerRecord read_planner_record(const std::string& path) {
     }
     if (recipe.contains("cross_residual")) {
       const std::string stream = text(recipe, "cross_residual", where + ".recipe");
-      if (stream != "fp32" && stream != "16bit")
+      run.cross_residual_16bit = parse_cross_residual(stream);
+      if (!run.cross_residual_16bit)
         throw ConfigError(where + ".recipe.cross_residual: expected \"fp32\" or \"16bit\", got \"" + stream + "\"");
-      run.cross_residual_16bit = stream == "16bit";
     }
     run.step_ms = number(member(e, "measured", where), "step_ms_median", where + ".measured");
     if (e.contains("batch_copied_ahead")) {

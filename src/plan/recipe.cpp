@@ -148,6 +148,14 @@ void validate_recipe(const Recipe& recipe, const ModelConfig& model) {
   sharding_plan(recipe, model);  // row_wise rows and column_wise widths, with the config's messages
 }
 
+std::string_view cross_residual_name(bool sixteen_bit) { return sixteen_bit ? "16bit" : "fp32"; }
+
+std::optional<bool> parse_cross_residual(std::string_view name) {
+  for (bool sixteen_bit : {false, true})
+    if (name == cross_residual_name(sixteen_bit)) return sixteen_bit;
+  return std::nullopt;
+}
+
 std::string describe_recipe(const Recipe& recipe, const ModelConfig& model) {
   std::string s = "batch " + std::to_string(recipe.batch) + ", " + std::string(dense_precision_name(recipe.dense)) +
                   " GEMMs, " + std::string(dtype_name(recipe.row_dtype)) + " rows, ";

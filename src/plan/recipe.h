@@ -98,4 +98,9 @@ bool gpu_sharding_allowed(dist::ShardingType type, const ModelConfig& model, con
 // (t0, t9, t19, t20)".
 std::string describe_recipe(const Recipe& recipe, const ModelConfig& model);
 
+// The residual stream's name as recipe files and results spell it (`cross_residual`):
+// "16bit" or "fp32"; parse_cross_residual is its inverse (nullopt for any other text).
+std::string_view cross_residual_name(bool sixteen_bit);
+std::optional<bool> parse_cross_residual(std::string_view name);
+
 }  // namespace hetrec::plan::plan

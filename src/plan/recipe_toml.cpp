@@ -50,7 +50,7 @@ std::string recipe_to_toml(const Recipe& recipe, const StepPrediction& predictio
   s += fmt::format("allow_tf32 = {}\n", recipe.dense == DensePrecision::tf32 ? "true" : "false");
   s += fmt::format("row_dtype = \"{}\"\n", dtype_name(recipe.row_dtype));
   if (model.arch == Arch::dcnv2 && sixteen_bit_dense(recipe.dense))
-    s += fmt::format("cross_residual = \"{}\"\n", recipe.cross_residual_16bit ? "16bit" : "fp32");
+    s += fmt::format("cross_residual = \"{}\"\n", cross_residual_name(recipe.cross_residual_16bit));
   if (recipe.host_tables() > 0) {
     s += "host_tables = [";
     bool first = true;

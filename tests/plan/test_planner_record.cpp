@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "core/error.h"

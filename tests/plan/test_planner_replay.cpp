@@ -42,6 +42,14 @@ std::vector<MeasuredRecipe> measured(const PlannerRecord& record, const PlanTarg
   return out;
 }
 
+// The step model calibrated on every planner record's measured recipes.
+StepModelParams fit_on_planner_records(const PlanTarget& t) {
+  std::vector<StepMeasurement> ms;
+  for (const std::string& f : planner_records())
+    for (const MeasuredRecipe& m : measured(read_planner_record(f), t)) ms.push_back(m.measurement);
+  return calibrate_step_model(ms, t.step).params;
+}
+
 // Chosen vs best of each record and config, recorded with the samples/s objective (the
 // records' own "chosen_vs_best" was computed under the former rule, batch <= 65536 and a
 // 10% gain per precision step, so it is not this objective's figure).
@@ -76,12 +84,7 @@ TEST(PlannerReplay, ChosenVsBestNoWorseThanRecorded) {
   const PlanTarget t = shipped_target("h200_sxm");
   const std::vector<std::string> files = planner_records();
   ASSERT_FALSE(files.empty());
-  std::vector<MeasuredRecipe> all;
-  for (const std::string& f : files)
-    for (MeasuredRecipe& m : measured(read_planner_record(f), t)) all.push_back(std::move(m));
-  std::vector<StepMeasurement> ms;
-  for (const MeasuredRecipe& m : all) ms.push_back(m.measurement);
-  const StepModelParams params = calibrate_step_model(ms, t.step).params;
+  const StepModelParams params = fit_on_planner_records(t);
   for (const std::string& f : files) {
     const PlannerRecord record = read_planner_record(f);
     for (const ChosenVsBest& c : replay_chosen_vs_best(measured(record, t), params)) {
@@ -124,10 +127,7 @@ constexpr double kGridErrorBoundPct = 10.0;
 
 TEST(PlannerReplay, GridStepErrorsNoWorseThanRecorded) {
   const PlanTarget t = shipped_target("h200_sxm");
-  std::vector<StepMeasurement> ms;
-  for (const std::string& f : planner_records())
-    for (const MeasuredRecipe& m : measured(read_planner_record(f), t)) ms.push_back(m.measurement);
-  const StepModelParams params = calibrate_step_model(ms, t.step).params;
+  const StepModelParams params = fit_on_planner_records(t);
   const std::vector<MeasuredRecipe> grid = measured(read_planner_record(kResultsDir + kGridRecord), t);
   ASSERT_EQ(grid.size(), std::size(kGridErrors));
   for (const RecordedGridError& r : kGridErrors) {

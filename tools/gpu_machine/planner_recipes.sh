@@ -24,8 +24,9 @@
 #   The plans of stage 1 may take any batch from 32768 to 262144, the grid's range, so the
 #   planner's choice is compared with recipes under the same constraints (the config's batch
 #   is the planner's default bound). RECIPES_BUDGET_S (default 330) bounds the stage.
-# GRID_RECIPES and GRID_PORTS=0 narrow stage 1 (above the call). STAGES (default "recipes port revise") picks the stages 1-3 to run, PORT_FROM (default: both
-# sources) the port sources of stage 2: with --components a
+# GRID_RECIPES and GRID_PORTS=0 narrow stage 1 (see the stage). STAGES (default "recipes port
+# revise") picks the stages 1-3 to run, PORT_FROM (default: both sources) the port sources of
+# stage 2: with --components a
 # port takes about 5 minutes (four runs of the full model), so the stages need separate
 # device calls. The A100 port allows host tables (bench/recipes/constraints-host-tables.toml).
 # Copy the JSON files into bench/results/; tests/plan/test_planner_replay.cpp checks the
