@@ -13,6 +13,7 @@
 #include "kernels/loss_scale_state.h"
 #include "kernels/pooled_piece_types.h"
 #include "kernels/step_scalars.h"
+#include "tunable/cross_net/cross_backward_schedule.h"
 #include "model/gpu/batch_buffer_sizes.h"
 #include "model/gpu/gemm_workspace.h"
 #include "model/gpu/step_output.h"
@@ -205,16 +206,17 @@ void activations(Ledger& m, const GpuModelLayout& g, const Recipe& recipe, int64
       m.device(acts, b * n * op);
       if (g.cross_rank > 0) m.device(acts, b * g.cross_rank * op);
     }
-    // dz and d(V x) in the operand type; with two layers or more, the chain term h in the
-    // operand type and the fp32 sum of the direct parts of dL/dx0.
+    // dz and d(V x) in the operand type; the chain-term buffers in the operand type and,
+    // past four layers, the fp32 accumulator of the direct part of dL/dx0
+    // (tunable/cross_net/cross_backward_schedule.h).
+    const int terms = kernels::cross_backward_term_buffers(g.cross_layers);
+    const bool accumulator = kernels::cross_backward_uses_accumulator(g.cross_layers);
     const std::string grads = std::string("cross net backward buffers (dz") + (g.cross_rank > 0 ? ", d(V x)" : "") +
-                              (g.cross_layers > 1 ? ", chain term, dx0 sum" : "") + ")";
+                              (terms > 0 ? ", chain terms" : "") + (accumulator ? ", dx0 accumulator" : "") + ")";
     m.device(grads, b * n * op);
     if (g.cross_rank > 0) m.device(grads, b * g.cross_rank * op);
-    if (g.cross_layers > 1) {
-      m.device(grads, b * n * op);
-      m.device(grads, b * n * kFloatBytes);
-    }
+    for (int i = 0; i < terms; ++i) m.device(grads, b * n * op);
+    if (accumulator) m.device(grads, b * n * kFloatBytes);
     if (cross16) {
       // The 16-bit copies of x_0 .. x_L (x_L is the top MLP's input operand).
       const std::string copies = "cross net 16-bit operand copies";

@@ -9,6 +9,7 @@
 #include "kernels/column_sum_geometry.h"
 #include "kernels/embedding_backward_geometry.h"
 #include "kernels/radix_sort_geometry.h"
+#include "tunable/cross_net/cross_backward_schedule.h"
 #include "model/gpu/batch_buffer_sizes.h"
 #include "optim/sparse_update.h"
 #include "gemm_perf/gemm_problem.h"
@@ -119,29 +120,24 @@ void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   }
 }
 
-// GpuCrossNet::backward: per layer from the last, one pass (G = g + h, dz = G x0 with the
-// bias sum, the direct part of dL/dx0 accumulated; the bottom layer starts dx0), then the
-// GEMMs; the chain term goes to h in the operand type, the bottom layer's is added to dx0.
+// GpuCrossNet::backward: the passes of tunable/cross_net/cross_backward_schedule.h from the
+// last layer (g, x0 and the terms of the layers above read, dz written with the bias sum;
+// the bottom pass reads every z and writes dx0), each followed by its layer's GEMMs: the
+// chain term goes to its buffer in the operand type, the bottom layer's is added to dx0.
 void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const int64_t n = g.interaction_width, r = g.cross_rank;
   const double elems = static_cast<double>(b) * n;
   const auto phase = StepPhase::interaction_bwd;
   const bool half = g.cross_16bit(w.sixteen_bit());
   const double op = WorkBuilder::operand_bytes(half);
-  for (int l = g.cross_layers - 1; l >= 0; --l) {
-    const std::string layer = "cross_net." + std::to_string(l);
-    const bool from_above = l + 1 < g.cross_layers;  // h read, acc accumulated
-    const bool bottom = l == 0;
-    // In: g, x0, z; h and acc from above. Out: dz; g (the running sum) when from above
-    // and not the bottom; acc, or dx0 at the bottom.
-    double bytes = 2 * kFloatBytes + op + op;
-    if (from_above) bytes += op + kFloatBytes;
-    if (from_above && !bottom) bytes += kFloatBytes;
-    bytes += kFloatBytes;
-    w.hbm(phase, StepFactor::elementwise, elems * bytes, layer + " dz = (g + h) x0, bias sum, dx0 direct part");
+  for (const kernels::CrossBackwardPass& pass : kernels::cross_backward_schedule(g.cross_layers)) {
+    const std::string layer = "cross_net." + std::to_string(pass.layer);
+    const double bytes = kernels::cross_backward_pass_traffic(pass).bytes(op);
+    w.hbm(phase, StepFactor::elementwise, elems * bytes,
+          layer + " dz = (g + terms) x0, bias sum" + (pass.bottom ? ", dx0" : pass.checkpoint ? ", checkpoint" : ""));
     if (half) w.rounded_in_pass(phase, elems, layer + " dz");
     w.launches(phase, kernels::kColumnSumLaunches);
-    for (const LayerGemm& gemm : cross_layer_backward_gemms(b, n, r, half, w.sixteen(), w.tf32(), bottom))
+    for (const LayerGemm& gemm : cross_layer_backward_gemms(b, n, r, half, w.sixteen(), w.tf32(), pass.bottom))
       w.gemm(phase, layer, gemm);
   }
 }

@@ -184,10 +184,11 @@ TEST(CrossNetKernels, SixteenBitStreamForwardAgainstDoubleReference) {
                InternalError);
 }
 
-// The three positions of a layer in the backward: the top one (no term from above, no
-// accumulation), a middle one (adds the term from above, accumulates, keeps the running
-// chain gradient) and the bottom one (writes dx0 instead of the accumulator); z, h and dz
-// in each operand type, the bias gradient against a double reference.
+// Every kind of backward pass (tunable/cross_net/cross_backward_schedule.h): those of a
+// five-layer net (no terms; one; two; a checkpoint with three terms and four z's; a
+// bottom pass that accumulates, its z paired from G^(1)) and the bottom pass of three
+// layers; z, h and dz in each operand type, the bias gradient against a double reference,
+// and what a pass must leave alone bit for bit.
 TEST(CrossNetKernels, BackwardPassesAgainstDoubleReference) {
   HETREC_REQUIRE_GPU();
   const int64_t batch = 700, width = 131;  // more rows than one column chunk
@@ -196,24 +197,40 @@ TEST(CrossNetKernels, BackwardPassesAgainstDoubleReference) {
   gpu::DeviceBuffer dx0v = testing::to_device(x0);
   const std::size_t ws_bytes = kernels::column_sum_workspace_bytes(batch, width);
   gpu::DeviceBuffer ws(ws_bytes);
-  enum Position { top, middle, bottom };
+  std::vector<kernels::CrossBackwardPass> passes = kernels::cross_backward_schedule(5);
+  passes.push_back(kernels::cross_backward_schedule(3).back());
   for (DType op : {DType::f32, DType::bf16, DType::f16}) {
-    const auto h = representable(normals(n, 62), op), z = representable(normals(n, 64), op);
-    gpu::DeviceBuffer dh = typed_to_device(h, op), dzv = typed_to_device(z, op);
+    std::vector<std::vector<float>> h, z;
+    std::vector<gpu::DeviceBuffer> dh, dzs;
+    for (int s = 0; s < kernels::kMaxCrossTerms; ++s) {
+      h.push_back(representable(normals(n, 70 + static_cast<uint64_t>(s)), op));
+      dh.push_back(typed_to_device(h.back(), op));
+    }
+    for (int j = 0; j <= kernels::kMaxCrossTerms; ++j) {
+      z.push_back(representable(normals(n, 80 + static_cast<uint64_t>(j)), op));
+      dzs.push_back(typed_to_device(z.back(), op));
+    }
     const double unit = op == DType::bf16 ? 0x1p-8 : op == DType::f16 ? 0x1p-11 : 0.0;  // half an ulp, relative
-    for (Position pos : {top, middle, bottom}) {
+    for (const kernels::CrossBackwardPass& p : passes) {
+      const int terms = static_cast<int>(p.terms.size()), directs = static_cast<int>(p.direct.size());
+      const std::string what = std::string(dtype_name(op)) + " pass of layer " + std::to_string(p.layer) + ": " +
+                               std::to_string(terms) + " terms, " + std::to_string(directs) + " z's";
       gpu::DeviceBuffer dg = testing::to_device(g0);
-      gpu::DeviceBuffer dacc = pos == top ? testing::poisoned_floats(n) : testing::to_device(acc0);
+      gpu::DeviceBuffer dacc = testing::to_device(acc0);
       gpu::DeviceBuffer dx0 = testing::poisoned_floats(n), dz = poisoned_typed(n, op);
       gpu::DeviceBuffer bias = testing::poisoned_floats(static_cast<std::size_t>(width));
       kernels::CrossBackward a;
       a.g = dg.as<float>();
-      a.h = pos == top ? nullptr : dh.get();
+      a.terms = terms;
+      for (int s = 0; s < terms; ++s) a.h[s] = dh[static_cast<std::size_t>(s)].get();
       a.x0 = dx0v.as<float>();
-      a.z = dzv.get();
+      a.direct_terms = directs;
+      for (int j = 0; j < directs; ++j) a.z[j] = dzs[static_cast<std::size_t>(j)].get();
+      a.direct_first = p.direct_first;
       a.acc = dacc.as<float>();
-      a.accumulate = pos != top;
-      a.dx0 = pos == bottom ? dx0.as<float>() : nullptr;
+      a.accumulate = p.accumulate;
+      a.checkpoint = p.checkpoint;
+      a.dx0 = p.bottom ? dx0.as<float>() : nullptr;
       a.dz = dz.get();
       a.op_type = op;
       a.bias_grad = bias.as<float>();
@@ -223,30 +240,30 @@ TEST(CrossNetKernels, BackwardPassesAgainstDoubleReference) {
       const auto gb = testing::to_host<float>(bias, static_cast<std::size_t>(width));
       std::vector<double> bias_ref(static_cast<std::size_t>(width), 0.0), bias_abs(static_cast<std::size_t>(width), 0.0);
       for (std::size_t e = 0; e < n; ++e) {
-        const double G = pos == top ? g0[e] : static_cast<double>(g0[e]) + h[e];
+        double G = g0[e], direct = p.accumulate ? static_cast<double>(acc0[e]) : 0.0;
+        for (int st = 0; st <= terms; ++st) {
+          const int j = st - p.direct_first;
+          if (j >= 0 && j < directs) direct += G * z[static_cast<std::size_t>(j)][e];
+          if (st < terms) G += h[static_cast<std::size_t>(st)][e];
+        }
         const double d = G * x0[e];
         bias_ref[e % static_cast<std::size_t>(width)] += d;
         bias_abs[e % static_cast<std::size_t>(width)] += std::fabs(d);
-        ASSERT_NEAR(gz[e], d, 1e-6 * (1 + std::fabs(d)) + unit * std::fabs(d))
-            << dtype_name(op) << " pos " << pos << " e=" << e;
-        const double direct = (pos == top ? 0.0 : static_cast<double>(acc0[e])) + G * z[e];
-        if (pos == top) {
-          ASSERT_EQ(g[e], g0[e]) << "the top layer changed g";
-          ASSERT_NEAR(acc[e], direct, 1e-6 * (1 + std::fabs(direct)));
-          ASSERT_TRUE(std::isnan(gx0[e])) << "only the bottom layer writes dx0";
-        } else if (pos == middle) {
-          ASSERT_NEAR(g[e], G, 1e-6 * (1 + std::fabs(G))) << "the running chain gradient";
-          ASSERT_NEAR(acc[e], direct, 1e-6 * (1 + std::fabs(direct)));
-          ASSERT_TRUE(std::isnan(gx0[e]));
+        ASSERT_NEAR(gz[e], d, 1e-6 * (1 + std::fabs(d)) + unit * std::fabs(d)) << what << " e=" << e;
+        if (p.checkpoint) {
+          ASSERT_NEAR(g[e], G, 1e-6 * (1 + std::fabs(G))) << what << ": the checkpointed chain gradient";
+          ASSERT_NEAR(acc[e], direct, 1e-5 * (1 + std::fabs(direct))) << what << ": the checkpointed direct part";
         } else {
-          ASSERT_NEAR(gx0[e], direct + G, 1e-5 * (1 + std::fabs(direct + G)));
-          ASSERT_EQ(acc[e], acc0[e]) << "the bottom layer writes dx0, not the accumulator";
+          ASSERT_EQ(g[e], g0[e]) << what << " changed g";
+          ASSERT_EQ(acc[e], acc0[e]) << what << " changed the accumulator";
         }
+        if (p.bottom) ASSERT_NEAR(gx0[e], direct + G, 1e-5 * (1 + std::fabs(direct + G))) << what << " e=" << e;
+        else ASSERT_TRUE(std::isnan(gx0[e])) << what << ": only the bottom pass writes dx0";
       }
       for (int64_t c = 0; c < width; ++c)
         ASSERT_NEAR(gb[static_cast<std::size_t>(c)], bias_ref[static_cast<std::size_t>(c)],
                     1e-6 * bias_abs[static_cast<std::size_t>(c)] + 1e-6)
-            << dtype_name(op) << " pos " << pos << " c=" << c;
+            << what << " c=" << c;
     }
   }
 }

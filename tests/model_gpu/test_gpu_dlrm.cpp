@@ -57,6 +57,7 @@ struct ParityCase {
   OptimizerKind dense, sparse;
   // Tolerances: loss relative difference per step, and state (max diff / max value).
   double loss_tol, state_tol;
+  int cross_layers = 2;  // 6: the backward checkpoints its sums (cross_backward_schedule.h)
 };
 
 class GpuModelParity : public ::testing::TestWithParam<ParityCase> {};
@@ -64,7 +65,8 @@ class GpuModelParity : public ::testing::TestWithParam<ParityCase> {};
 TEST_P(GpuModelParity, InitialStateEqualsCpuAndTrainingTracksIt) {
   HETREC_REQUIRE_GPU();
   const ParityCase c = GetParam();
-  const ModelConfig m = small_model(c.arch, c.rows, c.cross_rank);
+  ModelConfig m = small_model(c.arch, c.rows, c.cross_rank);
+  if (c.arch == Arch::dcnv2) m.cross_layers = c.cross_layers;
   OptimConfig o;
   o.dense = c.dense;
   o.sparse = c.sparse;
@@ -114,6 +116,8 @@ INSTANTIATE_TEST_SUITE_P(
         ParityCase{"dlrm_adam_sgd_f32", Arch::dlrm, 0, DType::f32, OptimizerKind::adam, OptimizerKind::sgd, 1e-4, 1e-3},
         ParityCase{"dcn_lowrank_adagrad_rowwise_f32", Arch::dcnv2, 8, DType::f32, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-5, 1e-4},
         ParityCase{"dcn_fullrank_sgd_adagrad_f32", Arch::dcnv2, 0, DType::f32, OptimizerKind::sgd, OptimizerKind::adagrad, 1e-5, 1e-4},
+        ParityCase{"dcn_lowrank_3layers_adagrad_f32", Arch::dcnv2, 8, DType::f32, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-5, 1e-4, 3},
+        ParityCase{"dcn_fullrank_6layers_sgd_f32", Arch::dcnv2, 0, DType::f32, OptimizerKind::sgd, OptimizerKind::adagrad, 1e-5, 1e-4, 6},
         ParityCase{"dlrm_sgd_rowwise_bf16", Arch::dlrm, 0, DType::bf16, OptimizerKind::sgd, OptimizerKind::rowwise_adagrad, 1e-4, 1e-2},
         ParityCase{"dcn_lowrank_adagrad_rowwise_f16", Arch::dcnv2, 8, DType::f16, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-4, 2e-3}),
     [](const ::testing::TestParamInfo<ParityCase>& param_info) { return std::string(param_info.param.name); });

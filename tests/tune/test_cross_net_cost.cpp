@@ -57,12 +57,13 @@ TEST(CrossNetCost, BytesPerElementAndFloors) {
   // Forward: x0, x, z read; out written, and the operand copy in 16-bit mode.
   EXPECT_DOUBLE_EQ(cross_forward_bytes(workload(DType::f32)), n * (4 + 4 + 4 + 4));
   EXPECT_DOUBLE_EQ(cross_forward_bytes(workload(DType::bf16)), n * (4 + 4 + 2 + 4 + 2));
-  // Backward (a middle layer): g, h, x0, z, acc read; g, dz, acc written; the bias once.
-  EXPECT_DOUBLE_EQ(cross_backward_bytes(workload(DType::f32)), n * 32 + kMlperfWidth * 4.0);
-  EXPECT_DOUBLE_EQ(cross_backward_bytes(workload(DType::bf16)), n * 26 + kMlperfWidth * 4.0);
+  // Backward (the bottom pass of three layers): g, two terms h, x0, three z's read; dz and
+  // dx0 written; the bias once.
+  EXPECT_DOUBLE_EQ(cross_backward_bytes(workload(DType::f32)), n * 36 + kMlperfWidth * 4.0);
+  EXPECT_DOUBLE_EQ(cross_backward_bytes(workload(DType::bf16)), n * 24 + kMlperfWidth * 4.0);
   // 7.25 GB at 4.8 TB/s: 1510 us; 11.8 GB: 2454 us.
   EXPECT_NEAR(cross_forward_floor_us(hw, workload(DType::bf16)), n * 16 / 4.8e12 * 1e6, 1e-6);
-  EXPECT_NEAR(cross_backward_floor_us(hw, workload(DType::bf16)), (n * 26 + kMlperfWidth * 4.0) / 4.8e12 * 1e6, 1e-6);
+  EXPECT_NEAR(cross_backward_floor_us(hw, workload(DType::bf16)), (n * 24 + kMlperfWidth * 4.0) / 4.8e12 * 1e6, 1e-6);
   Hardware no_bandwidth = hw;
   no_bandwidth.hbm_tbs = 0;
   EXPECT_THROW(cross_forward_floor_us(no_bandwidth, workload(DType::f32)), ConfigError);

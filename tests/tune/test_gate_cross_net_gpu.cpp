@@ -146,8 +146,8 @@ TEST(CrossNetGateGpu, BackwardVariantsPassAndAWrongKernelIsRejectedAndNeverStore
     const std::string header = replaced(
         replaced(embedded_header(), "for (int k = 0; k < VEC; ++k) sum[k] += d[k];",
                  "for (int k = 0; k < VEC; ++k) sum[k] += r + 1 < r_limit ? d[k] : 0.0f;"),
-        "sum[0] += cross_backward_element(g, h, x0, z, acc, accumulate, dx0, dz, r * cols + c0);",
-        "{ const float d_last = cross_backward_element(g, h, x0, z, acc, accumulate, dx0, dz, r * cols + c0);"
+        "sum[0] += cross_backward_element(a, r * cols + c0);",
+        "{ const float d_last = cross_backward_element(a, r * cols + c0);"
         " if (r + 1 < r_limit) sum[0] += d_last; }");
     for (const kernels::CrossBackwardVariant v :
          {kernels::kDefaultCrossBackwardVariant, kernels::CrossBackwardVariant{4, 32, 1, 256}}) {

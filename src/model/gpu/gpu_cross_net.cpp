@@ -69,8 +69,11 @@ void GpuCrossNet::reserve(int64_t batch, Allocator& device) {
     for (std::size_t l = 0; l <= layers; ++l) xs_op_.push_back(Tensor::empty({batch, width_}, op_type_, device));
   dz_ = Tensor::empty({batch, width_}, op_type_, device);
   if (rank_ > 0) dvx_ = Tensor::empty({batch, rank_}, op_type_, device);
-  h_ = layers > 1 ? Tensor::empty({batch, width_}, op_type_, device) : Tensor();
-  acc_ = layers > 1 ? Tensor::empty({batch, width_}, DType::f32, device) : Tensor();
+  const int num = static_cast<int>(layers);
+  hs_.clear();
+  for (int i = 0; i < kernels::cross_backward_term_buffers(num); ++i)
+    hs_.push_back(Tensor::empty({batch, width_}, op_type_, device));
+  acc_ = kernels::cross_backward_uses_accumulator(num) ? Tensor::empty({batch, width_}, DType::f32, device) : Tensor();
   capacity_ = batch;
 }
 
@@ -160,29 +163,40 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
   // kDzRead and the one reading dvx (dV) mark kDvxRead; the next layer waits for each
   // before it overwrites that buffer, and for both at the end.
   constexpr int kDzRead = 0, kDvxRead = 1;
-  for (int l = num - 1; l >= 0; --l) {
+  const std::vector<kernels::CrossBackwardPass> passes = kernels::cross_backward_schedule(num);
+  std::vector<int> slot(static_cast<std::size_t>(num), -1);  // each layer's chain-term buffer
+  for (const kernels::CrossBackwardPass& p : passes) slot[static_cast<std::size_t>(p.layer)] = p.term_slot;
+  for (const kernels::CrossBackwardPass& pass : passes) {
+    const int l = pass.layer;
     const Layer& ly = layers_[static_cast<std::size_t>(l)];
-    const bool bottom = l == 0;
+    const bool bottom = pass.bottom;
     const bool above = l + 1 < num;
     if (side_ && above) side_->wait(stream, kDzRead);
-    // G = g + h (the layer above's term); dz = G * x0 with the bias gradient; the direct
-    // part of dL/dx0 accumulates in acc, and the bottom layer starts dx0 = acc + G.
+    // G = g + the terms of the layers above since the last checkpoint; dz = G * x0 with
+    // the bias gradient; the bottom pass (and a checkpoint) forms the direct part of dL/dx0
+    // from the z's (cross_backward_schedule.h).
     kernels::CrossBackward args;
     args.g = g;
-    args.h = l + 1 < num ? h_.raw() : nullptr;
+    args.terms = static_cast<int>(pass.terms.size());
+    for (int s = 0; s < args.terms; ++s)
+      args.h[s] = hs_[static_cast<std::size_t>(slot[static_cast<std::size_t>(pass.terms[static_cast<std::size_t>(s)])])].raw();
     args.x0 = x0;
-    args.z = zs_[static_cast<std::size_t>(l)].raw();
+    args.direct_terms = static_cast<int>(pass.direct.size());
+    for (int j = 0; j < args.direct_terms; ++j)
+      args.z[j] = zs_[static_cast<std::size_t>(pass.direct[static_cast<std::size_t>(j)])].raw();
+    args.direct_first = pass.direct_first;
     args.acc = acc_.defined() ? acc_.data<float>() : nullptr;
-    args.accumulate = l + 1 < num;
+    args.accumulate = pass.accumulate;
+    args.checkpoint = pass.checkpoint;
     args.dx0 = bottom ? dx0 : nullptr;
     args.dz = dz;
     args.op_type = op_type_;
     args.bias_grad = ly.grad_bias;
     kernels::cross_backward({batch, n}, args, scratch.data, scratch.bytes, stream, tuned_backward_);
 
-    // This layer's term through x_l goes to h in the operand type (read by the next
-    // pass) or, for the bottom layer, is added to dx0 in fp32.
-    void* term = bottom ? static_cast<void*>(dx0) : h_.raw();
+    // This layer's term through x_l goes to its buffer in the operand type (read by the
+    // passes below) or, for the bottom layer, is added to dx0 in fp32.
+    void* term = bottom ? static_cast<void*>(dx0) : hs_[static_cast<std::size_t>(pass.term_slot)].raw();
     const DType term_type = bottom ? DType::f32 : op_type_;
     const float term_beta = bottom ? 1.0f : 0.0f;
     const void* xl_op = x_operand(l, x0);

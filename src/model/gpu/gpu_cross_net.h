@@ -17,9 +17,11 @@
 // operand it already was), which halves the forward's element-wise bytes; the backward,
 // its gradients and its fp32 x0 are unchanged.
 //
-// The backward keeps the chain gradient through x_l as the sum g + h of the running fp32
-// gradient and the layer above's GEMM term, added inside the next element-wise pass, so
-// the GEMMs write their term once instead of reading and rewriting the running sum.
+// The backward (tunable/cross_net/cross_backward_schedule.h) keeps no running fp32 sums for
+// up to four layers: each pass rebuilds the chain gradient of its layer's output as g plus
+// the GEMM terms of the layers above, in their own buffers, and only the bottom pass forms
+// the direct part of dL/dx0 from every layer's z; deeper nets checkpoint the chain
+// gradient and the direct part in fp32 every kMaxCrossTerms layers.
 #include <cstdint>
 #include <vector>
 
@@ -121,8 +123,8 @@ class GpuCrossNet {
   std::vector<Tensor> xs_op_;  // 16-bit: copies of x_0 .. x_L
   std::vector<Tensor> vxs_;    // low rank: V_l x_l in the operand type
   Tensor dz_, dvx_;            // operand type
-  Tensor h_;                   // operand type: a layer's chain term through its input
-  Tensor acc_;                 // fp32: the direct part of dL/dx0
+  std::vector<Tensor> hs_;     // operand type: the layers' chain terms through their inputs (cross_backward_schedule.h)
+  Tensor acc_;                 // fp32: the direct part of dL/dx0 at a checkpoint (only with more than 4 layers)
   const kernels::TunedCrossForward* tuned_forward_ = nullptr;
   const kernels::TunedCrossBackward* tuned_backward_ = nullptr;
   SideLane* side_ = nullptr;

@@ -49,9 +49,11 @@ void backward_typed(const CrossShape& s, const CrossBackward& a, void* workspace
     const dim3 grid(grid_for(s.width, static_cast<int64_t>(kBackward.col_threads) * kBackward.vec),
                     static_cast<unsigned>(chunks));
     cross_backward_chunk_kernel<Op, kBackward.vec, kBackward.col_threads, kBackward.row_groups, kBackward.chunk_rows>
-        <<<grid, kBackward.block_threads(), 0, stream>>>(a.g, static_cast<const Op*>(a.h), a.x0,
-                                                         static_cast<const Op*>(a.z), a.acc, a.accumulate, a.dx0,
-                                                         static_cast<Op*>(a.dz), s.batch, s.width, partial, true);
+        <<<grid, kBackward.block_threads(), 0, stream>>>(
+            a.g, static_cast<const Op*>(a.h[0]), static_cast<const Op*>(a.h[1]), static_cast<const Op*>(a.h[2]),
+            a.terms, a.x0, static_cast<const Op*>(a.z[0]), static_cast<const Op*>(a.z[1]),
+            static_cast<const Op*>(a.z[2]), static_cast<const Op*>(a.z[3]), a.direct_terms, a.direct_first, a.acc,
+            a.accumulate, a.checkpoint, a.dx0, static_cast<Op*>(a.dz), s.batch, s.width, partial, true);
     HETREC_GPU_CHECK_LAUNCH("cross_backward_chunk_kernel");
   }
   cross_combine_column_chunks(partial, chunks, s.width, a.bias_grad, stream);
@@ -74,9 +76,21 @@ void cross_forward(const CrossShape& s, const float* x0, const float* x, const v
                       std::string(dtype_name(op_type)));
 }
 
-void check_cross_backward_args(const CrossBackward& args) {
-  if (!args.g || !args.x0 || !args.z || !args.dz || !args.bias_grad || (!args.dx0 && !args.acc) ||
-      (args.accumulate && !args.acc))
+static_assert(kMaxCrossTerms == 3, "cross_backward_chunk_kernel takes three chain terms and four z's");
+
+void check_cross_backward_args(const CrossBackward& a) {
+  const auto missing = [](const void* const* p, int n) {
+    for (int i = 0; i < n; ++i)
+      if (!p[i]) return true;
+    return false;
+  };
+  const bool counts = a.terms >= 0 && a.terms <= kMaxCrossTerms && a.direct_first >= 0 && a.direct_first <= 1 &&
+                      a.direct_terms >= 0 && a.direct_terms + a.direct_first <= a.terms + 1;
+  if (!counts) throw InternalError("cross_backward: bad term counts");
+  const bool writes_direct = a.checkpoint || a.dx0;
+  if (!a.g || !a.x0 || !a.dz || !a.bias_grad || missing(a.h, a.terms) || missing(a.z, a.direct_terms) ||
+      (a.checkpoint && a.dx0) || ((a.accumulate || a.checkpoint) && !a.acc) ||
+      ((a.accumulate || a.direct_terms > 0) && !writes_direct) || (a.dx0 && !a.accumulate && a.direct_terms == 0))
     throw InternalError("cross_backward: incomplete arguments");
 }
 

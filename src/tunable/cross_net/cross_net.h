@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "gpu/platform.h"
+#include "tunable/cross_net/cross_backward_schedule.h"
 
 namespace hetrec::kernels {
 
@@ -32,23 +33,29 @@ void cross_forward(const CrossShape& s, const float* x0, const float* x, const v
 void cross_forward_16bit_stream(const CrossShape& s, const void* x0, const void* x, const void* z, float* out,
                                 void* out_op, DType op_type, gpu::stream_t stream);
 
-// One layer's backward, given the chain gradient of its output in pieces: G = g + h
-// (h, the layer above's term through its own input, may be null: G = g).
+// One pass of the backward (tunable/cross_net/cross_backward_schedule.h, whose
+// CrossBackwardPass says which operands a layer's pass takes): with G^(0) = g and
+// G^(s+1) = G^(s) + h[s] for s < terms, G = G^(terms) (the chain gradient of the layer's
+// output);
 //   dz = G * x0, written in op_type (the GEMMs' operand), and bias_grad = sum over the
 //   batch of the fp32 dz;
-//   the direct part of dL/dx0: direct = acc + G * z (accumulate) or G * z.
-// Every layer but the bottom one writes acc = direct, and g = G when h is given (the
-// running chain gradient). The bottom one writes dx0 = direct + G instead, to which its
-// last GEMM then adds its term through x_0. z, h and dz are in op_type (the GEMMs write
-// z and h in it); g, x0, acc and dx0 are fp32.
+//   the direct part of dL/dx0: (acc when accumulate) + sum_j z[j] * G^(j + direct_first)
+//   over the direct_terms z's;
+//   a checkpoint writes g = G and acc = the direct part; the bottom pass writes
+//   dx0 = the direct part + G (its last GEMM then adds its term through x_0).
+// h, z and dz are in op_type (the GEMMs write z and h in it); g, x0, acc and dx0 are fp32.
 struct CrossBackward {
   float* g = nullptr;
-  const void* h = nullptr;
+  const void* h[kMaxCrossTerms] = {};
+  int terms = 0;
   const float* x0 = nullptr;
-  const void* z = nullptr;
+  const void* z[kMaxCrossTerms + 1] = {};
+  int direct_terms = 0;
+  int direct_first = 0;
   float* acc = nullptr;
   bool accumulate = false;
-  float* dx0 = nullptr;  // set for the bottom layer only
+  bool checkpoint = false;
+  float* dx0 = nullptr;  // set for the bottom pass only
   void* dz = nullptr;
   DType op_type = DType::f32;
   float* bias_grad = nullptr;

@@ -25,12 +25,6 @@ constexpr double kF16SubnormalHalfSpacing = 0x1.0p-25;
 // Each fp32 rounding may err by u of its result; the bounds take twice the first-order
 // sum (as tunable/dot_interaction/dot_interaction_bench.cpp does), covering the u^2 terms.
 constexpr double kBoundMargin = 2.0;
-// Roundings on each backward output's path: G = g + h (1); d = G x0 (2); direct =
-// acc + G z (2: G, then the fused or separate product and sum); dx0 = direct + G (3).
-constexpr int kRoundingsG = 1;
-constexpr int kRoundingsD = 2;
-constexpr int kRoundingsDirect = 2;
-constexpr int kRoundingsDx0 = 3;
 // All bits set: a NaN in fp32, bf16 and fp16 alike.
 constexpr int kPoisonByte = 0xFF;
 // Room for one failing element's or column's description.
@@ -181,20 +175,29 @@ double CrossForwardBench::median_us(const CrossForwardLaunch& launch, int reps) 
 
 // ---- backward ----
 
+std::vector<kernels::CrossBackwardPass> CrossBackwardBench::checked_passes() {
+  // Every kind of pass: the five of a five-layer net (no terms, one, two, a checkpoint
+  // with three terms and four z's, a bottom pass that accumulates with the z's offset)
+  // and the tuned one (the bottom pass of three layers).
+  std::vector<kernels::CrossBackwardPass> passes = kernels::cross_backward_schedule(5);
+  passes.push_back(cross_backward_tuned_pass());
+  return passes;
+}
+
 CrossBackwardBench::CrossBackwardBench(const kernels::CrossNetShape& shape, int64_t batch, uint64_t seed)
     : workload_(make_workload(shape, batch)) {
   g_ = draw(DType::f32, batch, shape.width, seed, 0);
-  h_ = draw(shape.op_type, batch, shape.width, seed, 1);
   x0_ = draw(DType::f32, batch, shape.width, seed, 2);
-  z_ = draw(shape.op_type, batch, shape.width, seed, 3);
   acc_ = draw(DType::f32, batch, shape.width, seed, 4);
+  for (int s = 0; s < kernels::kMaxCrossTerms; ++s) h_.push_back(draw(shape.op_type, batch, shape.width, seed, 10 + s));
+  for (int j = 0; j <= kernels::kMaxCrossTerms; ++j) z_.push_back(draw(shape.op_type, batch, shape.width, seed, 20 + j));
   d_g0_ = upload(g_);
   d_acc0_ = upload(acc_);
   d_g_ = upload(g_);
   d_acc_ = upload(acc_);
-  d_h_ = upload(h_);
+  for (const HostCrossMatrix& h : h_) d_h_.push_back(upload(h));
   d_x0_ = upload(x0_);
-  d_z_ = upload(z_);
+  for (const HostCrossMatrix& z : z_) d_z_.push_back(upload(z));
   const auto n = static_cast<std::size_t>(workload_.elements());
   d_dz_ = gpu::DeviceBuffer(n * dtype_size(shape.op_type));
   d_dx0_ = gpu::DeviceBuffer(n * sizeof(float));
@@ -203,28 +206,33 @@ CrossBackwardBench::CrossBackwardBench(const kernels::CrossNetShape& shape, int6
 }
 
 std::string CrossBackwardBench::describe() const {
-  return describe_workload("cross backward (a middle layer)", workload_, cross_backward_bytes(workload_));
+  return describe_workload("cross backward (the bottom pass of three layers)", workload_,
+                           cross_backward_bytes(workload_));
 }
 
-kernels::CrossBackward CrossBackwardBench::args(Mode m) const {
+kernels::CrossBackward CrossBackwardBench::args(const kernels::CrossBackwardPass& p) const {
   kernels::CrossBackward a;
   a.g = d_g_.as<float>();
-  a.h = m == Mode::top ? nullptr : d_h_.get();
+  a.terms = static_cast<int>(p.terms.size());
+  for (int s = 0; s < a.terms; ++s) a.h[s] = d_h_[static_cast<std::size_t>(s)].get();
   a.x0 = d_x0_.as<float>();
-  a.z = d_z_.get();
+  a.direct_terms = static_cast<int>(p.direct.size());
+  for (int j = 0; j < a.direct_terms; ++j) a.z[j] = d_z_[static_cast<std::size_t>(j)].get();
+  a.direct_first = p.direct_first;
   a.acc = d_acc_.as<float>();
-  a.accumulate = m != Mode::top;
-  a.dx0 = m == Mode::bottom ? d_dx0_.as<float>() : nullptr;
+  a.accumulate = p.accumulate;
+  a.checkpoint = p.checkpoint;
+  a.dx0 = p.bottom ? d_dx0_.as<float>() : nullptr;
   a.dz = d_dz_.get();
   a.op_type = workload_.shape.op_type;
   a.bias_grad = d_bias_.as<float>();
   return a;
 }
 
-ForwardCheck CrossBackwardBench::check(Mode m) {
+ForwardCheck CrossBackwardBench::check(const kernels::CrossBackwardPass& p) {
   const float* g = download<float>(d_g_, host_g_);
   const float* acc = download<float>(d_acc_, host_acc_);
-  const float* dx0 = m == Mode::bottom ? download<float>(d_dx0_, host_dx0_) : nullptr;
+  const float* dx0 = p.bottom ? download<float>(d_dx0_, host_dx0_) : nullptr;
   const float* bias = download<float>(d_bias_, host_bias_);
   const DType op = workload_.shape.op_type;
   const float* dz32 = op == DType::f32 ? download<float>(d_dz_, host_dz_) : nullptr;
@@ -232,7 +240,12 @@ ForwardCheck CrossBackwardBench::check(Mode m) {
   const int width = workload_.shape.width;
   const int64_t rows = workload_.batch;
   const double u = kFp32UnitRoundoff, u_op = op_unit_roundoff(op), abs_op = op_absolute_error(op);
-  const bool has_h = m != Mode::top, accumulate = m != Mode::top;
+  const int terms = static_cast<int>(p.terms.size()), directs = static_cast<int>(p.direct.size());
+  // Roundings on each output's path: one per term added to G, one per product-and-sum of
+  // the direct part, one for dz's product and one for dx0's sum.
+  const int roundings_g = terms, roundings_d = terms + 1, roundings_direct = terms + directs,
+            roundings_dx0 = terms + directs + 1;
+  const bool writes_direct = p.checkpoint && (p.accumulate || directs > 0);
   FirstBad bad;
   double max_err = 0.0;
   std::vector<double> col_sum(static_cast<std::size_t>(width), 0.0), col_mag(col_sum.size(), 0.0);
@@ -244,7 +257,7 @@ ForwardCheck CrossBackwardBench::check(Mode m) {
   const auto check_same = [&](const char* name, int64_t e, float got, float before, double& worst) {
     if (std::memcmp(&got, &before, sizeof got) != 0) {
       worst = INFINITY;
-      bad.offer(e, std::string(name) + " written although this mode must leave it: " +
+      bad.offer(e, std::string(name) + " written although this pass must leave it: " +
                        describe_element(name, e, width, got, before, 0.0));
     }
   };
@@ -256,22 +269,35 @@ ForwardCheck CrossBackwardBench::check(Mode m) {
       for (int c = 0; c < width; ++c) {
         const int64_t e = r * width + c;
         const auto i = static_cast<std::size_t>(e);
-        const double gv = g_.f32[i], hv = has_h ? h_.at(i) : 0.0, xv = x0_.f32[i], zv = z_.at(i);
-        const double av = accumulate ? acc_.f32[i] : 0.0;
-        const double G = gv + hv, mag_g = std::fabs(gv) + std::fabs(hv);
+        double G = g_.f32[i], mag_g = std::fabs(G);
+        double direct = p.accumulate ? acc_.f32[i] : 0.0, mag_direct = std::fabs(direct);
+        for (int st = 0; st <= terms; ++st) {
+          const int j = st - p.direct_first;
+          if (j >= 0 && j < directs) {
+            const double zv = z_[static_cast<std::size_t>(j)].at(i);
+            direct += G * zv;
+            mag_direct += mag_g * std::fabs(zv);
+          }
+          if (st < terms) {
+            const double hv = h_[static_cast<std::size_t>(st)].at(i);
+            G += hv;
+            mag_g += std::fabs(hv);
+          }
+        }
+        const double xv = x0_.f32[i];
         const double d = G * xv, mag_d = mag_g * std::fabs(xv);
         const double dz_got = op == DType::f32 ? dz32[i] : op_value(dz16[i], op);
-        check_value("dz", e, dz_got, d, kBoundMargin * (kRoundingsD * u + u_op) * mag_d + abs_op, max_err);
-        const double direct = av + G * zv, mag_direct = std::fabs(av) + mag_g * std::fabs(zv);
-        if (m == Mode::bottom) {
-          check_value("dx0", e, dx0[i], direct + G, kBoundMargin * kRoundingsDx0 * u * (mag_direct + mag_g), max_err);
+        check_value("dz", e, dz_got, d, kBoundMargin * (roundings_d * u + u_op) * mag_d + abs_op, max_err);
+        if (p.checkpoint) {
+          check_value("g", e, g[i], G, kBoundMargin * roundings_g * u * mag_g, max_err);
+          if (writes_direct)
+            check_value("acc", e, acc[i], direct, kBoundMargin * roundings_direct * u * mag_direct, max_err);
+        } else {
           check_same("g", e, g[i], g_.f32[i], max_err);
           check_same("acc", e, acc[i], acc_.f32[i], max_err);
-        } else {
-          check_value("acc", e, acc[i], direct, kBoundMargin * kRoundingsDirect * u * mag_direct, max_err);
-          if (has_h) check_value("g", e, g[i], G, kBoundMargin * kRoundingsG * u * mag_g, max_err);
-          else check_same("g", e, g[i], g_.f32[i], max_err);
         }
+        if (p.bottom)
+          check_value("dx0", e, dx0[i], direct + G, kBoundMargin * roundings_dx0 * u * (mag_direct + mag_g), max_err);
         sum[static_cast<std::size_t>(c)] += d;
         mag[static_cast<std::size_t>(c)] += mag_d;
       }
@@ -281,13 +307,13 @@ ForwardCheck CrossBackwardBench::check(Mode m) {
       col_mag[c] += mag[c];
     }
   }
-  // Bias gradient: the per-element error of dz's fp32 value (2 roundings) plus the
-  // summation's, over the longest chain any variant adds in series.
+  // Bias gradient: the per-element error of dz's fp32 value plus the summation's, over
+  // the longest chain any variant adds in series.
   const double chain = static_cast<double>(kernels::cross_backward_sum_chain(rows));
   int64_t bad_column = -1;
   for (int c = 0; c < width && bad_column < 0; ++c) {
     const auto i = static_cast<std::size_t>(c);
-    const double bound = kBoundMargin * (chain + 1 + kRoundingsD) * u * col_mag[i];
+    const double bound = kBoundMargin * (chain + 1 + roundings_d) * u * col_mag[i];
     const double err = std::fabs(static_cast<double>(bias[i]) - col_sum[i]);
     max_err = std::max(max_err, std::isfinite(err) ? err : INFINITY);
     if (!(err <= bound)) {
@@ -298,11 +324,14 @@ ForwardCheck CrossBackwardBench::check(Mode m) {
       if (bad.index < 0) bad.what = buf;
     }
   }
-  static const char* const kModeNames[] = {"top layer", "middle layer", "bottom layer"};
   ForwardCheck out;
   out.max_abs_error = max_err;
   if (bad.index >= 0 || bad_column >= 0) {
-    out.reason = std::string("differs from the reference (") + kModeNames[static_cast<int>(m)] + "): " + bad.what;
+    char what[kReasonChars];
+    std::snprintf(what, sizeof what, "%d terms, %d z's from G^(%d)%s%s%s", terms, directs, p.direct_first,
+                  p.accumulate ? ", accumulating" : "", p.checkpoint ? ", checkpoint" : "",
+                  p.bottom ? ", bottom" : "");
+    out.reason = std::string("differs from the reference (pass of ") + what + "): " + bad.what;
     return out;
   }
   out.ok = true;
@@ -312,17 +341,16 @@ ForwardCheck CrossBackwardBench::check(Mode m) {
 ForwardCheck CrossBackwardBench::verify(const CrossBackwardLaunch& launch) {
   ForwardCheck all;
   all.ok = true;
-  for (const Mode m : {Mode::top, Mode::middle, Mode::bottom}) {
+  for (const kernels::CrossBackwardPass& p : checked_passes()) {
     gpu::memcpy_async(d_g_.get(), d_g0_.get(), d_g_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
     gpu::memcpy_async(d_acc_.get(), d_acc0_.get(), d_acc_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
-    if (m == Mode::top) gpu::memset_async(d_acc_.get(), kPoisonByte, d_acc_.bytes(), stream_.get());  // written only
     gpu::memset_async(d_dz_.get(), kPoisonByte, d_dz_.bytes(), stream_.get());
     gpu::memset_async(d_dx0_.get(), kPoisonByte, d_dx0_.bytes(), stream_.get());
     gpu::memset_async(d_bias_.get(), kPoisonByte, d_bias_.bytes(), stream_.get());
-    launch({workload_.batch, workload_.shape.width}, args(m), d_workspace_.get(), d_workspace_.bytes(),
+    launch({workload_.batch, workload_.shape.width}, args(p), d_workspace_.get(), d_workspace_.bytes(),
            stream_.get());
     stream_.synchronize();
-    const ForwardCheck c = check(m);
+    const ForwardCheck c = check(p);
     all.max_abs_error = std::max(all.max_abs_error, c.max_abs_error);
     if (!c.ok) {
       all.ok = false;
@@ -334,7 +362,7 @@ ForwardCheck CrossBackwardBench::verify(const CrossBackwardLaunch& launch) {
 }
 
 double CrossBackwardBench::median_us(const CrossBackwardLaunch& launch, int reps) {
-  const kernels::CrossBackward a = args(Mode::middle);
+  const kernels::CrossBackward a = args(cross_backward_tuned_pass());
   return median_launch_us(stream_, reps, [&](int) {
     launch({workload_.batch, workload_.shape.width}, a, d_workspace_.get(), d_workspace_.bytes(), stream_.get());
   });

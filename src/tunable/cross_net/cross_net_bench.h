@@ -65,28 +65,31 @@ class CrossBackwardBench {
   const CrossWorkload& workload() const { return workload_; }
   std::string describe() const;
 
-  // Runs `launch` in each of a layer's three modes (the top layer: no h, no accumulation;
-  // a middle layer: h, accumulation, g and acc rewritten; the bottom layer: h,
-  // accumulation, dx0 written), each on restored g and acc and NaN-poisoned outputs, and
-  // checks every output against the double-precision reference within its fp32 rounding
-  // bound (2 k u sum of its terms' magnitudes, k the roundings on its path, u = 2^-24;
-  // dz adds the operand type's rounding), what a mode must not write bit for bit, and each
-  // bias-gradient column within the fp32 summation bound 2 (L + 3) u sum_r |G x0| with L
-  // the longest addition chain of any variant (kernels::cross_backward_sum_chain).
+  // Runs `launch` on each kind of pass (checked_passes), each on restored g and acc and
+  // NaN-poisoned outputs, and checks every output against the double-precision reference
+  // within its fp32 rounding bound (2 k u sum of its terms' magnitudes, k the roundings on
+  // its path, u = 2^-24; dz adds the operand type's rounding), what a pass must not write
+  // bit for bit, and each bias-gradient column within the fp32 summation bound
+  // 2 (L + 1 + k) u sum_r |G x0| with L the longest addition chain of any variant
+  // (kernels::cross_backward_sum_chain).
   ForwardCheck verify(const CrossBackwardLaunch& launch);
-  // Times the middle layer's mode (g and acc drift between launches; no control flow
-  // depends on their values).
+  // Times the tuned pass (cross_backward_tuned_pass: it writes only dz, dx0 and the bias
+  // gradient, so launches repeat on the same inputs).
   double median_us(const CrossBackwardLaunch& launch, int reps);
 
+  // The passes verify() checks.
+  static std::vector<kernels::CrossBackwardPass> checked_passes();
+
  private:
-  enum class Mode { top, middle, bottom };
-  kernels::CrossBackward args(Mode m) const;
-  ForwardCheck check(Mode m);
+  kernels::CrossBackward args(const kernels::CrossBackwardPass& p) const;
+  ForwardCheck check(const kernels::CrossBackwardPass& p);
 
   CrossWorkload workload_;
   gpu::Stream stream_;
-  HostCrossMatrix g_, h_, x0_, z_, acc_;
-  gpu::DeviceBuffer d_g0_, d_acc0_, d_g_, d_h_, d_x0_, d_z_, d_acc_, d_dz_, d_dx0_, d_bias_, d_workspace_;
+  HostCrossMatrix g_, x0_, acc_;
+  std::vector<HostCrossMatrix> h_, z_;  // kMaxCrossTerms terms, kMaxCrossTerms + 1 z's
+  gpu::DeviceBuffer d_g0_, d_acc0_, d_g_, d_x0_, d_acc_, d_dz_, d_dx0_, d_bias_, d_workspace_;
+  std::vector<gpu::DeviceBuffer> d_h_, d_z_;
   gpu::PinnedBuffer host_g_, host_acc_, host_dx0_, host_dz_, host_bias_;  // outputs copied back
 };
 

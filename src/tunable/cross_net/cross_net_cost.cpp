@@ -30,8 +30,16 @@ double forward_read_bytes(const CrossWorkload& w) { return 2 * kF32 + op_bytes(w
 double forward_write_bytes(const CrossWorkload& w) {
   return kF32 + (w.shape.op_type == DType::f32 ? 0.0 : op_bytes(w));
 }
-double backward_read_bytes(const CrossWorkload& w) { return 3 * kF32 + 2 * op_bytes(w); }
-double backward_write_bytes(const CrossWorkload& w) { return 2 * kF32 + op_bytes(w); }
+// The backward's tuned pass (cross_backward_tuned_pass).
+kernels::CrossPassTraffic backward_traffic() { return kernels::cross_backward_pass_traffic(cross_backward_tuned_pass()); }
+double backward_read_bytes(const CrossWorkload& w) {
+  const kernels::CrossPassTraffic t = backward_traffic();
+  return t.f32_reads * kF32 + t.op_reads * op_bytes(w);
+}
+double backward_write_bytes(const CrossWorkload& w) {
+  const kernels::CrossPassTraffic t = backward_traffic();
+  return t.f32_writes * kF32 + t.op_writes * op_bytes(w);
+}
 
 // Memory instructions one thread issues for a vector of `vec` elements of `bytes` each.
 double accesses(int vec, double bytes) { return std::max(1.0, std::ceil(vec * bytes / kMaxAccessBytes)); }
@@ -111,6 +119,8 @@ std::pair<double, double> cross_forward_rank(const Hardware& hw, const CrossWork
 
 // ---- backward ----
 
+kernels::CrossBackwardPass cross_backward_tuned_pass() { return kernels::cross_backward_schedule(3).back(); }
+
 VariantSpace cross_backward_space() {
   return {kCrossBackwardKernel,
           {{"vec", {1, 2, 4}, "consecutive columns per thread (vector width)"},
@@ -170,14 +180,15 @@ std::pair<double, double> cross_backward_rank(const Hardware& hw, const CrossWor
   const double chunks = std::ceil(static_cast<double>(w.batch) / v.chunk_rows);
   const double column_threads = std::ceil(static_cast<double>(w.shape.width) / v.vec);
   // Only threads with columns load; one row's vectors are in flight at a time (the next
-  // row's loads follow this row's stores to g and acc).
+  // row's loads follow this row's stores).
   const double working = column_threads * v.row_groups * chunks;
   const double threads = std::min(resident_threads(hw, v.block_threads()), working);
   const double in_flight = static_cast<double>(v.vec) * backward_read_bytes(w);
   const double partial_bytes = 2.0 * chunks * w.shape.width * kF32;  // written, then read by the combine
   const double op = op_bytes(w);
-  const double per_vector = 3 * accesses(v.vec, kF32) + 2 * accesses(v.vec, op) +  // reads
-                            2 * accesses(v.vec, kF32) + accesses(v.vec, op);        // writes
+  const kernels::CrossPassTraffic t = backward_traffic();
+  const double per_vector = (t.f32_reads + t.f32_writes) * accesses(v.vec, kF32) +
+                            (t.op_reads + t.op_writes) * accesses(v.vec, op);
   const double vectors = static_cast<double>(w.elements()) / v.vec;
   const double issue = issue_us(hw, vectors * per_vector);
   const double memory =

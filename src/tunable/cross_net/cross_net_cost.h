@@ -7,14 +7,16 @@
 // Bytes per element of a batch x width layer, s the operand type's size (4 fp32, 2 bf16):
 //   forward  reads x0 (4), x (4), z (s); writes out (4) and, in 16-bit mode, the operand
 //            copy (s): 12 + s + 4 + (s in 16-bit mode) = 16 B (fp32), 16 B (bf16);
-//   backward a middle layer (the one tuned: h given, accumulate, g and acc rewritten)
-//            reads g (4), h (s), x0 (4), z (s), acc (4); writes g (4), dz (s), acc (4):
-//            20 + 3s = 32 B (fp32), 26 B (bf16); plus the bias gradient (4 B a column).
+//   backward the bottom pass of a three-layer net (the one tuned: the heaviest pass of
+//            tunable/cross_net/cross_backward_schedule.h for the MLPerf net), reads g (4),
+//            two terms h (2s), x0 (4), three z's (3s); writes dz (s), dx0 (4):
+//            12 + 6s = 36 B (fp32), 24 B (bf16); plus the bias gradient (4 B a column).
 #include <cstdint>
 #include <string>
 #include <utility>
 
 #include "hw/hardware.h"
+#include "tunable/cross_net/cross_backward_schedule.h"
 #include "tunable/cross_net/cross_net_variant.h"
 #include "tune/variant_space.h"
 #include "tune/kernel_families.h"
@@ -29,6 +31,9 @@ struct CrossWorkload {
   int64_t batch = 0;
   int64_t elements() const { return batch * shape.width; }
 };
+
+// The backward pass the tuner times and prices: the bottom pass of a three-layer net.
+kernels::CrossBackwardPass cross_backward_tuned_pass();
 
 // vec, items, block_threads.
 VariantSpace cross_forward_space();

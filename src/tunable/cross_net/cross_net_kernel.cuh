@@ -74,63 +74,108 @@ __global__ void __launch_bounds__(BLOCK_THREADS)
 }
 
 // ---- backward (tunable/cross_net/cross_net.h, CrossBackward) ----
-// G = g + h; dz = G * x0 (in Op, returned in fp32 for the column sums); direct = acc + G * z
-// (accumulate) or G * z; dx0 = direct + G when dx0 is given, else acc = direct and g = G
-// (when h is given).
+// One pass of tunable/cross_net/cross_backward_schedule.h: G^(0) = g, G^(s+1) = G^(s) + h_s for
+// the `terms` chain terms; dz = G x0 with G = G^(terms) (in Op, returned in fp32 for the
+// column sums); the direct part starts from acc (accumulate) and adds z_j G^(j + first) for
+// the `direct_terms` z's, each as one fmaf (the first as a product when nothing precedes
+// it); a checkpoint writes g = G and acc = direct, the bottom pass dx0 = direct + G.
 
 template <class Op>
-__device__ inline float cross_backward_element(float* __restrict__ g, const Op* __restrict__ h,
-                                               const float* __restrict__ x0, const Op* __restrict__ z,
-                                               float* __restrict__ acc, bool accumulate, float* __restrict__ dx0,
-                                               Op* __restrict__ dz, int64_t e) {
-  float gv = g[e];
-  if (h) {
-    gv += to_float(h[e]);
-    if (!dx0) g[e] = gv;
+struct CrossBackwardOperands {
+  float* g;
+  const Op* h[3];
+  int terms;
+  const float* x0;
+  const Op* z[4];
+  int direct_terms;
+  int direct_first;
+  float* acc;
+  bool accumulate;
+  bool checkpoint;
+  float* dx0;
+  Op* dz;
+};
+
+// The pass's arithmetic on VEC consecutive elements whose operands are already loaded
+// (g in gv, overwritten with G); `h_at(s, out)` and `z_at(j, out)` load term s and z j.
+// Returns the direct part in `direct` (valid when `has_direct`).
+template <int VEC, class LoadH, class LoadZ>
+__device__ inline bool cross_backward_chain(const int terms, const int direct_terms, const int first,
+                                            const bool accumulate, float (&gv)[VEC], float (&direct)[VEC],
+                                            const LoadH& h_at, const LoadZ& z_at) {
+  bool has_direct = accumulate;
+#pragma unroll
+  for (int s = 0; s <= 3; ++s) {
+    if (s > terms) break;
+    const int j = s - first;
+    if (j >= 0 && j < direct_terms) {
+      float zv[VEC];
+      z_at(j, zv);
+      if (has_direct) {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) direct[k] = fmaf(gv[k], zv[k], direct[k]);
+      } else {
+#pragma unroll
+        for (int k = 0; k < VEC; ++k) direct[k] = gv[k] * zv[k];
+      }
+      has_direct = true;
+    }
+    if (s < terms) {
+      float hv[VEC];
+      h_at(s, hv);
+#pragma unroll
+      for (int k = 0; k < VEC; ++k) gv[k] += hv[k];
+    }
   }
-  const float d = gv * x0[e];
-  dz[e] = from_float<Op>(d);
-  const float zv = to_float(z[e]);
-  const float direct = accumulate ? fmaf(gv, zv, acc[e]) : gv * zv;
-  if (dx0) dx0[e] = direct + gv;
-  else acc[e] = direct;
-  return d;
+  return has_direct;
 }
 
-template <class Op, int VEC>
-__device__ inline void cross_backward_vector(float* __restrict__ g, const Op* __restrict__ h,
-                                             const float* __restrict__ x0, const Op* __restrict__ z,
-                                             float* __restrict__ acc, bool accumulate, float* __restrict__ dx0,
-                                             Op* __restrict__ dz, int64_t e, float (&d)[VEC]) {
-  float gv[VEC], xv[VEC], zv[VEC], direct[VEC];
-  load_vec<VEC>(g + e, gv);
-  if (h) {
-    float hv[VEC];
-    load_vec<VEC>(h + e, hv);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) gv[k] += hv[k];
-    if (!dx0) store_vec<VEC>(g + e, gv);
-  }
-  load_vec<VEC>(x0 + e, xv);
+// One element (VEC = 1) or VEC consecutive vector-aligned elements at e; d gets dz in fp32.
+template <class Op, int VEC, bool VECTOR>
+__device__ inline void cross_backward_elements(const CrossBackwardOperands<Op>& a, int64_t e, float (&d)[VEC]) {
+  float gv[VEC], xv[VEC], direct[VEC];
+  const auto load32 = [&](const float* p, float (&out)[VEC]) {
+    if constexpr (VECTOR) load_vec<VEC>(p + e, out);
+    else out[0] = p[e];
+  };
+  const auto loadop = [&](const Op* p, float (&out)[VEC]) {
+    if constexpr (VECTOR) load_vec<VEC>(p + e, out);
+    else out[0] = to_float(p[e]);
+  };
+  load32(a.g, gv);
+  if (a.accumulate) load32(a.acc, direct);
+  const bool has_direct = cross_backward_chain<VEC>(
+      a.terms, a.direct_terms, a.direct_first, a.accumulate, gv, direct,
+      [&](int s, float (&out)[VEC]) { loadop(a.h[s], out); }, [&](int j, float (&out)[VEC]) { loadop(a.z[j], out); });
+  load32(a.x0, xv);
 #pragma unroll
   for (int k = 0; k < VEC; ++k) d[k] = gv[k] * xv[k];
-  store_vec<VEC>(dz + e, d);
-  load_vec<VEC>(z + e, zv);
-  if (accumulate) {
-    load_vec<VEC>(acc + e, direct);
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) direct[k] = fmaf(gv[k], zv[k], direct[k]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < VEC; ++k) direct[k] = gv[k] * zv[k];
+  const auto store32 = [&](float* p, const float (&in)[VEC]) {
+    if constexpr (VECTOR) store_vec<VEC>(p + e, in);
+    else p[e] = in[0];
+  };
+  if constexpr (VECTOR) store_vec<VEC>(a.dz + e, d);
+  else a.dz[e] = from_float<Op>(d[0]);
+  if (a.checkpoint) {
+    store32(a.g, gv);
+    if (has_direct) store32(a.acc, direct);
   }
-  if (dx0) {
+  if (a.dx0) {
+    if (has_direct) {
 #pragma unroll
-    for (int k = 0; k < VEC; ++k) direct[k] = direct[k] + gv[k];
-    store_vec<VEC>(dx0 + e, direct);
-  } else {
-    store_vec<VEC>(acc + e, direct);
+      for (int k = 0; k < VEC; ++k) direct[k] = direct[k] + gv[k];
+      store32(a.dx0, direct);
+    } else {
+      store32(a.dx0, gv);
+    }
   }
+}
+
+template <class Op>
+__device__ inline float cross_backward_element(const CrossBackwardOperands<Op>& a, int64_t e) {
+  float d[1];
+  cross_backward_elements<Op, 1, false>(a, e, d);
+  return d[0];
 }
 
 // Block (x, y) covers columns [x * COL_THREADS * VEC, ...) of chunk y (rows
@@ -140,10 +185,13 @@ __device__ inline void cross_backward_vector(float* __restrict__ g, const Op* __
 // column walking the chunk in row order (kernels/column_chunks.cuh's order).
 template <class Op, int VEC, int COL_THREADS, int ROW_GROUPS, int CHUNK_ROWS>
 __global__ void __launch_bounds__(COL_THREADS * ROW_GROUPS)
-    cross_backward_chunk_kernel(float* __restrict__ g, const Op* __restrict__ h, const float* __restrict__ x0,
-                                const Op* __restrict__ z, float* __restrict__ acc, bool accumulate,
-                                float* __restrict__ dx0, Op* __restrict__ dz, int64_t rows, int64_t cols,
-                                float* __restrict__ partial, bool vector_ok) {
+    cross_backward_chunk_kernel(float* __restrict__ g, const Op* h0, const Op* h1, const Op* h2, int terms,
+                                const float* __restrict__ x0, const Op* z0, const Op* z1, const Op* z2, const Op* z3,
+                                int direct_terms, int direct_first, float* __restrict__ acc, bool accumulate,
+                                bool checkpoint, float* __restrict__ dx0, Op* __restrict__ dz, int64_t rows,
+                                int64_t cols, float* __restrict__ partial, bool vector_ok) {
+  const CrossBackwardOperands<Op> a{g,  {h0, h1, h2}, terms,      x0,  {z0, z1, z2, z3}, direct_terms, direct_first,
+                                    acc, accumulate,  checkpoint, dx0, dz};
   constexpr int kGroupRows = CHUNK_ROWS / ROW_GROUPS;
   const int col_thread = ROW_GROUPS == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % COL_THREADS;
   const int group = ROW_GROUPS == 1 ? 0 : static_cast<int>(threadIdx.x) / COL_THREADS;
@@ -160,11 +208,11 @@ __global__ void __launch_bounds__(COL_THREADS * ROW_GROUPS)
   if constexpr (VEC == 1) {
     if (c0 < cols)
       for (int64_t r = r_begin; r < r_limit; ++r)
-        sum[0] += cross_backward_element(g, h, x0, z, acc, accumulate, dx0, dz, r * cols + c0);
+        sum[0] += cross_backward_element(a, r * cols + c0);
   } else if (vector_ok && c0 + VEC <= cols) {
     for (int64_t r = r_begin; r < r_limit; ++r) {
       float d[VEC];
-      cross_backward_vector<Op, VEC>(g, h, x0, z, acc, accumulate, dx0, dz, r * cols + c0, d);
+      cross_backward_elements<Op, VEC, true>(a, r * cols + c0, d);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) sum[k] += d[k];
     }
@@ -172,7 +220,7 @@ __global__ void __launch_bounds__(COL_THREADS * ROW_GROUPS)
     for (int64_t r = r_begin; r < r_limit; ++r)
 #pragma unroll
       for (int k = 0; k < VEC; ++k)
-        if (c0 + k < cols) sum[k] += cross_backward_element(g, h, x0, z, acc, accumulate, dx0, dz, r * cols + c0 + k);
+        if (c0 + k < cols) sum[k] += cross_backward_element(a, r * cols + c0 + k);
   }
   if constexpr (ROW_GROUPS > 1) {
     __shared__ float staged[ROW_GROUPS - 1][COL_THREADS * VEC];

@@ -113,8 +113,10 @@ nlohmann::json tune_cross_backward(const TuneOptions& o, const DeviceFacts& dev,
   k.workload = bench.describe();
   k.header = kernels::kCrossNetKernelHeader;
   k.signature = "template <class Op, int VEC, int COL_THREADS, int ROW_GROUPS, int CHUNK_ROWS> __global__ void "
-                "cross_backward_chunk_kernel(float* g, const Op* h, const float* x0, const Op* z, float* acc, bool "
-                "accumulate, float* dx0, Op* dz, int64_t rows, int64_t cols, float* partial, bool vector_ok) in "
+                "cross_backward_chunk_kernel(float* g, const Op* h0, const Op* h1, const Op* h2, int terms, const "
+                "float* x0, const Op* z0, const Op* z1, const Op* z2, const Op* z3, int direct_terms, int "
+                "direct_first, float* acc, bool accumulate, bool checkpoint, float* dx0, Op* dz, int64_t rows, "
+                "int64_t cols, float* partial, bool vector_ok) in "
                 "namespace hetrec::kernels, a one-dimensional grid of ceil(cols / (COL_THREADS x VEC)) x "
                 "ceil(rows / CHUNK_ROWS) blocks of COL_THREADS x ROW_GROUPS threads writing partial[chunk * cols + c] "
                 "(the chunk's sum of dz in fp32); keep cross_forward_kernel unchanged";
