@@ -109,8 +109,8 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
       {"top MLP activations", 100.0 * 32 * 4 + 100 * 1 * 4},
       {"top MLP gradient buffers", 2 * 100.0 * 32 * 4},
       {"cross net activations (x_l, z_l, V x_l of 2 layers)", 2 * (100.0 * 24 * 4 * 2 + 100 * 4 * 4)},
-      // dz, d(V x), the chain term and the sum of dL/dx0's direct parts (fp32 mode).
-      {"cross net backward buffers (dz, d(V x), chain term, dx0 sum)", 100.0 * 24 * 4 * 3 + 100 * 4 * 4},
+      // dz, d(V x) and the top layer's chain term (fp32 mode; two layers need no accumulator).
+      {"cross net backward buffers (dz, d(V x), chain terms)", 100.0 * 24 * 4 * 2 + 100 * 4 * 4},
       {"features [bottom output, pooled embeddings]", 100.0 * 24 * 4},
       {"feature gradient", 100.0 * 24 * 4},
       {"logit gradient", 100.0 * 4},
@@ -123,7 +123,7 @@ TEST(MemoryModel, CountsEveryBufferOfASmallDcnModel) {
   want["caching allocator size-class rounding"] = rounding_of(
       {41600, 5200, 24, 2, flat * 4, flat * 4, flat * 4, 32.0 * 1024 * 1024, step_structs, step_output, 1204, 400, 804,
        cap * 4, 1204, 400, 804, cap * 4, 6400, 3200, 6400, 6400,
-       12800, 400, 12800, 12800, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 1600, 9600, 9600, 9600, 9600, 400, 9600,
+       12800, 400, 12800, 12800, 9600, 9600, 1600, 9600, 9600, 1600, 9600, 1600, 9600, 9600, 9600, 400, 9600,
        bias_scratch, loss, backward});
   EXPECT_EQ(dev.size(), want.size());
   for (const auto& [name, bytes] : want) {
@@ -175,9 +175,18 @@ TEST(MemoryModel, SixteenBitDenseCountsTheOperandCopies) {
   // x_1 in fp32 (x_2 only in 16 bits), z_l and V x_l in bf16.
   EXPECT_DOUBLE_EQ(dev.at("cross net activations (x_l, z_l, V x_l of 2 layers)"),
                    100.0 * 24 * 4 + 2 * (100.0 * 24 * 2 + 100 * 8 * 2));
-  // dz, d(V x) and the chain term in bf16, the dx0 sum in fp32.
-  EXPECT_DOUBLE_EQ(dev.at("cross net backward buffers (dz, d(V x), chain term, dx0 sum)"),
-                   100.0 * 24 * 2 + 100 * 8 * 2 + 100 * 24 * 2 + 100 * 24 * 4);
+  // dz, d(V x) and the chain term in bf16; two layers keep no fp32 accumulator.
+  EXPECT_DOUBLE_EQ(dev.at("cross net backward buffers (dz, d(V x), chain terms)"),
+                   100.0 * 24 * 2 + 100 * 8 * 2 + 100 * 24 * 2);
+  // Six layers: three chain-term buffers and the fp32 accumulator of the checkpoints
+  // (tunable/cross_net/cross_backward_schedule.h).
+  {
+    ModelConfig deep = m;
+    deep.cross_layers = 6;
+    const auto d6 = by_name(estimate_memory(deep, o, r, hw), MemorySpace::device);
+    EXPECT_DOUBLE_EQ(d6.at("cross net backward buffers (dz, d(V x), chain terms, dx0 accumulator)"),
+                     100.0 * 24 * 2 + 100 * 8 * 2 + 3 * 100 * 24 * 2 + 100 * 24 * 4);
+  }
   // Top: only the output-gradient copy (32 wide).
   EXPECT_DOUBLE_EQ(dev.at("top MLP 16-bit operand copies (inputs, output gradient)"), 100.0 * 32 * 2);
   // The 16-bit residual stream keeps x_1 only as its 16-bit copy: no fp32 x_l is left.

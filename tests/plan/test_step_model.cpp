@@ -90,12 +90,12 @@ TEST(StepModel, TermsCountTheGpuModelsWork) {
               1e-9);
 
   // Element-wise bytes, counted from the kernels (fp32 operands here): the cross forward
-  // reads x0, x, z and writes the output; the backward pass of the top layer reads g, x0,
-  // z and writes dz and the direct-part sum (20 B), the bottom layer's also reads the
-  // term from above and the sum and writes dx0 (28 B), each summing dz's columns.
+  // reads x0, x, z and writes the output; the backward pass of the top layer reads g and
+  // x0 and writes dz (12 B), the bottom layer's also reads the top layer's term and both
+  // z's and writes dx0 (28 B), each summing dz's columns.
   const auto ew = StepFactor::elementwise;
   EXPECT_NEAR(phase_base(w, StepPhase::interaction_fwd, ew), 2 * b * n * 16 / hbm, 1e-12);
-  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, ew), (b * n * 20 + b * n * 28) / hbm, 1e-12);
+  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, ew), (b * n * 12 + b * n * 28) / hbm, 1e-12);
   // ReLU backward (dy, y in; dz out) on 32 and (bias sum only) 1 column in the top MLP.
   EXPECT_NEAR(phase_base(w, StepPhase::top_mlp_bwd, ew), (b * 32 * 12 + b * 1 * 4) / hbm, 1e-12);
   EXPECT_NEAR(phase_base(w, StepPhase::loss, ew), b * 12 / hbm, 1e-12);

@@ -128,7 +128,12 @@ TEST(CrossNetCost, PredictionIsAtLeastTheFloorAndFavoursBytesInFlight) {
   const double n = static_cast<double>(kMlperfBatch) * kMlperfWidth;
   EXPECT_NEAR(cross_forward_rank(hw, w, fwd(1, 1, 256)).first, n * 16 / (2048.0 * 132 * 10 * 1e6) * 1e6, 1e-6);
   EXPECT_NEAR(cross_forward_rank(hw, w, fwd(4, 1, 256)).first, cross_forward_floor_us(hw, w), 1e-6);
-  EXPECT_LT(cross_backward_rank(hw, w, bwd(4, 64, 1, 256)).first, cross_backward_rank(hw, w, bwd(1, 256, 1, 256)).first);
+  // Backward, bf16: the tuned pass reads 18 bytes an element, so one element per thread
+  // already sustains HBM's rate and both variants are predicted at the bytes' time; the
+  // tie-break (instruction issue) favours 4 columns per thread.
+  const auto one = cross_backward_rank(hw, w, bwd(1, 256, 1, 256)), four = cross_backward_rank(hw, w, bwd(4, 64, 1, 256));
+  EXPECT_DOUBLE_EQ(four.first, one.first);
+  EXPECT_LT(four.second, one.second);
 }
 
 }  // namespace

@@ -96,21 +96,34 @@ struct CrossBackwardOperands {
   Op* dz;
 };
 
-// The pass's arithmetic on VEC consecutive elements whose operands are already loaded
-// (g in gv, overwritten with G); `h_at(s, out)` and `z_at(j, out)` load term s and z j.
-// Returns the direct part in `direct` (valid when `has_direct`).
-template <int VEC, class LoadH, class LoadZ>
-__device__ inline bool cross_backward_chain(const int terms, const int direct_terms, const int first,
-                                            const bool accumulate, float (&gv)[VEC], float (&direct)[VEC],
-                                            const LoadH& h_at, const LoadZ& z_at) {
-  bool has_direct = accumulate;
+// One element (VEC = 1) or VEC consecutive vector-aligned elements at e; d gets dz in fp32.
+// The loop over the terms is unrolled, so every operand pointer is picked by a constant
+// index (a run-time index would put the pointer arrays in local memory).
+template <class Op, int VEC, bool VECTOR>
+__device__ inline void cross_backward_elements(const CrossBackwardOperands<Op>& a, int64_t e, float (&d)[VEC]) {
+  float gv[VEC], xv[VEC], direct[VEC];
+  const auto load32 = [e](const float* p, float (&out)[VEC]) {
+    if constexpr (VECTOR) load_vec<VEC>(p + e, out);
+    else out[0] = p[e];
+  };
+  const auto loadop = [e](const Op* p, float (&out)[VEC]) {
+    if constexpr (VECTOR) load_vec<VEC>(p + e, out);
+    else out[0] = to_float(p[e]);
+  };
+  const auto store32 = [e](float* p, const float (&in)[VEC]) {
+    if constexpr (VECTOR) store_vec<VEC>(p + e, in);
+    else p[e] = in[0];
+  };
+  load32(a.g, gv);
+  bool has_direct = a.accumulate;
+  if (has_direct) load32(a.acc, direct);
 #pragma unroll
   for (int s = 0; s <= 3; ++s) {
-    if (s > terms) break;
-    const int j = s - first;
-    if (j >= 0 && j < direct_terms) {
+    if (s > a.terms) break;
+    const int j = s - a.direct_first;  // the z paired with G^(s)
+    if (j >= 0 && j < a.direct_terms) {
       float zv[VEC];
-      z_at(j, zv);
+      loadop(a.direct_first == 0 ? a.z[s] : a.z[s > 0 ? s - 1 : 0], zv);
       if (has_direct) {
 #pragma unroll
         for (int k = 0; k < VEC; ++k) direct[k] = fmaf(gv[k], zv[k], direct[k]);
@@ -120,40 +133,16 @@ __device__ inline bool cross_backward_chain(const int terms, const int direct_te
       }
       has_direct = true;
     }
-    if (s < terms) {
+    if (s < 3 && s < a.terms) {
       float hv[VEC];
-      h_at(s, hv);
+      loadop(a.h[s < 3 ? s : 0], hv);
 #pragma unroll
       for (int k = 0; k < VEC; ++k) gv[k] += hv[k];
     }
   }
-  return has_direct;
-}
-
-// One element (VEC = 1) or VEC consecutive vector-aligned elements at e; d gets dz in fp32.
-template <class Op, int VEC, bool VECTOR>
-__device__ inline void cross_backward_elements(const CrossBackwardOperands<Op>& a, int64_t e, float (&d)[VEC]) {
-  float gv[VEC], xv[VEC], direct[VEC];
-  const auto load32 = [&](const float* p, float (&out)[VEC]) {
-    if constexpr (VECTOR) load_vec<VEC>(p + e, out);
-    else out[0] = p[e];
-  };
-  const auto loadop = [&](const Op* p, float (&out)[VEC]) {
-    if constexpr (VECTOR) load_vec<VEC>(p + e, out);
-    else out[0] = to_float(p[e]);
-  };
-  load32(a.g, gv);
-  if (a.accumulate) load32(a.acc, direct);
-  const bool has_direct = cross_backward_chain<VEC>(
-      a.terms, a.direct_terms, a.direct_first, a.accumulate, gv, direct,
-      [&](int s, float (&out)[VEC]) { loadop(a.h[s], out); }, [&](int j, float (&out)[VEC]) { loadop(a.z[j], out); });
   load32(a.x0, xv);
 #pragma unroll
   for (int k = 0; k < VEC; ++k) d[k] = gv[k] * xv[k];
-  const auto store32 = [&](float* p, const float (&in)[VEC]) {
-    if constexpr (VECTOR) store_vec<VEC>(p + e, in);
-    else p[e] = in[0];
-  };
   if constexpr (VECTOR) store_vec<VEC>(a.dz + e, d);
   else a.dz[e] = from_float<Op>(d[0]);
   if (a.checkpoint) {
