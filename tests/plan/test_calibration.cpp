@@ -130,28 +130,30 @@ TEST(Calibration, RecoversKnownFactorsFromSyntheticMeasurements) {
 
 // The planner benchmark's recipes after the fit on every recorded H200 step: |predicted /
 // measured - 1| in % as recorded when the model last changed (docs/planner.md, "Measured on
-// the H200"; last: host rows priced per row for their size, hw/hardware.h). A recipe's error
+// the H200"; last: the cross net's backward priced as the passes of
+// tunable/cross_net/cross_backward_schedule.h, which move 24 B an element fewer in a 16-bit
+// three-layer net than the running sums these recipes were measured with). A recipe's error
 // may not grow past its recorded figure (+0.5 points for rounding); none may pass 10%.
 struct RecordedRecipeError {
   const char* name;
   double error_pct;
 };
 const RecordedRecipeError kPlannerRecipeErrors[] = {
-    {"dlrm_dcnv2_mlperf-plan-h200_sxm", +1.5},
-    {"dlrm_dcnv2_mlperf-plan-h100_sxm", +1.1},
-    {"dlrm_dcnv2_mlperf-plan-a100_sxm_40gb", -9.1},
-    {"dlrm_dcnv2_capped-plan-h200_sxm", +1.7},
-    {"capped-b128k-bf16-fp16rows", -5.1},
+    {"dlrm_dcnv2_mlperf-plan-h200_sxm", +1.0},
+    {"dlrm_dcnv2_mlperf-plan-h100_sxm", +0.5},
+    {"dlrm_dcnv2_mlperf-plan-a100_sxm_40gb", -9.4},
+    {"dlrm_dcnv2_capped-plan-h200_sxm", +1.2},
+    {"capped-b128k-bf16-fp16rows", -5.6},
     {"capped-b128k-tf32-fp32rows", +1.7},
-    {"capped-b16k-tf32-fp32rows", +5.0},
-    {"capped-b32k-bf16-bf16rows", -0.2},
-    {"capped-b64k-bf16-bf16rows-host6", +6.8},
-    {"capped-b64k-fp16-fp32rows", -0.6},
-    {"capped-b64k-fp32-fp32rows", +4.2},
+    {"capped-b16k-tf32-fp32rows", +4.9},
+    {"capped-b32k-bf16-bf16rows", -0.9},
+    {"capped-b64k-bf16-bf16rows-host6", +6.9},
+    {"capped-b64k-fp16-fp32rows", -0.5},
+    {"capped-b64k-fp32-fp32rows", +4.0},
     {"capped-b64k-tf32-fp16rows", -2.9},
-    {"capped-b64k-tf32-fp32rows-host2", -3.4},
-    {"capped-b8k-fp32-fp32rows", +0.5},
-    {"mlperf-b128k-bf16-bf16rows", +0.6},
+    {"capped-b64k-tf32-fp32rows-host2", -3.3},
+    {"capped-b8k-fp32-fp32rows", +0.2},
+    {"mlperf-b128k-bf16-bf16rows", -0.0},
 };
 constexpr double kRecipeErrorSlackPct = 0.5;
 

@@ -316,22 +316,34 @@ TEST(MemoryModel, HostTablesMoveTheirBytesToHostMemory) {
 // used bytes at the end of the run (the runtime context included). Recorded: the estimate
 // is 0.01% to 0.08% below (the model leaves out a few MiB of cuBLASLt handle and graph
 // executables, docs/planner.md); it may not drift past 0.2% either way.
+//
+// These runs were measured with the cross net backward's running sums: a 16-bit cross net
+// then kept an fp32 accumulator (batch x width x 4 bytes) where the engine now keeps a
+// second 16-bit chain term (tunable/cross_net/cross_backward_schedule.h); an fp32 cross net's
+// buffers did not change (two of 4 bytes either way). The 16-bit ones are left out here.
 constexpr double kRecordedDeviceMemoryBound = 0.002;
 
 TEST(MemoryModel, PlannerRecipesMatchTheDeviceMemoryTheyUsed) {
   const Hardware h200 = shipped_hardware("h200_sxm");
   const PlannerRecord planner = read_planner_record(kResultsDir + kPlannerRecordFile);
   ASSERT_GE(planner.runs.size(), 10u);
+  int compared = 0;
   for (const PlannerRun& run : planner.runs) {
     const ModelConfig m = planner_config_model(run.config);
     const MemoryEstimate e = estimate_memory(m, mlperf_optim(), planner_recipe(run, m, h200.name), h200,
                                              IdDistribution{}, run.batch_copied_ahead);
+    if (by_name(e, MemorySpace::device).count("cross net 16-bit operand copies")) {
+      std::printf("%-60s 16-bit cross net: measured with the running sums, left out\n", run.label.c_str());
+      continue;
+    }
+    ++compared;
     ASSERT_GT(run.device_used_bytes, 0.0) << run.label;
     const double error = e.device_bytes() / run.device_used_bytes - 1.0;
     std::printf("%-60s predicted %s, used %s (%+.3f%%)\n", run.label.c_str(), format_bytes(e.device_bytes()).c_str(),
                 format_bytes(run.device_used_bytes).c_str(), 100.0 * error);
     EXPECT_LE(std::abs(error), kRecordedDeviceMemoryBound) << run.label;
   }
+  EXPECT_GE(compared, 6);
 }
 
 }  // namespace

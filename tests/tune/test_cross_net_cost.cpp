@@ -104,6 +104,18 @@ TEST(CrossNetCost, BackwardRules) {
   EXPECT_EQ(kernels::cross_backward_partial_floats(kMlperfBatch, kMlperfWidth, {1, 256, 1, 1024}), 128u * 3456);
   EXPECT_EQ(kernels::cross_backward_partial_floats(1000, 8, {1, 32, 1, 256}), 4u * 8);
   EXPECT_EQ(kernels::cross_backward_sum_chain(kMlperfBatch), 1024 + 512);
+  // A winner serves every batch of its shape: at 16384 rows (an eighth) chunks of 1024 rows
+  // in blocks of 32 column threads leave 16 x 27 blocks of 32 threads, far too few loads in
+  // flight; the same chunks in blocks of 64 x 8 threads keep HBM busy.
+  EXPECT_TRUE(has(cross_backward_static_problem(hw, w, bwd(4, 32, 1, 1024)), "small batches"));
+  EXPECT_EQ(cross_backward_static_problem(hw, w, bwd(4, 64, 8, 1024)), "");
+  for (const ParameterSet& p : enumerate(cross_backward_space())) {
+    const std::string problem = cross_backward_static_problem(hw, w, p);
+    if (problem.empty() || !has(problem, "small batches")) continue;
+    const CrossWorkload small{w.shape, kMlperfBatch / 8};
+    EXPECT_GT(cross_backward_rank(hw, small, p).first, 2 * cross_backward_rank(hw, small, bwd(1, 256, 1, 256)).first)
+        << describe(p);
+  }
 }
 
 TEST(CrossNetCost, PredictionIsAtLeastTheFloorAndFavoursBytesInFlight) {

@@ -15,6 +15,10 @@ constexpr double kMaxAccessBytes = 16;
 // Guide: statically allocated shared memory is limited to 48 KB).
 constexpr double kStaticSharedLimitBytes = 48 * 1024;
 constexpr double kF32 = sizeof(float);
+// The smaller batch a backward winner must also serve (tuned batch / this), and how many
+// times the built-in variant's predicted time it may take there.
+constexpr int64_t kSmallBatchDivisor = 8;
+constexpr double kSmallBatchSlowdownLimit = 2.0;
 
 int get(const ParameterSet& params, const char* kernel, const char* name) {
   auto it = params.find(name);
@@ -172,6 +176,17 @@ std::string cross_backward_static_problem(const Hardware& hw, const CrossWorkloa
   if (shared > std::min(kStaticSharedLimitBytes, hw.max_shared_kb_per_block * 1024))
     return "shared memory: " + std::to_string(static_cast<int64_t>(shared)) +
            " bytes of staged partials per block exceed the static limit";
+  // A winner serves every batch of its shape: at an eighth of the tuned batch (the capped
+  // config's 16384 beside the full one's 131072) it may not be predicted more than twice
+  // as slow as the built-in variant, or a long-chunk, narrow-block variant that wins at
+  // the tuned batch starves the smaller one of loads in flight.
+  const CrossWorkload small{w.shape, std::max<int64_t>(1, w.batch / kSmallBatchDivisor)};
+  const double small_us = cross_backward_rank(hw, small, params).first;
+  const double builtin_us =
+      cross_backward_rank(hw, small, cross_backward_parameters(kernels::kDefaultCrossBackwardVariant)).first;
+  if (small_us > kSmallBatchSlowdownLimit * builtin_us)
+    return "small batches: at " + std::to_string(small.batch) + " rows too few threads keep loads in flight (predicted " +
+           std::to_string(static_cast<int>(small_us / builtin_us * 100)) + "% of the built-in variant's time)";
   return "";
 }
 
