@@ -123,6 +123,10 @@ def main():
     ap.add_argument("--commit", required=True)
     ap.add_argument("--variants", default="base,new,new16")
     ap.add_argument("--out-dir", default=os.path.join(ROOT, "bench", "results"))
+    ap.add_argument("--tag", default="", help="inserted after the date in the file names (e.g. h100-schedule)")
+    ap.add_argument("--command", default="tools/gpu_machine/step_variants.sh OUT COMMIT; bench/step_variants_summary.py OUT",
+                    help="what reproduces the run, for the records")
+    ap.add_argument("--note", default="", help="the records' note")
     args = ap.parse_args()
     variants = args.variants.split(",")
     workloads = [("full-b128k", "configs/dlrm_dcnv2_mlperf.toml", 131072, "mlperf-b128k-bf16-variants", None),
@@ -130,6 +134,11 @@ def main():
                  ("dlrm-capped-b64k", "configs/dlrm_dcnv2_capped.toml", 65536, "dlrm-capped-b64k-bf16-variants",
                   "dlrm")]
     gpu = "NVIDIA H200"
+    for name in sorted(os.listdir(args.run_dir)):  # the GPU the runs name
+        if name.startswith("e2e-") and name.endswith(".json"):
+            with open(os.path.join(args.run_dir, name)) as fh:
+                gpu = json.load(fh).get("gpu", gpu)
+            break
     for prefix, cfg, batch, tag, arch in workloads:
         m = summarise(args.run_dir, prefix, variants, cfg, batch, arch)
         if m is None:
@@ -149,10 +158,12 @@ def main():
                                         m["torch_fused_compile_samples_per_s"]) if v)
             m["ratio_vs_strongest_torch"] = m["hetrec_samples_per_s"] / strongest
             gpu = t.get("gpu", gpu)
-        doc = {"benchmark": "e2e", "date": args.date, "gpu": gpu, "commit": args.commit,
-               "command": "tools/gpu_machine/step_variants.sh OUT COMMIT; bench/step_variants_summary.py OUT",
+        doc = {"benchmark": "e2e", "date": args.date, "gpu": gpu, "commit": args.commit, "command": args.command,
                "metrics": m}
-        path = os.path.join(args.out_dir, f"e2e-{args.date}-{tag}.json")
+        if args.note:
+            doc["note"] = args.note
+        name = f"e2e-{args.date}-{args.tag}-{tag}.json" if args.tag else f"e2e-{args.date}-{tag}.json"
+        path = os.path.join(args.out_dir, name)
         with open(path, "w") as fh:
             json.dump(doc, fh, indent=1)
             fh.write("\n")
