@@ -19,17 +19,8 @@ mkdir -p "$out/tune"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 before=/tmp/hetrec-before
 mkdir -p "$before" && { [ -x "$before/bin/e2e_bench" ] || tar -C "$before" -xJf "$before_archive"; }
-cp tune/winners.json "$out/winners.json"
-common=(--out-dir "$out/tune" --winners "$out/winners.json" --config configs/dlrm_dcnv2_mlperf.toml --batch 131072
-        --rows bf16 --cross-operands bf16 --gemm-operands fp32)
-for family in cross_backward:0.7 cross_forward:0.4 embedding_sparse_update:0.8 embedding_bag_forward:0.3 \
-              dot_interaction_forward:0.25 dot_interaction_backward:0.3 small_gemm:0.6; do
-  kernel=${family%%:*}
-  minutes=$(awk -v m="${family##*:}" -v s="$scale" 'BEGIN { print m * s }')
-  timeout $(awk -v m="$minutes" 'BEGIN { print int(m * 60 + 90) }') \
-    "$bin/hetrec" tune --kernel "$kernel" --budget "$minutes" "${common[@]}" > "$out/tune/tune-$kernel.log" 2>&1
-  el "tune $kernel rc=$? $(tr '\r' '\n' < "$out/tune/tune-$kernel.log" | grep -E '\[.*\]: built-in' | tail -1 | cut -c1-220)"
-done
+. tools/gpu_machine/tune_families.sh
+tune_families "$out" "$scale"
 bf16='model.dense_dtype="bf16"' r16='model.cross_residual="16bit"'
 full=configs/dlrm_dcnv2_mlperf.toml capped=configs/dlrm_dcnv2_capped.toml
 run() {  # tag root winners(none: built-in) config batch args...

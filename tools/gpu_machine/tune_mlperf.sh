@@ -13,17 +13,8 @@ out=$1 commit=$2 scale=${3:-1}
 mkdir -p "$out/tune"
 . tools/gpu_machine/suite_env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader
-cp tune/winners.json "$out/winners.json"
-common=(--out-dir "$out/tune" --winners "$out/winners.json" --config configs/dlrm_dcnv2_mlperf.toml --batch 131072
-        --rows bf16 --cross-operands bf16 --gemm-operands fp32)
-for family in cross_forward:0.4 cross_backward:0.7 dot_interaction_forward:0.25 dot_interaction_backward:0.3 \
-              small_gemm:0.6 embedding_sparse_update:0.8 embedding_bag_forward:0.3; do
-  kernel=${family%%:*}
-  minutes=$(awk -v m="${family##*:}" -v s="$scale" 'BEGIN { print m * s }')
-  timeout $(awk -v m="$minutes" 'BEGIN { print int(m * 60 + 90) }') \
-    "$bin/hetrec" tune --kernel "$kernel" --budget "$minutes" "${common[@]}" > "$out/tune/tune-$kernel.log" 2>&1
-  echo "tune $kernel rc=$? $(tr '\r' '\n' < "$out/tune/tune-$kernel.log" | grep -E '\[.*\]: built-in' | tr '\n' ' ' | cut -c1-400)"
-done
+. tools/gpu_machine/tune_families.sh
+tune_families "$out" "$scale"
 r16='--set,model.cross_residual="16bit"'
 variants() {  # TUNED winners file (empty: built-in kernels), VARIANTS
   TUNED=$1 STEP_ARCHIVE=.carry/suite/suite.tar.xz TESTS=none TORCH= WORKLOADS="full capped" VARIANTS="$2" \
