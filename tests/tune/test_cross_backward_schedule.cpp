@@ -58,6 +58,7 @@ TEST(CrossBackwardSchedule, WalkedPassesGiveTheRecurrencesGradients) {
         if (s < p.terms.size()) {
           const int from = p.terms[s];
           const auto b = static_cast<std::size_t>(slot[static_cast<std::size_t>(from)]);
+          ASSERT_EQ(b, s) << layers << " layers: the engine reads term s from buffer s";
           ASSERT_EQ(holds[b], from) << layers << " layers, pass of layer " << p.layer << " reads a stale buffer";
           Gp += buffer[b];
         }

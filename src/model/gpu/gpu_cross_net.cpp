@@ -163,10 +163,7 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
   // kDzRead and the one reading dvx (dV) mark kDvxRead; the next layer waits for each
   // before it overwrites that buffer, and for both at the end.
   constexpr int kDzRead = 0, kDvxRead = 1;
-  const std::vector<kernels::CrossBackwardPass> passes = kernels::cross_backward_schedule(num);
-  std::vector<int> slot(static_cast<std::size_t>(num), -1);  // each layer's chain-term buffer
-  for (const kernels::CrossBackwardPass& p : passes) slot[static_cast<std::size_t>(p.layer)] = p.term_slot;
-  for (const kernels::CrossBackwardPass& pass : passes) {
+  for (const kernels::CrossBackwardPass& pass : kernels::cross_backward_schedule(num)) {
     const int l = pass.layer;
     const Layer& ly = layers_[static_cast<std::size_t>(l)];
     const bool bottom = pass.bottom;
@@ -178,8 +175,7 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
     kernels::CrossBackward args;
     args.g = g;
     args.terms = static_cast<int>(pass.terms.size());
-    for (int s = 0; s < args.terms; ++s)
-      args.h[s] = hs_[static_cast<std::size_t>(slot[static_cast<std::size_t>(pass.terms[static_cast<std::size_t>(s)])])].raw();
+    for (int s = 0; s < args.terms; ++s) args.h[s] = hs_[static_cast<std::size_t>(s)].raw();  // terms[s] is in buffer s
     args.x0 = x0;
     args.direct_terms = static_cast<int>(pass.direct.size());
     for (int j = 0; j < args.direct_terms; ++j)

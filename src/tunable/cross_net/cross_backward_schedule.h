@@ -23,7 +23,7 @@ inline constexpr int kMaxCrossTerms = 3;
 
 struct CrossBackwardPass {
   int layer = 0;
-  std::vector<int> terms;   // layers whose chain terms h this pass adds to g, top first
+  std::vector<int> terms;   // layers whose chain terms h this pass adds to g, top first; terms[s] is in buffer s
   std::vector<int> direct;  // layers whose z_l * G_{l+1} this pass adds to the direct part, top first
   // direct[i] multiplies G^(i + direct_first), where G^(0) = g and G^(s+1) = G^(s) + h of terms[s].
   int direct_first = 0;
@@ -31,6 +31,7 @@ struct CrossBackwardPass {
   bool checkpoint = false;  // writes g = G_{l+1} and the accumulator = the direct part
   bool bottom = false;      // writes dx0 = direct part + G_1; the layer's chain term is then added to dx0
   int term_slot = -1;       // the buffer this layer's chain term goes to (-1: the bottom's, into dx0)
+  bool operator==(const CrossBackwardPass&) const = default;
 };
 
 // The passes of a backward through `layers` layers, from the top layer down.

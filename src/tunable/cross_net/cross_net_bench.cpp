@@ -350,10 +350,7 @@ ForwardCheck CrossBackwardBench::verify(const CrossBackwardLaunch& launch) {
   for (const kernels::CrossBackwardPass& p : checked_passes()) {
     // The timed pass over every row; the other kinds over the first rows only (their
     // branches run the same geometry), which keeps the host's check short at full size.
-    const bool is_timed = p.terms == timed.terms && p.direct == timed.direct && p.direct_first == timed.direct_first &&
-                          p.accumulate == timed.accumulate && p.checkpoint == timed.checkpoint &&
-                          p.bottom == timed.bottom;
-    const int64_t rows = is_timed ? workload_.batch : std::min(workload_.batch, kOtherPassRows);
+    const int64_t rows = p == timed ? workload_.batch : std::min(workload_.batch, kOtherPassRows);
     gpu::memcpy_async(d_g_.get(), d_g0_.get(), d_g_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
     gpu::memcpy_async(d_acc_.get(), d_acc0_.get(), d_acc_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
     gpu::memset_async(d_dz_.get(), kPoisonByte, d_dz_.bytes(), stream_.get());
