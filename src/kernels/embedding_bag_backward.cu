@@ -140,10 +140,12 @@ __global__ void __launch_bounds__(kBlockThreads)
     const uint32_t length = long_row_chunk_length(row_end - segment_start[u]);
     const uint32_t begin = segment_start[u] + j * length;
     const uint32_t end = begin + length < row_end ? begin + length : row_end;
-    const int table = sparse_table_of_bag(sorted_bags[begin], batch);
+    uint32_t bags[kGradsInFlight];
+    sparse_load_bags(bags, begin, end, sorted_bags);
+    const int table = sparse_table_of_bag(bags[0], batch);
     float g[UNITS][VEC];
     sparse_zero(g);
-    sparse_add_occurrences<kGradsInFlight>(g, begin, end, lane, lanes, sorted_bags, offsets, table,
+    sparse_add_occurrences<kGradsInFlight>(g, bags, begin, end, lane, lanes, sorted_bags, offsets, table,
                                            mean_pooling[table] != 0, grad, grad_stride, batch, dim);
     float* dst = partial + c * dim;
 #pragma unroll

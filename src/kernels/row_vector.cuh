@@ -97,6 +97,26 @@ __device__ inline void store_vec(T* p, const float (&in)[N]) {
   }
 }
 
+// Loads N consecutive elements at p as they are stored, with the widest aligned words.
+template <int N, class T>
+__device__ inline void load_raw_vec(const T* p, T (&out)[N]) {
+  constexpr int kTotal = N * static_cast<int>(sizeof(T));
+  constexpr int kWord = detail::word_bytes(kTotal);
+  constexpr int kWords = kTotal / kWord;
+  constexpr int kPerWord = N / kWords;
+  using W = typename detail::Word<kWord>::type;
+#pragma unroll
+  for (int w = 0; w < kWords; ++w) {
+    union {
+      W word;
+      T e[kPerWord];
+    } u;
+    u.word = reinterpret_cast<const W*>(p)[w];
+#pragma unroll
+    for (int i = 0; i < kPerWord; ++i) out[w * kPerWord + i] = u.e[i];
+  }
+}
+
 // Stores N already-encoded elements with the widest aligned words.
 template <int N, class T>
 __device__ inline void store_raw_vec(T* p, const T (&in)[N]) {

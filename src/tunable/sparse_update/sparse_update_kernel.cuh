@@ -47,25 +47,35 @@ __device__ inline void sparse_zero(float (&g)[UNITS][VEC]) {
     for (int i = 0; i < VEC; ++i) g[k][i] = 0.0f;
 }
 
-// Adds to g this lane's share of the gradients of N occurrences starting at p, loading
-// all N before adding any (N loads in flight), in order; mean-pooled tables scale each
-// by 1 / its bag length, as the forward did.
+// The bag indices of the N occurrences from p on (those at or past end read as 0): one
+// batch of independent loads.
+template <int N>
+__device__ inline void sparse_load_bags(uint32_t (&bags)[N], uint32_t p, uint32_t end,
+                                        const uint32_t* __restrict__ sorted_bags) {
+#pragma unroll
+  for (int q = 0; q < N; ++q) bags[q] = p + q < end ? sorted_bags[p + q] : 0u;
+}
+
+// Adds to g this lane's share of the gradients of the first `count` (at most N) of the
+// occurrences whose bags are `bags`, loading them all before adding any (N loads in
+// flight), in order; mean-pooled tables scale each by 1 / its bag length, as the forward
+// did.
 template <int N, int VEC, int UNITS, class Grad>
-__device__ inline void sparse_add_batch(float (&g)[UNITS][VEC], uint32_t p, int lane, int lanes,
-                                        const uint32_t* __restrict__ sorted_bags, const int32_t* __restrict__ offsets,
-                                        int64_t first_bag, bool mean, const Grad* __restrict__ table_grad,
-                                        int64_t grad_stride, int dim) {
+__device__ inline void sparse_add_batch(float (&g)[UNITS][VEC], const uint32_t (&bags)[N], uint32_t count, int lane,
+                                        int lanes, const int32_t* __restrict__ offsets, int64_t first_bag, bool mean,
+                                        const Grad* __restrict__ table_grad, int64_t grad_stride, int dim) {
   float v[N][UNITS][VEC];
   float inv_len[N];
 #pragma unroll
   for (int q = 0; q < N; ++q) {
-    const int64_t bag = static_cast<int64_t>(sorted_bags[p + q]);
-    inv_len[q] = mean ? 1.0f / static_cast<float>(offsets[bag + 1] - offsets[bag]) : 1.0f;
+    const bool valid = static_cast<uint32_t>(q) < count;
+    const int64_t bag = static_cast<int64_t>(bags[q]);
+    inv_len[q] = valid && mean ? 1.0f / static_cast<float>(offsets[bag + 1] - offsets[bag]) : 1.0f;
     const Grad* src = table_grad + (bag - first_bag) * grad_stride;
 #pragma unroll
     for (int k = 0; k < UNITS; ++k) {
       const int e = (lane + k * lanes) * VEC;
-      if (e < dim) {
+      if (valid && e < dim) {
         load_vec<VEC>(src + e, v[q][k]);
       } else {
 #pragma unroll
@@ -73,55 +83,38 @@ __device__ inline void sparse_add_batch(float (&g)[UNITS][VEC], uint32_t p, int 
       }
     }
   }
-  if (mean) {
 #pragma unroll
-    for (int q = 0; q < N; ++q)
-#pragma unroll
-      for (int k = 0; k < UNITS; ++k)
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) g[k][i] += sparse_mul(v[q][k][i], inv_len[q]);
-  } else {
-#pragma unroll
-    for (int q = 0; q < N; ++q)
+  for (int q = 0; q < N; ++q) {
+    if (static_cast<uint32_t>(q) < count) {
 #pragma unroll
       for (int k = 0; k < UNITS; ++k)
 #pragma unroll
-        for (int i = 0; i < VEC; ++i) g[k][i] += v[q][k][i];
+        for (int i = 0; i < VEC; ++i) g[k][i] += mean ? sparse_mul(v[q][k][i], inv_len[q]) : v[q][k][i];
+    }
   }
 }
 
 // Adds to g this lane's share of the pooled gradients of sorted occurrences
-// [begin, end), in order. Every occurrence of one row lies in the same table, so the
-// table (and its pooling) is worked out once per row by the caller, and an occurrence's
-// sample is its bag less the table's first bag: no division per occurrence. Whole
-// batches of GRADS_IN_FLIGHT first, then the rest in batches of 2 and 1: most rows of a
-// skewed batch occur once or twice, and a fixed-width batch would spend most of its
-// instructions on empty slots.
+// [begin, end), in order, GRADS_IN_FLIGHT at a time; `bags` holds the first batch's bag
+// indices (sparse_load_bags, requested with the row's key), so a row of at most
+// GRADS_IN_FLIGHT occurrences (most rows of a skewed batch) costs one round trip to memory
+// here. Every occurrence of one row lies in the same table, so the table (and its pooling)
+// is worked out once per row by the caller, and an occurrence's sample is its bag less the
+// table's first bag: no division per occurrence.
 template <int GRADS_IN_FLIGHT, int VEC, int UNITS, class Grad>
-__device__ inline void sparse_add_occurrences(float (&g)[UNITS][VEC], uint32_t begin, uint32_t end, int lane,
-                                              int lanes, const uint32_t* __restrict__ sorted_bags,
+__device__ inline void sparse_add_occurrences(float (&g)[UNITS][VEC], uint32_t (&bags)[GRADS_IN_FLIGHT],
+                                              uint32_t begin, uint32_t end, int lane, int lanes,
+                                              const uint32_t* __restrict__ sorted_bags,
                                               const int32_t* __restrict__ offsets, int table, bool mean,
                                               const Grad* __restrict__ grad, int64_t grad_stride, int64_t batch,
                                               int dim) {
   const int64_t first_bag = static_cast<int64_t>(table) * batch;
   const Grad* table_grad = grad + static_cast<int64_t>(table) * dim;
-  uint32_t p = begin;
-  for (; p + GRADS_IN_FLIGHT <= end; p += GRADS_IN_FLIGHT)
-    sparse_add_batch<GRADS_IN_FLIGHT>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad,
-                                      grad_stride, dim);
-  if constexpr (GRADS_IN_FLIGHT > 2) {
-    if (p + 2 <= end) {
-      sparse_add_batch<2>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
-      p += 2;
-    }
-  }
-  if constexpr (GRADS_IN_FLIGHT > 1 && GRADS_IN_FLIGHT <= 4) {
-    // At most one occurrence is left.
-    if (p < end)
-      sparse_add_batch<1>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
-  } else if constexpr (GRADS_IN_FLIGHT > 4) {
-    for (; p < end; ++p)
-      sparse_add_batch<1>(g, p, lane, lanes, sorted_bags, offsets, first_bag, mean, table_grad, grad_stride, dim);
+  for (uint32_t p = begin; p < end; p += GRADS_IN_FLIGHT) {
+    if (p != begin) sparse_load_bags(bags, p, end, sorted_bags);
+    const uint32_t count = end - p < GRADS_IN_FLIGHT ? end - p : GRADS_IN_FLIGHT;
+    sparse_add_batch<GRADS_IN_FLIGHT>(g, bags, count, lane, lanes, offsets, first_bag, mean, table_grad, grad_stride,
+                                      dim);
   }
 }
 
@@ -160,23 +153,60 @@ __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
   const int64_t warps = static_cast<int64_t>(gridDim.x) * BLOCK_THREADS / gpu::kWarpSize;
   const int64_t unique = *num_unique;
 
-  for (int64_t first = warp * groups_per_warp; first < unique; first += warps * groups_per_warp) {
-    const int64_t u = first + group;
+  // The loads of one row wait on each other only where they must: its segment bounds come
+  // one iteration ahead; the key, the long-row counts and the first batch's bag indices
+  // need only the bounds; the row's weights and optimizer state, and its gradients, need
+  // only those, so they all go out together, and the stores follow.
+  const int64_t stride = warps * groups_per_warp;
+  int64_t u = warp * groups_per_warp + group;
+  uint32_t begin = 0, end = 0;
+  if (u < unique) {
+    begin = segment_start[u];
+    end = segment_start[u + 1];
+  }
+  for (int64_t first = warp * groups_per_warp; first < unique; first += stride, u += stride) {
     bool active = u < unique;
+    const uint32_t row_begin = begin, row_end = end;
+    if (u + stride < unique) {
+      begin = segment_start[u + stride];
+      end = segment_start[u + stride + 1];
+    }
     uint32_t key = kSparseUpdateInvalidKey;
-    if (active) key = sorted_keys[segment_start[u]];
+    uint32_t n_chunks = 0;
+    uint32_t bags[GRADS_IN_FLIGHT];
+    if (active) {
+      key = sorted_keys[row_begin];
+      n_chunks = chunks[u];
+      sparse_load_bags(bags, row_begin, row_end, sorted_bags);
+    }
     if (key >= total_rows) active = false;
+
+    const int table = active ? sparse_table_of_bag(bags[0], batch) : 0;
+    const int64_t local_row = active ? static_cast<int64_t>(key) - row_offsets[table] : 0;
+    float* acc = nullptr;  // row-wise Adagrad's accumulator
+    float old = 0.0f;
+    Row* w_row = nullptr;
+    Row w_raw[UNITS][VEC];  // as stored: half the registers for 16-bit rows
+    if (active) {
+      if constexpr (OPT == SparseOptimizerKind::rowwise_adagrad) {
+        acc = table_accumulators ? table_accumulators[table] + local_row : accumulators + key;
+        if (lane == 0) old = *acc;  // lane 0 alone reads and writes it
+      }
+      w_row = table_weights ? static_cast<Row*>(table_weights[table]) + local_row * dim
+                            : weights + static_cast<int64_t>(key) * dim;
+#pragma unroll
+      for (int k = 0; k < UNITS; ++k) {
+        const int e = (lane + k * lanes) * VEC;
+        if (e < dim) load_raw_vec<VEC>(w_row + e, w_raw[k]);
+      }
+    }
 
     float g[UNITS][VEC];
     sparse_zero(g);
-    int table = 0;
     if (active) {
-      const uint32_t begin = segment_start[u];
-      table = sparse_table_of_bag(sorted_bags[begin], batch);
-      const uint32_t n_chunks = chunks[u];
       if (n_chunks == 0) {
-        sparse_add_occurrences<GRADS_IN_FLIGHT>(g, begin, segment_start[u + 1], lane, lanes, sorted_bags, offsets,
-                                                table, mean_pooling[table] != 0, grad, grad_stride, batch, dim);
+        sparse_add_occurrences<GRADS_IN_FLIGHT>(g, bags, row_begin, row_end, lane, lanes, sorted_bags, offsets, table,
+                                                mean_pooling[table] != 0, grad, grad_stride, batch, dim);
       } else {
         // A long row: its chunk sums, in chunk order.
         const float* src = partial + static_cast<int64_t>(chunk_start[u]) * dim;
@@ -205,13 +235,8 @@ __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
 #pragma unroll
         for (int i = 0; i < VEC; ++i) sq += sparse_mul(g[k][i], g[k][i]);
       sq = gpu::group_sum(sq, lanes);  // every lane of the warp takes part
-      // Lane 0 alone reads and writes the accumulator; the others get its value by
-      // shuffle (lanes of a group are not guaranteed to run in lock step).
-      float* acc = nullptr;
-      if (active)
-        acc = table_accumulators ? table_accumulators[table] + (static_cast<int64_t>(key) - row_offsets[table])
-                                 : accumulators + key;
-      float old = active && lane == 0 ? *acc : 0.0f;
+      // The others get lane 0's value by shuffle (lanes of a group are not guaranteed to
+      // run in lock step).
       old = gpu::shfl(old, 0, lanes);
       if (active) {
         const float a = old + sq / static_cast<float>(dim);
@@ -221,7 +246,6 @@ __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
     }
     if (!active) continue;
 
-    const int64_t local_row = static_cast<int64_t>(key) - row_offsets[table];
     uint64_t rounding_key = 0;
     if constexpr (sizeof(Row) != sizeof(float)) {
       const uint64_t table_key =
@@ -237,14 +261,13 @@ __global__ void __launch_bounds__(BLOCK_THREADS, MIN_BLOCKS_PER_SM)
         rounding_key = sparse_rounding_row_key_of(table_key, local_row);
       }
     }
-    Row* w_row = table_weights ? static_cast<Row*>(table_weights[table]) + local_row * dim
-                               : weights + static_cast<int64_t>(key) * dim;
 #pragma unroll
     for (int k = 0; k < UNITS; ++k) {
       const int e = (lane + k * lanes) * VEC;
       if (e >= dim) continue;
       float w[VEC];
-      load_vec<VEC>(w_row + e, w);
+#pragma unroll
+      for (int i = 0; i < VEC; ++i) w[i] = to_float(w_raw[k][i]);
       if constexpr (OPT == SparseOptimizerKind::sgd) {
 #pragma unroll
         for (int i = 0; i < VEC; ++i) w[i] = w[i] - sparse_mul(lr, g[k][i]);
