@@ -230,9 +230,9 @@ TEST(TuneGateGpu, SparseUpdateVariantsPassAndAWrongKernelIsRejectedAndNeverStore
     std::string header;
     for (const gpu::RtcHeader& h : kernels::rtc_source_files())
       if (h.name == "tunable/sparse_update/sparse_update_kernel.cuh") header = h.text;
-    const std::string right = "  uint32_t p = begin;\n";
+    const std::string right = "  for (uint32_t p = begin; p < end; p += GRADS_IN_FLIGHT) {\n";
     ASSERT_NE(header.find(right), std::string::npos);
-    header.replace(header.find(right), right.size(), right + "  if (end > begin) --end;\n");
+    header.replace(header.find(right), right.size(), "  if (end > begin) --end;\n" + right);
     const kernels::TunedSparseUpdate wrong(shape, kernels::kDefaultSparseUpdateVariant, dev.compute_major,
                                            dev.compute_minor, header);
     const ForwardCheck c = bench.verify(update_launch(wrong));
