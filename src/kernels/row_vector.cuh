@@ -56,9 +56,10 @@ struct Word<2> { using type = uint16_t; };
 constexpr int word_bytes(int total) { return total >= 16 ? 16 : total; }
 }  // namespace detail
 
-// Loads N consecutive elements at p (aligned to min(16, N*sizeof(T)) bytes) into floats.
+// Loads N consecutive elements at p (aligned to min(16, N*sizeof(T)) bytes) as they are
+// stored, with the widest aligned words.
 template <int N, class T>
-__device__ inline void load_vec(const T* p, float (&out)[N]) {
+__device__ inline void load_raw_vec(const T* p, T (&out)[N]) {
   constexpr int kTotal = N * static_cast<int>(sizeof(T));
   constexpr int kWord = detail::word_bytes(kTotal);
   constexpr int kWords = kTotal / kWord;
@@ -73,48 +74,17 @@ __device__ inline void load_vec(const T* p, float (&out)[N]) {
     } u;
     u.word = reinterpret_cast<const W*>(p)[w];
 #pragma unroll
-    for (int i = 0; i < kPerWord; ++i) out[w * kPerWord + i] = to_float(u.e[i]);
-  }
-}
-
-// Stores N floats as consecutive elements of type T, rounding to nearest even.
-template <int N, class T>
-__device__ inline void store_vec(T* p, const float (&in)[N]) {
-  constexpr int kTotal = N * static_cast<int>(sizeof(T));
-  constexpr int kWord = detail::word_bytes(kTotal);
-  constexpr int kWords = kTotal / kWord;
-  constexpr int kPerWord = N / kWords;
-  using W = typename detail::Word<kWord>::type;
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) {
-    union {
-      W word;
-      T e[kPerWord];
-    } u;
-#pragma unroll
-    for (int i = 0; i < kPerWord; ++i) u.e[i] = from_float<T>(in[w * kPerWord + i]);
-    reinterpret_cast<W*>(p)[w] = u.word;
-  }
-}
-
-// Loads N consecutive elements at p as they are stored, with the widest aligned words.
-template <int N, class T>
-__device__ inline void load_raw_vec(const T* p, T (&out)[N]) {
-  constexpr int kTotal = N * static_cast<int>(sizeof(T));
-  constexpr int kWord = detail::word_bytes(kTotal);
-  constexpr int kWords = kTotal / kWord;
-  constexpr int kPerWord = N / kWords;
-  using W = typename detail::Word<kWord>::type;
-#pragma unroll
-  for (int w = 0; w < kWords; ++w) {
-    union {
-      W word;
-      T e[kPerWord];
-    } u;
-    u.word = reinterpret_cast<const W*>(p)[w];
-#pragma unroll
     for (int i = 0; i < kPerWord; ++i) out[w * kPerWord + i] = u.e[i];
   }
+}
+
+// Loads N consecutive elements at p (aligned as load_raw_vec) into floats.
+template <int N, class T>
+__device__ inline void load_vec(const T* p, float (&out)[N]) {
+  T raw[N];
+  load_raw_vec<N>(p, raw);
+#pragma unroll
+  for (int i = 0; i < N; ++i) out[i] = to_float(raw[i]);
 }
 
 // Stores N already-encoded elements with the widest aligned words.
@@ -124,6 +94,7 @@ __device__ inline void store_raw_vec(T* p, const T (&in)[N]) {
   constexpr int kWord = detail::word_bytes(kTotal);
   constexpr int kWords = kTotal / kWord;
   constexpr int kPerWord = N / kWords;
+  static_assert(kWords * kWord == kTotal, "vector must be a whole number of words");
   using W = typename detail::Word<kWord>::type;
 #pragma unroll
   for (int w = 0; w < kWords; ++w) {
@@ -135,6 +106,15 @@ __device__ inline void store_raw_vec(T* p, const T (&in)[N]) {
     for (int i = 0; i < kPerWord; ++i) u.e[i] = in[w * kPerWord + i];
     reinterpret_cast<W*>(p)[w] = u.word;
   }
+}
+
+// Stores N floats as consecutive elements of type T, rounding to nearest even.
+template <int N, class T>
+__device__ inline void store_vec(T* p, const float (&in)[N]) {
+  T raw[N];
+#pragma unroll
+  for (int i = 0; i < N; ++i) raw[i] = from_float<T>(in[i]);
+  store_raw_vec<N>(p, raw);
 }
 
 }  // namespace hetrec::kernels
