@@ -112,7 +112,8 @@ int run(int argc, char** argv) {
   app.add_option("--rows", rows, "embedding row dtype: fp32 | fp16 | bf16 (default: the config's)");
   app.add_option("--set", overrides, "override a config key, e.g. --set 'model.arch=\"dlrm\"' (repeatable; recorded)");
   app.add_flag("--no-graph", no_graph, "run every step eagerly");
-  app.add_flag("--profile", profile, "per-phase device times (steps run eagerly, in one stream)");
+  app.add_flag("--profile", profile,
+               "per-phase device times and each cuBLASLt GEMM's time (steps run eagerly, in one stream)");
   app.add_flag("--no-overlap", no_overlap,
                "under mpirun: run the embedding lookups, exchanges and update in the compute stream, not beside "
                "the dense layers (GpuModelOptions::overlap_exchanges)");
@@ -225,6 +226,7 @@ int run(int argc, char** argv) {
   std::vector<double> step_ms;
   std::vector<std::vector<double>> phases;
   std::vector<std::string> phase_names;
+  std::vector<std::vector<cublaslt::Gemm::Timing>> gemm_steps;  // --profile, one GPU: each timed step's GEMMs
   double loss = 0;
   for (int i = 0; i < warmup + steps; ++i) {
     const auto s0 = std::chrono::steady_clock::now();
@@ -240,6 +242,7 @@ int run(int argc, char** argv) {
         for (const auto& [name, v] : p) phase_names.push_back(name);
       }
       for (std::size_t k = 0; k < p.size(); ++k) phases[k].push_back(p[k].second);
+      if (single) gemm_steps.push_back(single->gemm_timings());
     }
   }
   auto median = [](std::vector<double> v) {
@@ -290,6 +293,31 @@ int run(int argc, char** argv) {
       std::printf(" %8.3f", v);
     }
     std::printf(" ms%s\n", k == 0 && ranks > 1 ? " (per rank)" : "");
+  }
+
+  // Each GEMM call of the profiled steps: its median time over the timed steps, and its
+  // rate against the measured peak of the step's GEMM precision.
+  nlohmann::json gemm_calls = nlohmann::json::array();
+  double gemm_ms_total = 0.0, gemm_flops_total = 0.0;
+  if (!gemm_steps.empty()) {
+    std::printf("cuBLASLt GEMMs of a profiled step (median of %zu steps; peak %.0f TFLOP/s):\n", gemm_steps.size(),
+                fl.peak_tflops);
+    for (std::size_t c = 0; c < gemm_steps.front().size(); ++c) {
+      std::vector<double> ms;
+      for (const auto& step_calls : gemm_steps)
+        if (c < step_calls.size()) ms.push_back(step_calls[c].ms);
+      const cublaslt::Gemm::Timing& t = gemm_steps.front()[c];
+      const double med = median(ms);
+      const double tflops = med > 0 ? t.flops / (med * 1e9) : 0.0;
+      gemm_ms_total += med;
+      gemm_flops_total += t.flops;
+      std::printf("  %3zu %-64s %s %8.3f ms %6.0f TFLOP/s (%3.0f%% of peak)\n", c, t.shape.c_str(),
+                  t.accumulates ? "+=" : "= ", med, tflops, 100.0 * tflops / fl.peak_tflops);
+      gemm_calls.push_back(
+          {{"shape", t.shape}, {"flops", t.flops}, {"accumulates", t.accumulates}, {"ms", med}, {"tflops", tflops}});
+    }
+    std::printf("  all %zu GEMMs: %.3f ms, %.1f GFLOP (%.3f ms at peak)\n", gemm_calls.size(), gemm_ms_total,
+                gemm_flops_total / 1e9, gemm_flops_total / (fl.peak_tflops * 1e9));
   }
 
   const cublaslt::Gemm::SelectionCounts gemm_counts =
@@ -371,7 +399,9 @@ int run(int argc, char** argv) {
                       {"learned_picks", gemm_counts.learned},
                       {"run_as_returned", gemm_counts.as_returned},
                       {"small_gemm_decisions", small_gemm_json}}},
-                    {"rank_phase_ms", rank_phase_json}};
+                    {"rank_phase_ms", rank_phase_json},
+                    {"gemm_calls", gemm_calls},
+                    {"gemm_ms", gemm_ms_total}};
   if (json_out.empty())
     json_out = "bench/results/e2e-" + utc_time("%Y%m%d") + (tag.empty() ? "" : "-" + tag) + ".json";
   std::ofstream f(json_out);

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "gpu/event.h"
 #if defined(HETREC_WITH_CUDA)
 #include "gemm/cublaslt_algo_ids.h"
 #include "gemm/cublaslt_algos.h"
@@ -31,6 +32,16 @@ struct Gemm::Plan {
   std::unique_ptr<MatmulDescriptors> desc;
   std::optional<cublasLtMatmulAlgo_t> algo;
   std::optional<double> predicted_us;  // the model's, when it chose the algorithm
+};
+
+struct Gemm::Timer {
+  struct Call {
+    gpu::Event start, stop;
+    Timing timing;
+  };
+  std::vector<Call> calls;  // kept across records so the events are created once
+  std::size_t used = 0;
+  bool on = false;
 };
 
 Gemm::Gemm(Allocator& device_allocator, std::size_t workspace_bytes) {
@@ -178,8 +189,39 @@ void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream, Lane l
   const Tensor& workspace = lane == Lane::side ? side_workspace_ : workspace_;
   void* ws = workspace.defined() ? workspace.raw() : nullptr;
   const std::size_t ws_bytes = workspace.defined() ? workspace.nbytes() : 0;
+  Timer::Call* timed = nullptr;
+  if (timer_ && timer_->on) {
+    if (timer_->used == timer_->calls.size()) timer_->calls.emplace_back();
+    timed = &timer_->calls[timer_->used++];
+    timed->timing = {shape_text(p), 2.0 * static_cast<double>(p.m) * static_cast<double>(p.n) * static_cast<double>(p.k),
+                     o.beta != 0.0f, 0.0};
+    timed->start.record(stream);
+  }
   HETREC_BLAS_CHECK(cublasLtMatmul(handle_, pl.desc->desc, &o.alpha, o.b, pl.desc->a, o.a, pl.desc->b, &o.beta, o.d,
                                    pl.desc->d, o.d, pl.desc->d, &*pl.algo, ws, ws_bytes, stream));
+  if (timed) timed->stop.record(stream);
+}
+
+void Gemm::begin_timing() {
+  if (!timer_) timer_ = std::make_unique<Timer>();
+  timer_->used = 0;
+  timer_->on = true;
+}
+
+void Gemm::stop_timing() {
+  if (timer_) timer_->on = false;
+}
+
+std::vector<Gemm::Timing> Gemm::timings() const {
+  std::vector<Timing> out;
+  if (!timer_) return out;
+  for (std::size_t i = 0; i < timer_->used; ++i) {
+    const Timer::Call& c = timer_->calls[i];
+    c.stop.synchronize();
+    out.push_back(c.timing);
+    out.back().ms = gpu::Event::elapsed_ms(c.start, c.stop);
+  }
+  return out;
 }
 
 }  // namespace hetrec::gemm::cublaslt

@@ -78,6 +78,20 @@ class Gemm {
   // InternalError for Lane::side without add_side_lane.
   void run(const Problem& problem, const Operands& operands, gpu::stream_t stream, Lane lane = Lane::main);
 
+  // Per-call device times: while timing is on, run() records a timing event on the call's
+  // stream before and after the matmul (never while a graph is being captured: timed
+  // steps run eagerly). begin_timing() starts a new record (switching timing on);
+  // timings() waits for the recorded calls and returns them in call order.
+  struct Timing {
+    std::string shape;        // shape_text(problem)
+    double flops = 0.0;       // 2 m n k
+    bool accumulates = false;  // beta != 0: D is read as well as written
+    double ms = 0.0;
+  };
+  void begin_timing();
+  void stop_timing();
+  std::vector<Timing> timings() const;
+
  private:
   struct Plan;
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int, int,
@@ -85,6 +99,8 @@ class Gemm {
   Plan& plan(const Problem& problem, const Alignment& alignment);
   static Key key_of(const Problem& p, const Alignment& al);
 
+  struct Timer;  // the events of the timed calls (cublaslt_gemm.cpp)
+  std::unique_ptr<Timer> timer_;
   cublasLtHandle_t handle_ = nullptr;
   Tensor workspace_;
   Tensor side_workspace_;  // Lane::side

@@ -71,6 +71,9 @@ class GpuModel : public Model {
   // Device milliseconds of each phase of the last train_step, in step order ("upload"
   // is the host's batch validation, packing and copy), when options.profile_phases.
   virtual std::vector<std::pair<std::string, double>> phase_ms() const = 0;
+  // With options.profile_phases: every cuBLASLt GEMM of the last train_step, in call order,
+  // with its device time (a timing event before and after each; cublaslt::Gemm::timings).
+  virtual std::vector<cublaslt::Gemm::Timing> gemm_timings() const = 0;
   // fp16 dense compute: the current loss scale (read from the device); 1 in other
   // precisions. (Model::overflow_skipped_steps counts the steps it skipped.)
   virtual double loss_scale() const = 0;

@@ -63,6 +63,7 @@ class GpuDlrm final : public GpuModel {
   std::vector<std::pair<std::string, double>> phase_ms() const override {
     return phases_.ms(embeddings_->data_parallel());
   }
+  std::vector<cublaslt::Gemm::Timing> gemm_timings() const override { return gemm_.timings(); }
   double loss_scale() const override;
   int64_t overflow_skipped_steps() const override { return overflow_skipped_steps_; }
   std::optional<double> device_roc_auc(std::span<const float> scores, std::span<const float> labels) override {

@@ -186,6 +186,7 @@ void GpuDlrm::enqueue_step(int64_t batch) {
   gpu::memset_async(output_.raw(), 0, sizeof(StepOutput), s);
   kernels::LossScaleState* loss_scale = device_loss_scale();
   if (loss_scale) gpu::memset_async(&loss_scale->overflow, 0, sizeof(int32_t), s);
+  if (phases_.enabled()) gemm_.begin_timing();  // eager: profiled steps are never captured
   mark(kStart);
   EmbeddingStepArgs embedding = embedding_args();
   embeddings_->begin_step(embedding);
@@ -236,6 +237,7 @@ void GpuDlrm::enqueue_step(int64_t batch) {
   gpu::memcpy_async(&output_host_.as<StepOutput>()->loss, &device_output()->loss, sizeof(double),
                     gpu::CopyKind::device_to_host, s);
   copy_skip_flag(s);
+  gemm_.stop_timing();
 }
 
 void GpuDlrm::copy_skip_flag(gpu::stream_t s) {
