@@ -16,6 +16,7 @@ Usage: bench/step_variants_summary.py RUN_DIR --date 20261202 [--out-dir bench/r
 import argparse
 import json
 import os
+import re
 import sys
 import tomllib
 
@@ -73,6 +74,12 @@ def tuner_floor_ms(batch):
     return out
 
 
+def portable(command):
+    """A run's command line with the device machine's folders replaced by names: the
+    programs by their own names, the call's output folder by OUT."""
+    return re.sub(r"\S*/bin/(\S+)", r"\1", re.sub(r"/\S*/out/", "OUT/", command))
+
+
 def summarise(run_dir, tag_prefix, variants, cfg_path, batch, arch=None):
     with open(os.path.join(ROOT, cfg_path), "rb") as fh:
         cfg = tomllib.load(fh)
@@ -98,9 +105,9 @@ def summarise(run_dir, tag_prefix, variants, cfg_path, batch, arch=None):
     out_variants = []
     for v, runs in rows.items():
         g = runs.get("graph") or runs["profile"]
-        e = {"variant": v, "command": g["command"], "step_ms": g["metrics"]["step_ms"],
+        e = {"variant": v, "command": portable(g["command"]), "step_ms": g["metrics"]["step_ms"],
              "hetrec_samples_per_s": g["metrics"]["hetrec_samples_per_s"], "cuda_graph": g["metrics"]["cuda_graph"],
-             "tuned_kernels": g.get("tuned_kernels", "")}
+             "tuned_kernels": portable(g.get("tuned_kernels", ""))}
         if "profile" in runs:
             ph = runs["profile"]["metrics"]["phase_ms"]
             e["phases_ms"] = ph
