@@ -122,16 +122,18 @@ INSTANTIATE_TEST_SUITE_P(
         ParityCase{"dcn_lowrank_adagrad_rowwise_f16", Arch::dcnv2, 8, DType::f16, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-4, 2e-3}),
     [](const ::testing::TestParamInfo<ParityCase>& param_info) { return std::string(param_info.param.name); });
 
-// fp32 GEMMs, and bf16 GEMMs with the fused ReLU-backward epilogues and the 16-bit
-// cross residual stream.
-class GpuModelGraph : public ::testing::TestWithParam<bool> {};
+// fp32 GEMMs; bf16 GEMMs with the 16-bit cross residual stream and the ReLU backward as a
+// pass, and with it in cuBLASLt's epilogues.
+enum class GraphDense { fp32, bf16, bf16_epilogue };
+class GpuModelGraph : public ::testing::TestWithParam<GraphDense> {};
 
 TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
   HETREC_REQUIRE_GPU();
   ModelConfig m = small_model(Arch::dcnv2, DType::bf16, 8);
-  if (GetParam()) {
+  if (GetParam() != GraphDense::fp32) {
     m.dense_dtype = DType::bf16;
     m.cross_residual_16bit = true;
+    m.relu_backward_epilogue = GetParam() == GraphDense::bf16_epilogue;
   }
   OptimConfig o;
   o.adagrad_initial_accumulator = 0.1;
@@ -152,8 +154,13 @@ TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
     EXPECT_EQ(0, std::memcmp(a[i].tensor.raw(), b[i].tensor.raw(), a[i].tensor.nbytes())) << a[i].name;
 }
 
-INSTANTIATE_TEST_SUITE_P(Dense, GpuModelGraph, ::testing::Values(false, true),
-                         [](const ::testing::TestParamInfo<bool>& p) { return p.param ? "bf16" : "fp32"; });
+INSTANTIATE_TEST_SUITE_P(Dense, GpuModelGraph,
+                         ::testing::Values(GraphDense::fp32, GraphDense::bf16, GraphDense::bf16_epilogue),
+                         [](const ::testing::TestParamInfo<GraphDense>& p) {
+                           return p.param == GraphDense::fp32 ? "fp32"
+                                  : p.param == GraphDense::bf16 ? "bf16"
+                                                                : "bf16_epilogue";
+                         });
 
 TEST(GpuModel, BatchesPackedAheadTrainExactlyAsStagedOnes) {
   HETREC_REQUIRE_GPU();
@@ -262,13 +269,15 @@ TEST(GpuModel, OutOfRangeIdIsADataErrorAndNothingChanges) {
 // and the parameters after 6 steps by up to 5% of their largest magnitude. The initial
 // state is identical (the masters are fp32), and the bf16 path really runs: its first
 // loss differs from the fp32 GPU model's. The cases with a 16-bit cross residual stream
-// (model.cross_residual = "16bit") must meet the same tolerance as the fp32 stream.
+// (model.cross_residual = "16bit") and those with the ReLU backward in cuBLASLt's epilogues
+// (model.relu_backward = "epilogue") must meet the same tolerance.
 struct Bf16Case {
   const char* name;
   Arch arch;
   int cross_rank;
   OptimizerKind dense;
   bool residual16 = false;
+  bool relu_epilogue = false;
 };
 
 class GpuModelBf16 : public ::testing::TestWithParam<Bf16Case> {};
@@ -280,6 +289,7 @@ TEST_P(GpuModelBf16, TracksTheCpuFp32ModelWithinBf16Tolerance) {
   ModelConfig m16 = m;
   m16.dense_dtype = DType::bf16;
   m16.cross_residual_16bit = c.residual16;
+  m16.relu_backward_epilogue = c.relu_epilogue;
   OptimConfig o;
   o.dense = c.dense;
   o.sparse = OptimizerKind::rowwise_adagrad;
@@ -336,7 +346,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Bf16Case{"dcn_fullrank_sgd", Arch::dcnv2, 0, OptimizerKind::sgd},
                       Bf16Case{"dcn_lowrank_adam", Arch::dcnv2, 8, OptimizerKind::adam},
                       Bf16Case{"dcn_lowrank_adagrad_residual16", Arch::dcnv2, 8, OptimizerKind::adagrad, true},
-                      Bf16Case{"dcn_fullrank_sgd_residual16", Arch::dcnv2, 0, OptimizerKind::sgd, true}),
+                      Bf16Case{"dcn_fullrank_sgd_residual16", Arch::dcnv2, 0, OptimizerKind::sgd, true},
+                      Bf16Case{"dlrm_adagrad_relu_epilogue", Arch::dlrm, 0, OptimizerKind::adagrad, false, true},
+                      Bf16Case{"dcn_lowrank_adagrad_residual16_relu_epilogue", Arch::dcnv2, 8,
+                               OptimizerKind::adagrad, true, true}),
     [](const ::testing::TestParamInfo<Bf16Case>& param_info) { return std::string(param_info.param.name); });
 
 // Tables in mapped host memory run the same kernels through per-table pointers: losses

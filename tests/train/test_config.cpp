@@ -104,6 +104,14 @@ TEST(Config, CrossResidualKey) {
   expect_config_error(kBase, {"model.cross_residual=\"bf16\""}, {"'model.cross_residual'", "expected one of fp32, 16bit"});
 }
 
+TEST(Config, ReluBackwardKey) {
+  EXPECT_FALSE(parse_run_config(kBase, "test.toml").model.relu_backward_epilogue);
+  EXPECT_TRUE(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"epilogue\""}).model.relu_backward_epilogue);
+  EXPECT_FALSE(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"pass\""}).model.relu_backward_epilogue);
+  expect_config_error(kBase, {"model.relu_backward=\"fused\""},
+                      {"'model.relu_backward'", "expected one of pass, epilogue"});
+}
+
 TEST(Config, LossScaleKeys) {
   RunConfig c = parse_run_config(kBase, "test.toml", {"model.dense_dtype=fp16", "optim.loss_scale=1024",
                                                       "optim.loss_scale_growth_interval=50"});

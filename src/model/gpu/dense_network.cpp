@@ -37,13 +37,15 @@ GpuDenseNetwork make_dense_network(const ModelConfig& model, const OptimConfig& 
                                                                    : DType::f32;
   GpuDenseNetwork net;
   net.params = std::make_unique<DenseParameters>(params, optim, device, stream, copy_type);
-  net.bottom = std::make_unique<GpuMlp>(model.num_dense, model.bottom_mlp, true, *net.params, 0, precision);
+  const bool relu_epilogues = model.relu_backward_epilogue;
+  net.bottom = std::make_unique<GpuMlp>(model.num_dense, model.bottom_mlp, true, *net.params, 0, precision,
+                                        /*input_16bit=*/false, relu_epilogues);
   if (cross)
     net.cross = std::make_unique<GpuCrossNet>(model.interaction_width(), model.cross_layers, model.cross_rank,
                                               *net.params, cross_first, precision);
   const bool cross_16bit = net.cross && net.cross->half();
   net.top = std::make_unique<GpuMlp>(model.interaction_width(), model.top_mlp, false, *net.params, top_first, precision,
-                                     cross_16bit);
+                                     cross_16bit, relu_epilogues);
   if (cross_16bit) net.cross->set_output_16bit_only(net.top->layer_16bit(0));
   if (cross_16bit) net.cross->set_residual_16bit(model.cross_residual_16bit);
   return net;

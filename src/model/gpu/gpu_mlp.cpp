@@ -9,7 +9,7 @@
 namespace hetrec::inline model::gpu_model {
 
 GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params,
-               int first_param, cublaslt::Precision precision, bool input_16bit)
+               int first_param, cublaslt::Precision precision, bool input_16bit, bool relu_epilogues)
     : in_(in_features), widths_(std::move(widths)), precision_(precision), input_16bit_(input_16bit) {
   if (precision == cublaslt::Precision::bf16) half_type_ = DType::bf16;
   if (precision == cublaslt::Precision::fp16) half_type_ = DType::f16;
@@ -37,7 +37,7 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
   for (std::size_t i = 0; i + 1 < layers_.size(); ++i) layers_[i].out16 = layers_[i].half && layers_[i + 1].half;
   std::vector<ReluMaskFusion::Layer> fusion_layers;
   for (const Layer& l : layers_) fusion_layers.push_back({l.in, l.out, l.relu, l.half});
-  fusion_ = ReluMaskFusion(std::move(fusion_layers), half_type_, precision_);
+  fusion_ = ReluMaskFusion(std::move(fusion_layers), half_type_, precision_, relu_epilogues);
   operands16_.assign(layers_.size(), nullptr);
 }
 

@@ -4,12 +4,17 @@
 
 namespace hetrec::inline model::gpu_model {
 
-ReluMaskFusion::ReluMaskFusion(std::vector<Layer> layers, DType half_type, cublaslt::Precision precision)
-    : layers_(std::move(layers)), half_type_(half_type), precision_(precision), current_(layers_.size(), 0) {}
+ReluMaskFusion::ReluMaskFusion(std::vector<Layer> layers, DType half_type, cublaslt::Precision precision,
+                               bool enabled)
+    : layers_(std::move(layers)),
+      half_type_(half_type),
+      precision_(precision),
+      enabled_(enabled),
+      current_(layers_.size(), 0) {}
 
 bool ReluMaskFusion::fusable(int i) const {
   const std::size_t li = static_cast<std::size_t>(i);
-  return li + 1 < layers_.size() && layers_[li].relu && layers_[li].half && layers_[li + 1].half;
+  return enabled_ && li + 1 < layers_.size() && layers_[li].relu && layers_[li].half && layers_[li + 1].half;
 }
 
 cublaslt::Problem ReluMaskFusion::forward_problem(int i, int64_t batch) const {

@@ -3,7 +3,8 @@
 // 16-bit layer stores its ReLU mask as bits in its forward GEMM (RELU_AUX_BIAS), and the
 // successor's input-gradient GEMM applies it, writes the layer's 16-bit output gradient
 // and sums its bias gradient (DRELU_BGRAD), so no separate ReLU-backward pass runs.
-// Decided per batch by the library's support of both GEMMs; holds the mask buffers.
+// Only when asked for (model.relu_backward = "epilogue"), and then decided per batch by the
+// library's support of both GEMMs; holds the mask buffers.
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -24,9 +25,10 @@ class ReluMaskFusion {
   };
   ReluMaskFusion() = default;  // no layers
   // half_type: the 16-bit operand type (bf16 or f16; f32 when no layer runs in 16 bits).
-  ReluMaskFusion(std::vector<Layer> layers, DType half_type, cublaslt::Precision precision);
+  // enabled: whether any layer may fuse (model.relu_backward = "epilogue").
+  ReluMaskFusion(std::vector<Layer> layers, DType half_type, cublaslt::Precision precision, bool enabled);
 
-  // Whether layer i can fuse at all (a 16-bit ReLU layer followed by a 16-bit layer).
+  // Whether layer i can fuse at all (enabled, and a 16-bit ReLU layer followed by a 16-bit layer).
   bool fusable(int i) const;
   // Layer i's forward GEMM storing its mask, and layer i + 1's input-gradient GEMM applying
   // it (ld_dz: layer i + 1's output gradient's leading dimension).
@@ -47,6 +49,7 @@ class ReluMaskFusion {
   std::vector<Layer> layers_;
   DType half_type_ = DType::f32;
   cublaslt::Precision precision_ = cublaslt::Precision::fp32;
+  bool enabled_ = false;
   std::vector<Tensor> masks_;                  // [i]: defined where layer i is fusable
   std::vector<char> current_;                  // [i]: fused at the chosen batch
   std::map<int64_t, std::vector<char>> by_batch_;
