@@ -38,13 +38,12 @@ struct ModelConfig : FeatureSpec {
   // GPU, 16-bit GEMMs: the cross net's residual stream x_l kept in the GEMM operand type
   // ("16bit") instead of fp32 ("fp32"); model/gpu/gpu_cross_net.h. fp32 GEMMs ignore it.
   bool cross_residual_16bit = false;
-  // GPU, 16-bit GEMMs: a ReLU layer's backward (mask and bias gradient) as its own pass over
-  // the input-gradient GEMM's output ("pass"), or in cuBLASLt's epilogues ("epilogue": the
-  // forward GEMM stores the mask as bits, the input-gradient GEMM applies it and sums the
-  // bias gradient, DRELU_BGRAD; model/gpu/relu_mask_fusion.h). The pass is the default: on
-  // the H200 and H100 the library's DRELU_BGRAD kernels run the MLPerf top MLP's GEMMs at
-  // a fraction of the plain GEMMs' rate (docs/architecture.md).
-  bool relu_backward_epilogue = false;
+  // GPU, 16-bit GEMMs: a ReLU layer's backward (mask and bias gradient) in cuBLASLt's
+  // epilogues where the library fuses them ("epilogue", the default: the forward GEMM stores
+  // the mask as bits, the input-gradient GEMM applies it and sums the bias gradient,
+  // DRELU_BGRAD; model/gpu/relu_mask_fusion.h), or as the engine's own pass over the
+  // input-gradient GEMM's output ("pass"; docs/architecture.md says why both exist).
+  bool relu_backward_epilogue = true;
   DType row_dtype = DType::f32;    // embedding row storage: fp32, fp16 or bf16
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32

@@ -122,9 +122,9 @@ INSTANTIATE_TEST_SUITE_P(
         ParityCase{"dcn_lowrank_adagrad_rowwise_f16", Arch::dcnv2, 8, DType::f16, OptimizerKind::adagrad, OptimizerKind::rowwise_adagrad, 1e-4, 2e-3}),
     [](const ::testing::TestParamInfo<ParityCase>& param_info) { return std::string(param_info.param.name); });
 
-// fp32 GEMMs; bf16 GEMMs with the 16-bit cross residual stream and the ReLU backward as a
-// pass, and with it in cuBLASLt's epilogues.
-enum class GraphDense { fp32, bf16, bf16_epilogue };
+// fp32 GEMMs; bf16 GEMMs with the 16-bit cross residual stream and the ReLU backward in
+// cuBLASLt's epilogues, and with it as a pass.
+enum class GraphDense { fp32, bf16, bf16_pass };
 class GpuModelGraph : public ::testing::TestWithParam<GraphDense> {};
 
 TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
@@ -133,7 +133,7 @@ TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
   if (GetParam() != GraphDense::fp32) {
     m.dense_dtype = DType::bf16;
     m.cross_residual_16bit = true;
-    m.relu_backward_epilogue = GetParam() == GraphDense::bf16_epilogue;
+    m.relu_backward_epilogue = GetParam() != GraphDense::bf16_pass;
   }
   OptimConfig o;
   o.adagrad_initial_accumulator = 0.1;
@@ -155,11 +155,11 @@ TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dense, GpuModelGraph,
-                         ::testing::Values(GraphDense::fp32, GraphDense::bf16, GraphDense::bf16_epilogue),
+                         ::testing::Values(GraphDense::fp32, GraphDense::bf16, GraphDense::bf16_pass),
                          [](const ::testing::TestParamInfo<GraphDense>& p) {
                            return p.param == GraphDense::fp32 ? "fp32"
                                   : p.param == GraphDense::bf16 ? "bf16"
-                                                                : "bf16_epilogue";
+                                                                : "bf16_pass";
                          });
 
 TEST(GpuModel, BatchesPackedAheadTrainExactlyAsStagedOnes) {
@@ -269,15 +269,15 @@ TEST(GpuModel, OutOfRangeIdIsADataErrorAndNothingChanges) {
 // and the parameters after 6 steps by up to 5% of their largest magnitude. The initial
 // state is identical (the masters are fp32), and the bf16 path really runs: its first
 // loss differs from the fp32 GPU model's. The cases with a 16-bit cross residual stream
-// (model.cross_residual = "16bit") and those with the ReLU backward in cuBLASLt's epilogues
-// (model.relu_backward = "epilogue") must meet the same tolerance.
+// (model.cross_residual = "16bit") and those with the ReLU backward as the engine's pass
+// rather than cuBLASLt's epilogues (model.relu_backward = "pass") must meet the same tolerance.
 struct Bf16Case {
   const char* name;
   Arch arch;
   int cross_rank;
   OptimizerKind dense;
   bool residual16 = false;
-  bool relu_epilogue = false;
+  bool relu_pass = false;
 };
 
 class GpuModelBf16 : public ::testing::TestWithParam<Bf16Case> {};
@@ -289,7 +289,7 @@ TEST_P(GpuModelBf16, TracksTheCpuFp32ModelWithinBf16Tolerance) {
   ModelConfig m16 = m;
   m16.dense_dtype = DType::bf16;
   m16.cross_residual_16bit = c.residual16;
-  m16.relu_backward_epilogue = c.relu_epilogue;
+  m16.relu_backward_epilogue = !c.relu_pass;
   OptimConfig o;
   o.dense = c.dense;
   o.sparse = OptimizerKind::rowwise_adagrad;
@@ -347,9 +347,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Bf16Case{"dcn_lowrank_adam", Arch::dcnv2, 8, OptimizerKind::adam},
                       Bf16Case{"dcn_lowrank_adagrad_residual16", Arch::dcnv2, 8, OptimizerKind::adagrad, true},
                       Bf16Case{"dcn_fullrank_sgd_residual16", Arch::dcnv2, 0, OptimizerKind::sgd, true},
-                      Bf16Case{"dlrm_adagrad_relu_epilogue", Arch::dlrm, 0, OptimizerKind::adagrad, false, true},
-                      Bf16Case{"dcn_lowrank_adagrad_residual16_relu_epilogue", Arch::dcnv2, 8,
-                               OptimizerKind::adagrad, true, true}),
+                      Bf16Case{"dlrm_adagrad_relu_pass", Arch::dlrm, 0, OptimizerKind::adagrad, false, true},
+                      Bf16Case{"dcn_lowrank_adagrad_residual16_relu_pass", Arch::dcnv2, 8, OptimizerKind::adagrad,
+                               true, true}),
     [](const ::testing::TestParamInfo<Bf16Case>& param_info) { return std::string(param_info.param.name); });
 
 // Tables in mapped host memory run the same kernels through per-table pointers: losses

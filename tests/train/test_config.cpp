@@ -105,11 +105,11 @@ TEST(Config, CrossResidualKey) {
 }
 
 TEST(Config, ReluBackwardKey) {
-  EXPECT_FALSE(parse_run_config(kBase, "test.toml").model.relu_backward_epilogue);
+  EXPECT_TRUE(parse_run_config(kBase, "test.toml").model.relu_backward_epilogue);
   EXPECT_TRUE(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"epilogue\""}).model.relu_backward_epilogue);
   EXPECT_FALSE(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"pass\""}).model.relu_backward_epilogue);
   expect_config_error(kBase, {"model.relu_backward=\"fused\""},
-                      {"'model.relu_backward'", "expected one of pass, epilogue"});
+                      {"'model.relu_backward'", "expected one of epilogue, pass"});
 }
 
 TEST(Config, LossScaleKeys) {

@@ -3,7 +3,7 @@
 // 16-bit layer stores its ReLU mask as bits in its forward GEMM (RELU_AUX_BIAS), and the
 // successor's input-gradient GEMM applies it, writes the layer's 16-bit output gradient
 // and sums its bias gradient (DRELU_BGRAD), so no separate ReLU-backward pass runs.
-// Only when asked for (model.relu_backward = "epilogue"), and then decided per batch by the
+// Unless the pass is asked for (model.relu_backward = "pass"), decided per batch by the
 // library's support of both GEMMs; holds the mask buffers.
 #include <cstdint>
 #include <map>
@@ -25,7 +25,7 @@ class ReluMaskFusion {
   };
   ReluMaskFusion() = default;  // no layers
   // half_type: the 16-bit operand type (bf16 or f16; f32 when no layer runs in 16 bits).
-  // enabled: whether any layer may fuse (model.relu_backward = "epilogue").
+  // enabled: whether any layer may fuse (model.relu_backward = "epilogue", the default).
   ReluMaskFusion(std::vector<Layer> layers, DType half_type, cublaslt::Precision precision, bool enabled);
 
   // Whether layer i can fuse at all (enabled, and a 16-bit ReLU layer followed by a 16-bit layer).
