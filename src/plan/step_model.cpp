@@ -130,10 +130,9 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const auto phase = StepPhase::interaction_bwd;
   const bool half = g.cross_16bit(w.sixteen_bit());
   const double op = WorkBuilder::operand_bytes(half);
-  const bool x0_op = half && g.cross_residual_16bit;  // GpuCrossNet reads the 16-bit stream's x0
   for (const kernels::CrossBackwardPass& pass : kernels::cross_backward_schedule(g.cross_layers)) {
     const std::string layer = "cross_net." + std::to_string(pass.layer);
-    const double bytes = kernels::cross_backward_pass_traffic(pass, x0_op).bytes(op);
+    const double bytes = kernels::cross_backward_pass_traffic(pass).bytes(op);
     w.hbm(phase, StepFactor::elementwise, elems * bytes,
           layer + " dz = (g + terms) x0, bias sum" + (pass.bottom ? ", dx0" : pass.checkpoint ? ", checkpoint" : ""));
     if (half) w.rounded_in_pass(phase, elems, layer + " dz");

@@ -90,23 +90,17 @@ TEST(CrossBackwardSchedule, ThreeLayersKeepNoRunningSums) {
   for (int i = 0; i < 2; ++i) {
     EXPECT_FALSE(p[static_cast<std::size_t>(i)].checkpoint);
     EXPECT_TRUE(p[static_cast<std::size_t>(i)].direct.empty());
-    EXPECT_EQ(cross_backward_pass_traffic(p[static_cast<std::size_t>(i)], false).f32_writes, 0);
+    EXPECT_EQ(cross_backward_pass_traffic(p[static_cast<std::size_t>(i)]).f32_writes, 0);
   }
   EXPECT_EQ(p[1].terms, std::vector<int>({2}));
   // The bottom one adds both terms and all three z's, and writes dx0.
   EXPECT_EQ(p[2].terms, std::vector<int>({2, 1}));
   EXPECT_EQ(p[2].direct, std::vector<int>({2, 1, 0}));
-  const CrossPassTraffic t = cross_backward_pass_traffic(p[2], false);
+  const CrossPassTraffic t = cross_backward_pass_traffic(p[2]);
   EXPECT_EQ(t.f32_reads, 2);
   EXPECT_EQ(t.op_reads, 5);
   EXPECT_EQ(t.f32_writes, 1);
   EXPECT_DOUBLE_EQ(t.bytes(2.0), 24.0);
-  // With the 16-bit stream's x0, its read moves from fp32 to the operand type.
-  const CrossPassTraffic t16 = cross_backward_pass_traffic(p[2], true);
-  EXPECT_EQ(t16.f32_reads, 1);
-  EXPECT_EQ(t16.op_reads, 6);
-  EXPECT_EQ(t16.f32_writes, 1);
-  EXPECT_DOUBLE_EQ(t16.bytes(2.0), 22.0);
   EXPECT_EQ(cross_backward_term_buffers(3), 2);
   EXPECT_FALSE(cross_backward_uses_accumulator(3));
 }

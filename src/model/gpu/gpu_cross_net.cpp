@@ -176,10 +176,7 @@ void GpuCrossNet::backward(cublaslt::Gemm& gemm, const float* x0, float* g, floa
     args.g = g;
     args.terms = static_cast<int>(pass.terms.size());
     for (int s = 0; s < args.terms; ++s) args.h[s] = hs_[static_cast<std::size_t>(s)].raw();  // terms[s] is in buffer s
-    // The 16-bit residual stream's forward multiplied by the operand copy of x0; dz uses
-    // the same values (and reads half the bytes).
-    if (residual_16bit_) args.x0_op = xs_op_[0].raw();
-    else args.x0 = x0;
+    args.x0 = x0;
     args.direct_terms = static_cast<int>(pass.direct.size());
     for (int j = 0; j < args.direct_terms; ++j)
       args.z[j] = zs_[static_cast<std::size_t>(pass.direct[static_cast<std::size_t>(j)])].raw();

@@ -84,10 +84,9 @@ inline bool cross_backward_uses_accumulator(int layers) {
 }
 
 // What one pass moves per element of the batch x width matrix, in fp32 values and values of
-// the operand type: g read (fp32), x0 read (fp32, or the operand type with `x0_op`: the
-// 16-bit residual stream), each term h and z read and dz written (operand type), the
-// accumulator read and written where the pass does, g rewritten at a checkpoint, dx0
-// written at the bottom.
+// the operand type: g and x0 read (fp32), each term h and z read and dz written (operand
+// type), the accumulator read and written where the pass does, g rewritten at a
+// checkpoint, dx0 written at the bottom.
 struct CrossPassTraffic {
   int f32_reads = 0, op_reads = 0, f32_writes = 0, op_writes = 0;
   double bytes(double op_bytes) const {
@@ -95,10 +94,10 @@ struct CrossPassTraffic {
     return (f32_reads + f32_writes) * kF32 + (op_reads + op_writes) * op_bytes;
   }
 };
-inline CrossPassTraffic cross_backward_pass_traffic(const CrossBackwardPass& p, bool x0_op) {
+inline CrossPassTraffic cross_backward_pass_traffic(const CrossBackwardPass& p) {
   CrossPassTraffic t;
-  t.f32_reads = (x0_op ? 1 : 2) + (p.accumulate ? 1 : 0);
-  t.op_reads = static_cast<int>(p.terms.size() + p.direct.size()) + (x0_op ? 1 : 0);
+  t.f32_reads = 2 + (p.accumulate ? 1 : 0);
+  t.op_reads = static_cast<int>(p.terms.size() + p.direct.size());
   t.f32_writes = (p.checkpoint ? 2 : 0) + (p.bottom ? 1 : 0);
   t.op_writes = 1;
   return t;

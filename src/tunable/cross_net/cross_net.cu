@@ -51,7 +51,7 @@ void backward_typed(const CrossShape& s, const CrossBackward& a, void* workspace
     cross_backward_chunk_kernel<Op, kBackward.vec, kBackward.col_threads, kBackward.row_groups, kBackward.chunk_rows>
         <<<grid, kBackward.block_threads(), 0, stream>>>(
             a.g, static_cast<const Op*>(a.h[0]), static_cast<const Op*>(a.h[1]), static_cast<const Op*>(a.h[2]),
-            a.terms, a.x0, static_cast<const Op*>(a.x0_op), static_cast<const Op*>(a.z[0]), static_cast<const Op*>(a.z[1]),
+            a.terms, a.x0, static_cast<const Op*>(a.z[0]), static_cast<const Op*>(a.z[1]),
             static_cast<const Op*>(a.z[2]), static_cast<const Op*>(a.z[3]), a.direct_terms, a.direct_first, a.acc,
             a.accumulate, a.checkpoint, a.dx0, static_cast<Op*>(a.dz), s.batch, s.width, partial, true);
     HETREC_GPU_CHECK_LAUNCH("cross_backward_chunk_kernel");
@@ -88,8 +88,7 @@ void check_cross_backward_args(const CrossBackward& a) {
                       a.direct_terms >= 0 && a.direct_terms + a.direct_first <= a.terms + 1;
   if (!counts) throw InternalError("cross_backward: bad term counts");
   const bool writes_direct = a.checkpoint || a.dx0;
-  const bool one_x0 = (a.x0 != nullptr) != (a.x0_op != nullptr) && (!a.x0_op || a.op_type != DType::f32);
-  if (!a.g || !one_x0 || !a.dz || !a.bias_grad || missing(a.h, a.terms) || missing(a.z, a.direct_terms) ||
+  if (!a.g || !a.x0 || !a.dz || !a.bias_grad || missing(a.h, a.terms) || missing(a.z, a.direct_terms) ||
       (a.checkpoint && a.dx0) || ((a.accumulate || a.checkpoint) && !a.acc) ||
       ((a.accumulate || a.direct_terms > 0) && !writes_direct) || (a.dx0 && !a.accumulate && a.direct_terms == 0))
     throw InternalError("cross_backward: incomplete arguments");

@@ -43,16 +43,12 @@ void cross_forward_16bit_stream(const CrossShape& s, const void* x0, const void*
 //   over the direct_terms z's;
 //   a checkpoint writes g = G and acc = the direct part; the bottom pass writes
 //   dx0 = the direct part + G (its last GEMM then adds its term through x_0).
-// h, z and dz are in op_type (the GEMMs write z and h in it); g, acc and dx0 are fp32. x0
-// is fp32 (x0) or, with the 16-bit residual stream, whose forward multiplies by the
-// operand-type copy of x0, that copy (x0_op, a 16-bit op_type only): exactly one is set,
-// and x0_op halves the pass's x0 bytes.
+// h, z and dz are in op_type (the GEMMs write z and h in it); g, x0, acc and dx0 are fp32.
 struct CrossBackward {
   float* g = nullptr;
   const void* h[kMaxCrossTerms] = {};
   int terms = 0;
   const float* x0 = nullptr;
-  const void* x0_op = nullptr;
   const void* z[kMaxCrossTerms + 1] = {};
   int direct_terms = 0;
   int direct_first = 0;

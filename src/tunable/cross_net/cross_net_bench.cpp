@@ -63,15 +63,6 @@ gpu::DeviceBuffer upload(const HostCrossMatrix& m) {
   return b;
 }
 
-// The same values in fp32.
-HostCrossMatrix widened(const HostCrossMatrix& m) {
-  HostCrossMatrix w;
-  w.type = DType::f32;
-  w.f32.resize(m.type == DType::f32 ? m.f32.size() : m.bits.size());
-  for (std::size_t i = 0; i < w.f32.size(); ++i) w.f32[i] = m.at(i);
-  return w;
-}
-
 // Copies `b` into page-locked `host` (allocated on first use: pageable copies of the
 // gigabytes the checks read back would take several times longer).
 template <class T>
@@ -202,9 +193,7 @@ std::vector<kernels::CrossBackwardPass> CrossBackwardBench::checked_passes() {
 CrossBackwardBench::CrossBackwardBench(const kernels::CrossNetShape& shape, int64_t batch, uint64_t seed)
     : workload_(make_workload(shape, batch)) {
   g_ = draw(DType::f32, batch, shape.width, seed, 0);
-  // x0 in the operand type, so that its fp32 and operand-type forms hold the same values
-  // and one reference checks both.
-  x0_ = draw(shape.op_type, batch, shape.width, seed, 2);
+  x0_ = draw(DType::f32, batch, shape.width, seed, 2);
   acc_ = draw(DType::f32, batch, shape.width, seed, 4);
   for (int s = 0; s < kernels::kMaxCrossTerms; ++s) h_.push_back(draw(shape.op_type, batch, shape.width, seed, 10 + s));
   for (int j = 0; j <= kernels::kMaxCrossTerms; ++j) z_.push_back(draw(shape.op_type, batch, shape.width, seed, 20 + j));
@@ -213,8 +202,7 @@ CrossBackwardBench::CrossBackwardBench(const kernels::CrossNetShape& shape, int6
   d_g_ = upload(g_);
   d_acc_ = upload(acc_);
   for (const HostCrossMatrix& h : h_) d_h_.push_back(upload(h));
-  d_x0_ = upload(widened(x0_));
-  if (shape.op_type != DType::f32) d_x0_op_ = upload(x0_);
+  d_x0_ = upload(x0_);
   for (const HostCrossMatrix& z : z_) d_z_.push_back(upload(z));
   const auto n = static_cast<std::size_t>(workload_.elements());
   d_dz_ = gpu::DeviceBuffer(n * dtype_size(shape.op_type));
@@ -228,13 +216,12 @@ std::string CrossBackwardBench::describe() const {
                            cross_backward_bytes(workload_));
 }
 
-kernels::CrossBackward CrossBackwardBench::args(const kernels::CrossBackwardPass& p, bool x0_op) const {
+kernels::CrossBackward CrossBackwardBench::args(const kernels::CrossBackwardPass& p) const {
   kernels::CrossBackward a;
   a.g = d_g_.as<float>();
   a.terms = static_cast<int>(p.terms.size());
   for (int s = 0; s < a.terms; ++s) a.h[s] = d_h_[static_cast<std::size_t>(s)].get();
-  if (x0_op) a.x0_op = d_x0_op_.get();
-  else a.x0 = d_x0_.as<float>();
+  a.x0 = d_x0_.as<float>();
   a.direct_terms = static_cast<int>(p.direct.size());
   for (int j = 0; j < a.direct_terms; ++j) a.z[j] = d_z_[static_cast<std::size_t>(j)].get();
   a.direct_first = p.direct_first;
@@ -248,7 +235,7 @@ kernels::CrossBackward CrossBackwardBench::args(const kernels::CrossBackwardPass
   return a;
 }
 
-ForwardCheck CrossBackwardBench::check(const kernels::CrossBackwardPass& p, bool x0_op, int64_t rows) {
+ForwardCheck CrossBackwardBench::check(const kernels::CrossBackwardPass& p, int64_t rows) {
   const float* g = download<float>(d_g_, host_g_);
   const float* acc = download<float>(d_acc_, host_acc_);
   const float* dx0 = p.bottom ? download<float>(d_dx0_, host_dx0_) : nullptr;
@@ -302,7 +289,7 @@ ForwardCheck CrossBackwardBench::check(const kernels::CrossBackwardPass& p, bool
             mag_g += std::fabs(hv);
           }
         }
-        const double xv = x0_.at(i);
+        const double xv = x0_.f32[i];
         const double d = G * xv, mag_d = mag_g * std::fabs(xv);
         const double dz_got = op == DType::f32 ? dz32[i] : op_value(dz16[i], op);
         check_value("dz", e, dz_got, d, kBoundMargin * (roundings_d * u + u_op) * mag_d + abs_op, max_err);
@@ -346,9 +333,9 @@ ForwardCheck CrossBackwardBench::check(const kernels::CrossBackwardPass& p, bool
   out.max_abs_error = max_err;
   if (bad.index >= 0 || bad_column >= 0) {
     char what[kReasonChars];
-    std::snprintf(what, sizeof what, "%d terms, %d z's from G^(%d)%s%s%s, x0 in %s", terms, directs, p.direct_first,
-                  p.accumulate ? ", accumulating" : "", p.checkpoint ? ", checkpoint" : "", p.bottom ? ", bottom" : "",
-                  x0_op ? std::string(dtype_name(op)).c_str() : "fp32");
+    std::snprintf(what, sizeof what, "%d terms, %d z's from G^(%d)%s%s%s", terms, directs, p.direct_first,
+                  p.accumulate ? ", accumulating" : "", p.checkpoint ? ", checkpoint" : "",
+                  p.bottom ? ", bottom" : "");
     out.reason = std::string("differs from the reference (pass of ") + what + "): " + bad.what;
     return out;
   }
@@ -360,34 +347,30 @@ ForwardCheck CrossBackwardBench::verify(const CrossBackwardLaunch& launch) {
   ForwardCheck all;
   all.ok = true;
   const kernels::CrossBackwardPass timed = cross_backward_tuned_pass();
-  const bool timed_x0_op = cross_backward_times_x0_op(workload_);
-  for (const kernels::CrossBackwardPass& p : checked_passes())
-    for (const bool x0_op : {false, true}) {
-      if (x0_op && workload_.shape.op_type == DType::f32) continue;
-      // The timed pass in the timed form over every row; the rest over the first rows only
-      // (their branches run the same geometry), which keeps the host's check short at full size.
-      const bool full = p == timed && x0_op == timed_x0_op;
-      const int64_t rows = full ? workload_.batch : std::min(workload_.batch, kOtherPassRows);
-      gpu::memcpy_async(d_g_.get(), d_g0_.get(), d_g_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
-      gpu::memcpy_async(d_acc_.get(), d_acc0_.get(), d_acc_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
-      gpu::memset_async(d_dz_.get(), kPoisonByte, d_dz_.bytes(), stream_.get());
-      gpu::memset_async(d_dx0_.get(), kPoisonByte, d_dx0_.bytes(), stream_.get());
-      gpu::memset_async(d_bias_.get(), kPoisonByte, d_bias_.bytes(), stream_.get());
-      launch({rows, workload_.shape.width}, args(p, x0_op), d_workspace_.get(), d_workspace_.bytes(), stream_.get());
-      stream_.synchronize();
-      const ForwardCheck c = check(p, x0_op, rows);
-      all.max_abs_error = std::max(all.max_abs_error, c.max_abs_error);
-      if (!c.ok) {
-        all.ok = false;
-        all.reason = c.reason;
-        return all;
-      }
+  for (const kernels::CrossBackwardPass& p : checked_passes()) {
+    // The timed pass over every row; the other kinds over the first rows only (their
+    // branches run the same geometry), which keeps the host's check short at full size.
+    const int64_t rows = p == timed ? workload_.batch : std::min(workload_.batch, kOtherPassRows);
+    gpu::memcpy_async(d_g_.get(), d_g0_.get(), d_g_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
+    gpu::memcpy_async(d_acc_.get(), d_acc0_.get(), d_acc_.bytes(), gpu::CopyKind::device_to_device, stream_.get());
+    gpu::memset_async(d_dz_.get(), kPoisonByte, d_dz_.bytes(), stream_.get());
+    gpu::memset_async(d_dx0_.get(), kPoisonByte, d_dx0_.bytes(), stream_.get());
+    gpu::memset_async(d_bias_.get(), kPoisonByte, d_bias_.bytes(), stream_.get());
+    launch({rows, workload_.shape.width}, args(p), d_workspace_.get(), d_workspace_.bytes(), stream_.get());
+    stream_.synchronize();
+    const ForwardCheck c = check(p, rows);
+    all.max_abs_error = std::max(all.max_abs_error, c.max_abs_error);
+    if (!c.ok) {
+      all.ok = false;
+      all.reason = c.reason;
+      return all;
     }
+  }
   return all;
 }
 
 double CrossBackwardBench::median_us(const CrossBackwardLaunch& launch, int reps) {
-  const kernels::CrossBackward a = args(cross_backward_tuned_pass(), cross_backward_times_x0_op(workload_));
+  const kernels::CrossBackward a = args(cross_backward_tuned_pass());
   return median_launch_us(stream_, reps, [&](int) {
     launch({workload_.batch, workload_.shape.width}, a, d_workspace_.get(), d_workspace_.bytes(), stream_.get());
   });

@@ -65,9 +65,8 @@ class CrossBackwardBench {
   const CrossWorkload& workload() const { return workload_; }
   std::string describe() const;
 
-  // Runs `launch` on each kind of pass (checked_passes), with x0 in fp32 and, for a 16-bit
-  // operand type, in that type (the timed pass in the timed form on every row, the rest on
-  // the first 4099 rows), each on restored g and acc and
+  // Runs `launch` on each kind of pass (checked_passes; the timed one on every row, the
+  // others on the first 4099 rows), each on restored g and acc and
   // NaN-poisoned outputs, and checks every output against the double-precision reference
   // within its fp32 rounding bound (2 k u sum of its terms' magnitudes, k the roundings on
   // its path, u = 2^-24; dz adds the operand type's rounding), what a pass must not write
@@ -76,22 +75,21 @@ class CrossBackwardBench {
   // (kernels::cross_backward_sum_chain).
   ForwardCheck verify(const CrossBackwardLaunch& launch);
   // Times the tuned pass (cross_backward_tuned_pass: it writes only dz, dx0 and the bias
-  // gradient, so launches repeat on the same inputs), reading x0 in the operand type when
-  // that is 16-bit (cross_backward_times_x0_op).
+  // gradient, so launches repeat on the same inputs).
   double median_us(const CrossBackwardLaunch& launch, int reps);
 
   // The passes verify() checks.
   static std::vector<kernels::CrossBackwardPass> checked_passes();
 
  private:
-  kernels::CrossBackward args(const kernels::CrossBackwardPass& p, bool x0_op) const;
-  ForwardCheck check(const kernels::CrossBackwardPass& p, bool x0_op, int64_t rows);  // the first `rows` rows
+  kernels::CrossBackward args(const kernels::CrossBackwardPass& p) const;
+  ForwardCheck check(const kernels::CrossBackwardPass& p, int64_t rows);  // the first `rows` rows
 
   CrossWorkload workload_;
   gpu::Stream stream_;
   HostCrossMatrix g_, x0_, acc_;
   std::vector<HostCrossMatrix> h_, z_;  // kMaxCrossTerms terms, kMaxCrossTerms + 1 z's
-  gpu::DeviceBuffer d_g0_, d_acc0_, d_g_, d_x0_, d_x0_op_, d_acc_, d_dz_, d_dx0_, d_bias_, d_workspace_;
+  gpu::DeviceBuffer d_g0_, d_acc0_, d_g_, d_x0_, d_acc_, d_dz_, d_dx0_, d_bias_, d_workspace_;
   std::vector<gpu::DeviceBuffer> d_h_, d_z_;
   gpu::PinnedBuffer host_g_, host_acc_, host_dx0_, host_dz_, host_bias_;  // outputs copied back
 };

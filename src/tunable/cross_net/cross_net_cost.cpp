@@ -34,17 +34,14 @@ double forward_read_bytes(const CrossWorkload& w) { return 2 * kF32 + op_bytes(w
 double forward_write_bytes(const CrossWorkload& w) {
   return kF32 + (w.shape.op_type == DType::f32 ? 0.0 : op_bytes(w));
 }
-// The backward's tuned pass (cross_backward_tuned_pass), with x0 in the operand type when
-// that is 16-bit (the form CrossBackwardBench times).
-kernels::CrossPassTraffic backward_traffic(const CrossWorkload& w) {
-  return kernels::cross_backward_pass_traffic(cross_backward_tuned_pass(), cross_backward_times_x0_op(w));
-}
+// The backward's tuned pass (cross_backward_tuned_pass).
+kernels::CrossPassTraffic backward_traffic() { return kernels::cross_backward_pass_traffic(cross_backward_tuned_pass()); }
 double backward_read_bytes(const CrossWorkload& w) {
-  const kernels::CrossPassTraffic t = backward_traffic(w);
+  const kernels::CrossPassTraffic t = backward_traffic();
   return t.f32_reads * kF32 + t.op_reads * op_bytes(w);
 }
 double backward_write_bytes(const CrossWorkload& w) {
-  const kernels::CrossPassTraffic t = backward_traffic(w);
+  const kernels::CrossPassTraffic t = backward_traffic();
   return t.f32_writes * kF32 + t.op_writes * op_bytes(w);
 }
 
@@ -204,7 +201,7 @@ std::pair<double, double> cross_backward_rank(const Hardware& hw, const CrossWor
   const double in_flight = static_cast<double>(v.vec) * backward_read_bytes(w);
   const double partial_bytes = 2.0 * chunks * w.shape.width * kF32;  // written, then read by the combine
   const double op = op_bytes(w);
-  const kernels::CrossPassTraffic t = backward_traffic(w);
+  const kernels::CrossPassTraffic t = backward_traffic();
   const double per_vector = (t.f32_reads + t.f32_writes) * accesses(v.vec, kF32) +
                             (t.op_reads + t.op_writes) * accesses(v.vec, op);
   const double vectors = static_cast<double>(w.elements()) / v.vec;

@@ -34,10 +34,6 @@ struct CrossWorkload {
 
 // The backward pass the tuner times and prices: the bottom pass of a three-layer net.
 kernels::CrossBackwardPass cross_backward_tuned_pass();
-// Whether that pass reads x0 in the operand type (a 16-bit one: the 16-bit residual
-// stream's form, which the bundled 16-bit recipes run) rather than in fp32. The bench
-// checks both forms.
-inline bool cross_backward_times_x0_op(const CrossWorkload& w) { return w.shape.op_type != DType::f32; }
 
 // vec, items, block_threads.
 VariantSpace cross_forward_space();

@@ -85,8 +85,7 @@ struct CrossBackwardOperands {
   float* g;
   const Op* h[3];
   int terms;
-  const float* x0;    // x0 in fp32, or
-  const Op* x0_op;    // x0 in the operand type (the 16-bit residual stream's x0)
+  const float* x0;
   const Op* z[4];
   int direct_terms;
   int direct_first;
@@ -141,8 +140,7 @@ __device__ inline void cross_backward_elements(const CrossBackwardOperands<Op>& 
       for (int k = 0; k < VEC; ++k) gv[k] += hv[k];
     }
   }
-  if (a.x0_op) loadop(a.x0_op, xv);
-  else load32(a.x0, xv);
+  load32(a.x0, xv);
 #pragma unroll
   for (int k = 0; k < VEC; ++k) d[k] = gv[k] * xv[k];
   if constexpr (VECTOR) store_vec<VEC>(a.dz + e, d);
@@ -177,13 +175,12 @@ __device__ inline float cross_backward_element(const CrossBackwardOperands<Op>& 
 template <class Op, int VEC, int COL_THREADS, int ROW_GROUPS, int CHUNK_ROWS>
 __global__ void __launch_bounds__(COL_THREADS * ROW_GROUPS)
     cross_backward_chunk_kernel(float* __restrict__ g, const Op* h0, const Op* h1, const Op* h2, int terms,
-                                const float* __restrict__ x0, const Op* x0_op, const Op* z0, const Op* z1, const Op* z2,
-                                const Op* z3,
+                                const float* __restrict__ x0, const Op* z0, const Op* z1, const Op* z2, const Op* z3,
                                 int direct_terms, int direct_first, float* __restrict__ acc, bool accumulate,
                                 bool checkpoint, float* __restrict__ dx0, Op* __restrict__ dz, int64_t rows,
                                 int64_t cols, float* __restrict__ partial, bool vector_ok) {
-  const CrossBackwardOperands<Op> a{g,   {h0, h1, h2}, terms,      x0,  x0_op, {z0, z1, z2, z3}, direct_terms,
-                                    direct_first, acc, accumulate, checkpoint, dx0, dz};
+  const CrossBackwardOperands<Op> a{g,  {h0, h1, h2}, terms,      x0,  {z0, z1, z2, z3}, direct_terms, direct_first,
+                                    acc, accumulate,  checkpoint, dx0, dz};
   constexpr int kGroupRows = CHUNK_ROWS / ROW_GROUPS;
   const int col_thread = ROW_GROUPS == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % COL_THREADS;
   const int group = ROW_GROUPS == 1 ? 0 : static_cast<int>(threadIdx.x) / COL_THREADS;

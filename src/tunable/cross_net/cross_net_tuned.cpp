@@ -116,8 +116,7 @@ void TunedCrossBackward::launch(const CrossShape& s, const CrossBackward& a, voi
     const std::size_t op_bytes = dtype_size(a.op_type);
     const int vec = variant_.vec;
     bool vector_ok = s.width % vec == 0 && vector_aligned(a.g, vec, sizeof(float)) &&
-                     vector_aligned(a.x0, vec, sizeof(float)) && vector_aligned(a.x0_op, vec, op_bytes) &&
-                     vector_aligned(a.acc, vec, sizeof(float)) &&
+                     vector_aligned(a.x0, vec, sizeof(float)) && vector_aligned(a.acc, vec, sizeof(float)) &&
                      vector_aligned(a.dx0, vec, sizeof(float)) && vector_aligned(a.dz, vec, op_bytes);
     for (const void* p : a.h) vector_ok = vector_ok && vector_aligned(p, vec, op_bytes);
     for (const void* p : a.z) vector_ok = vector_ok && vector_aligned(p, vec, op_bytes);
@@ -125,7 +124,6 @@ void TunedCrossBackward::launch(const CrossShape& s, const CrossBackward& a, voi
     const void *h0 = a.h[0], *h1 = a.h[1], *h2 = a.h[2];
     int terms = a.terms;
     const float* x0 = a.x0;
-    const void* x0_op = a.x0_op;
     const void *z0 = a.z[0], *z1 = a.z[1], *z2 = a.z[2], *z3 = a.z[3];
     int direct_terms = a.direct_terms, direct_first = a.direct_first;
     float* acc = a.acc;
@@ -133,9 +131,9 @@ void TunedCrossBackward::launch(const CrossShape& s, const CrossBackward& a, voi
     float* dx0 = a.dx0;
     void* dz = a.dz;
     int64_t rows = s.batch, cols = s.width;
-    void* args[] = {&g,  &h0,         &h1,         &h2,          &terms,    &x0,         &x0_op, &z0,
-                    &z1, &z2,         &z3,         &direct_terms, &direct_first, &acc,     &accumulate, &checkpoint,
-                    &dx0, &dz,        &rows,       &cols,         &partial,  &vector_ok};
+    void* args[] = {&g,   &h0,          &h1,           &h2,         &terms,      &x0,  &z0,   &z1,   &z2,       &z3,
+                    &direct_terms, &direct_first, &acc, &accumulate, &checkpoint, &dx0, &dz, &rows, &cols, &partial,
+                    &vector_ok};
     kernel_.launch(grid_for(cols, static_cast<int64_t>(variant_.col_threads) * vec),
                    static_cast<unsigned>(variant_.block_threads()), 0, stream, args, static_cast<unsigned>(chunks));
   }
