@@ -14,10 +14,11 @@
 //    smallest subnormal become zero);
 //  - the ReLU and bias-gradient pass writes a 16-bit layer's output gradient straight in
 //    16 bits; with model.relu_backward = "epilogue" (the default), where a 16-bit ReLU layer
-//    feeds another 16-bit layer and cuBLASLt fuses the epilogues, there is no such pass: the forward GEMM stores the ReLU mask as bits
-//    (RELU_AUX_BIAS) and the successor's input-gradient GEMM applies it, writes the 16-bit
-//    output gradient and sums the bias gradient (DRELU_BGRAD; the library writes that sum
-//    in 16 bits, as an autocast Linear's bias gradient is, and it is widened to fp32);
+//    feeds another 16-bit layer and cuBLASLt fuses the epilogues, there is no such pass:
+//    the forward GEMM stores the ReLU mask as bits (RELU_AUX_BIAS) and the successor's
+//    input-gradient GEMM applies it, writes the 16-bit output gradient and sums the bias
+//    gradient (DRELU_BGRAD; the library writes that sum in 16 bits, as an autocast Linear's
+//    bias gradient is, and it is widened to fp32);
 //  - an input from elsewhere is rounded by kernels/convert.h unless the caller hands in
 //    its 16-bit copy.
 // The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first
@@ -49,10 +50,9 @@ class GpuMlp {
   // Layer i's weight (out x in) and bias are parameters first_param + 2i and + 2i + 1.
   // input_16bit: the caller hands forward() a 16-bit copy of the input (used when the
   // first layer runs in 16 bits, so the MLP keeps none of its own). relu_epilogues: the
-  // ReLU backward may go into cuBLASLt's epilogues (model.relu_backward = "epilogue", the
-  // engine's default; GpuMlp's own default is the pass).
+  // ReLU backward may go into cuBLASLt's epilogues (model.relu_backward = "epilogue").
   GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params, int first_param,
-         cublaslt::Precision precision, bool input_16bit = false, bool relu_epilogues = false);
+         cublaslt::Precision precision, bool input_16bit, bool relu_epilogues);
 
   int in_features() const { return in_; }
   int out_features() const { return widths_.back(); }
