@@ -36,6 +36,11 @@
 #include "plan/search.h"
 #include "train/config.h"
 #include "train/plan_targets.h"
+#include "plan/tuned_kernel_ratios.h"
+#include "tune/winners.h"
+#if defined(HETREC_WITH_GPU)
+#include "kernels/rtc_sources.h"
+#endif
 
 namespace hetrec::cli {
 namespace {
@@ -58,6 +63,7 @@ struct PlanOptions {
   std::string ids;
   std::string measurements = data_dir() + "/bench/results";  // core/install_paths.h
   bool no_calibration = false;
+  std::string tuned_kernels;  // a winners file the runs load (--tuned-kernels); "" = the built-in kernels
   std::size_t candidates = 0;
   int gpus = 0;          // GPUs of one host (0: one, or with --evaluate the recipe's own gpus)
   std::string evaluate;  // a recipe file to predict instead of searching
@@ -136,6 +142,23 @@ std::string per_hardware_path(const std::string& path, const std::string& hw, bo
   return (p.parent_path() / (p.stem().string() + "-" + hw + p.extension().string())).string();
 }
 
+// --tuned-kernels: the target's runs load the winners of `file` that are fresh on its GPU
+// (plan/tuned_kernel_ratios.h), priced at their measured speed over the built-in kernels.
+void load_tuned_kernels(PlanTarget& target, const std::string& file) {
+  if (file.empty()) return;
+#if defined(HETREC_WITH_GPU)
+  if (!std::filesystem::is_regular_file(file)) throw ConfigError("--tuned-kernels '" + file + "': no such file");
+  target.tuned = fresh_tuned_ratios(tune::WinnersStore::load(file), target.hw(), kernels::rtc_sources_hash());
+  std::string ratios;
+  for (const auto& [kernel, r] : target.tuned) ratios += (ratios.empty() ? "" : ", ") + kernel + " x" + std::to_string(r).substr(0, 5);
+  std::printf("tuned kernels on %s (%s): %s\n", target.hw().name.c_str(), file.c_str(),
+              ratios.empty() ? "none fresh, the built-in kernels" : ratios.c_str());
+#else
+  throw ConfigError("--tuned-kernels '" + file +
+                    "': this build has no GPU backend, so no kernel sources to tell its fresh winners from stale ones");
+#endif
+}
+
 // --evaluate: the prediction for one given recipe (the config with the recipe file
 // applied, as `hetrec train --recipe` runs it) on one hardware, as JSON.
 void run_evaluate(const PlanOptions& o) {
@@ -148,7 +171,8 @@ void run_evaluate(const PlanOptions& o) {
   Workload w{cfg.model, cfg.optim, IdDistribution{IdLaw::zipf, cfg.data.synthetic.zipf_exponent}};
   if (!o.ids.empty()) w.ids = parse_id_distribution(o.ids, "--ids");
   const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o.measurements, o.hw_dir, o.no_calibration);
-  const PlanTarget target = make_plan_target(o.hardware.front(), o.hw_dir, fitted);
+  PlanTarget target = make_plan_target(o.hardware.front(), o.hw_dir, fitted);
+  load_tuned_kernels(target, o.tuned_kernels);
   const Hardware& hw = target.hw();
   Recipe recipe = recipe_of_model(cfg.model, cfg.train.batch_size, hw.name);
   // The GPUs: --gpus, else the recipe's own `gpus`, else one. Their sharding is the
@@ -226,8 +250,10 @@ void run_plan(const PlanOptions& o) {
 
   const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o.measurements, o.hw_dir, o.no_calibration);
   std::vector<std::unique_ptr<PlanTarget>> targets;
-  for (const std::string& name : names)
+  for (const std::string& name : names) {
     targets.push_back(std::make_unique<PlanTarget>(make_plan_target(name, o.hw_dir, fitted)));
+    load_tuned_kernels(*targets.back(), o.tuned_kernels);
+  }
   std::vector<PlanResult> plans;
   std::vector<const PlanTarget*> target_list;
   for (const auto& t : targets) {
@@ -330,6 +356,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   cmd->add_option("--measurements", o->measurements, "folder of recorded e2e results to calibrate the step model on")
       ->capture_default_str();
   cmd->add_flag("--no-calibration", o->no_calibration, "use the generic step-model factors");
+  cmd->add_option("--tuned-kernels", o->tuned_kernels,
+                  "price the runs as loading this `hetrec tune` winners file (its entries fresh on each --hw's GPU)");
   cmd->add_option("--candidates", o->candidates, "also list this many best candidates per hardware");
   cmd->add_option("--gpus", o->gpus,
                   "plan for this many GPUs of one host (the --hw hardware; the batch is the global batch and each "

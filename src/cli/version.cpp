@@ -4,6 +4,7 @@
 #include "gemm/blas_library.h"
 #if defined(HETREC_WITH_GPU)
 #include "gpu/library_versions.h"
+#include "kernels/rtc_sources.h"
 #endif
 
 namespace hetrec::cli {
@@ -23,6 +24,8 @@ std::string version_text() {
   line("CPU BLAS", cpu_blas::library_text());
 #if defined(HETREC_WITH_GPU)
   for (const auto& [what, value] : gpu::library_versions()) line(what, value);
+  // The hash a tuned winner must carry to be loaded by this build (tune/winners.h).
+  line("kernel sources", kernels::rtc_sources_hash());
 #endif
   s.pop_back();  // CLI11 ends the text with a newline of its own
   return s;

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "plan/json_fields.h"
 #include "plan/recipe.h"
+#include "plan/tuned_kernel_ratios.h"
 
 namespace hetrec::inline plan {
 namespace {
@@ -64,6 +65,8 @@ E2eRecord read_e2e_record(const std::string& path) {
     if (!m.at("overlap_exchanges").is_boolean()) throw ConfigError(where + ".overlap_exchanges: expected true or false");
     r.overlap_exchanges = m.at("overlap_exchanges").get<bool>();
   }
+  if (root.contains("tuned_kernels")) r.tuned_kernels = text(root, "tuned_kernels", path);
+  if (!r.tuned_kernels.empty()) r.tuned_variants = described_tuned_variants(text(root, "model", path));
   if (m.contains("phase_ms")) {
     const json& phases = m.at("phase_ms");
     if (!phases.is_object()) throw ConfigError(where + ".phase_ms: expected an object of phase -> milliseconds");

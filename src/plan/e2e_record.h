@@ -42,6 +42,11 @@ struct E2eRecord {
   // Whether announced batches were copied to the device during the step before theirs
   // (batch_copied_ahead); records written before it existed uploaded before each step.
   bool batch_copied_ahead = false;
+  // The winners file the run was given (--tuned-kernels; "" for the built-in kernels) and
+  // the tuned variants its model description says it loaded, by kernel family
+  // (plan/tuned_kernel_ratios.h: described_tuned_variants).
+  std::string tuned_kernels;
+  std::map<std::string, std::string> tuned_variants;
 };
 
 // Throws IoError when the file cannot be read, ConfigError naming the file and key when

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "optim/sparse_update.h"
+#include "plan/tuned_kernel_ratios.h"
 
 namespace hetrec::inline plan {
 
@@ -77,7 +78,9 @@ RecipeEvaluation evaluate_recipe(const Workload& workload, const Recipe& recipe,
   e.memory = e.rank_memory[largest];
   e.fits = e.memory.fits(target.hw(), constraints.headroom);
   if (!e.fits) e.refusal = e.memory.refusal(target.hw(), constraints.headroom);
-  e.step = predict_step(step_work(workload.model, workload.optim, recipe, target.gemm, workload.ids), target.step);
+  StepWork work = step_work(workload.model, workload.optim, recipe, target.gemm, workload.ids);
+  apply_tuned_ratios(work, target.tuned);
+  e.step = predict_step(work, target.step);
   e.score = e.step.samples_per_s / std::pow(1.0 + constraints.lower_precision_gain, precision_steps(recipe));
   if (recipe.dense == DensePrecision::tf32 && target.hw().dense_tflops.tf32 <= 0.0)
     e.note = target.hw().name + " has no TF32 pipe: the GEMMs run as fp32";
@@ -339,8 +342,9 @@ void plan_sharded(const Workload& workload, const PlanTarget& target, const Plan
       for (std::vector<TableSharding>& s : candidates) {
         Recipe r = base;
         r.sharding = s;
-        const double ms =
-            predict_step(sharded_step_work(workload.model, workload.optim, r, hw, workload.ids), target.step).step_ms;
+        StepWork work = sharded_step_work(workload.model, workload.optim, r, hw, workload.ids);
+        apply_tuned_ratios(work, target.tuned);
+        const double ms = predict_step(work, target.step).step_ms;
         ranked.emplace_back(ms, std::move(s));
       }
       std::stable_sort(ranked.begin(), ranked.end(),

@@ -17,6 +17,11 @@
 #include "plan/gpu_model_layout.h"
 #include "plan/sharded_layout.h"
 #include "plan/step_work_builder.h"
+#include "tunable/cross_net/cross_net_cost.h"
+#include "tunable/dot_interaction/dot_backward_cost.h"
+#include "tunable/dot_interaction/dot_interaction_cost.h"
+#include "tunable/embedding_forward/embedding_forward_cost.h"
+#include "tunable/sparse_update/sparse_update_cost.h"
 
 namespace hetrec::inline plan {
 namespace {
@@ -114,7 +119,9 @@ void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
     const bool stream16 = half && g.cross_residual_16bit;
     const double inputs = stream16 ? 2 * kHalfBytes : 2 * kFloatBytes;  // x0 and x_l
     const double bytes = inputs + op + (fp32_out ? kFloatBytes : 0.0) + (half ? kHalfBytes : 0.0);
-    w.hbm(phase, StepFactor::elementwise, bd * n * bytes, layer + " x0 * z + x (and its 16-bit copy)");
+    // The 16-bit stream's pass is a kernel of its own; the tuned family is the fp32 stream's.
+    w.hbm(phase, StepFactor::elementwise, bd * n * bytes, layer + " x0 * z + x (and its 16-bit copy)",
+          stream16 ? "" : tune::kCrossForwardKernel);
     if (half) w.rounded_in_pass(phase, bd * n, layer + " x0 * z + x");
     w.launches(phase, 1);
   }
@@ -134,7 +141,8 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
     const std::string layer = "cross_net." + std::to_string(pass.layer);
     const double bytes = kernels::cross_backward_pass_traffic(pass).bytes(op);
     w.hbm(phase, StepFactor::elementwise, elems * bytes,
-          layer + " dz = (g + terms) x0, bias sum" + (pass.bottom ? ", dx0" : pass.checkpoint ? ", checkpoint" : ""));
+          layer + " dz = (g + terms) x0, bias sum" + (pass.bottom ? ", dx0" : pass.checkpoint ? ", checkpoint" : ""),
+          tune::kCrossBackwardKernel);
     if (half) w.rounded_in_pass(phase, elems, layer + " dz");
     w.launches(phase, kernels::kColumnSumLaunches);
     for (const LayerGemm& gemm : cross_layer_backward_gemms(b, n, r, half, w.sixteen(), w.tf32(), pass.bottom))
@@ -147,9 +155,10 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
 void dot_interaction(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const double bd = static_cast<double>(b);
   const double x = bd * g.feature_width * kFloatBytes, out = bd * g.interaction_width * kFloatBytes;
-  w.hbm(StepPhase::interaction_fwd, StepFactor::interaction, x + out, "dot interaction forward");
+  w.hbm(StepPhase::interaction_fwd, StepFactor::interaction, x + out, "dot interaction forward", tune::kDotForwardKernel);
   w.launches(StepPhase::interaction_fwd, 1);
-  w.hbm(StepPhase::interaction_bwd, StepFactor::interaction, 2 * x + out, "dot interaction backward");
+  w.hbm(StepPhase::interaction_bwd, StepFactor::interaction, 2 * x + out, "dot interaction backward",
+        tune::kDotBackwardKernel);
   w.launches(StepPhase::interaction_bwd, 1);
 }
 
@@ -187,10 +196,11 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   }
   const double lb = g.lookup_samples, ub = g.update_samples;
   const auto fwd = StepPhase::embedding_fwd;
-  w.hbm(fwd, StepFactor::embedding_forward, hbm_gather, label + "row reads (every id)");
-  w.hbm(fwd, StepFactor::embedding_forward, (lookups + lb * tables) * kIndexBytes, label + "ids and offsets");
+  const std::string lookup = tune::kEmbeddingForwardKernel, update = tune::kSparseUpdateKernel;
+  w.hbm(fwd, StepFactor::embedding_forward, hbm_gather, label + "row reads (every id)", lookup);
+  w.hbm(fwd, StepFactor::embedding_forward, (lookups + lb * tables) * kIndexBytes, label + "ids and offsets", lookup);
   w.hbm(fwd, StepFactor::embedding_forward, lb * tables * grad_row_bytes,
-        label + "pooled output (" + std::string(dtype_name(pooled)) + ")");
+        label + "pooled output (" + std::string(dtype_name(pooled)) + ")", lookup);
   w.host_table_rows(fwd, host_read, host_span, row_bytes, label + "distinct rows of host tables over the link");
   w.launches(fwd, 1);
 
@@ -204,10 +214,13 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   w.hbm(bwd, StepFactor::embedding_backward, occurrences * passes * kSortPassBytes,
         label + "radix sort (" + std::to_string(passes) + " passes)");
   w.hbm(bwd, StepFactor::embedding_backward, capacity * kSegmentBookkeepingBytes, label + "segments and chunks");
+  // The fused update (tunable/sparse_update/): the occurrences' gradients in, each distinct
+  // row and its state read and written, and the per-row work.
   w.hbm(bwd, StepFactor::embedding_backward, occurrences * (kIndexBytes + grad_row_bytes),
-        label + "pooled-gradient row of every occurrence");
-  w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, label + "distinct rows and optimizer state, read and written");
-  w.row_updates(bwd, distinct_rows, label + "per-row update work of the distinct rows");
+        label + "pooled-gradient row of every occurrence", update);
+  w.hbm(bwd, StepFactor::embedding_backward, hbm_rows, label + "distinct rows and optimizer state, read and written",
+        update);
+  w.row_updates(bwd, distinct_rows, label + "per-row update work of the distinct rows", update);
   w.host_table_rows(bwd, host_update, host_span, row_bytes,
                     label + "distinct rows of host tables, read and written over the link");
   // fp16 rows: the fused update rounds each distinct row's new values to fp16.
@@ -438,7 +451,7 @@ double table_embedding_us(const ModelConfig& model, const OptimConfig& optim, co
 
 double term_time_us(const StepTerm& term, const StepModelParams& params) {
   const double f = params.at(term.factor);
-  return step_factor_is_overhead(term.factor) ? term.base * f : term.base / f;
+  return (step_factor_is_overhead(term.factor) ? term.base * f : term.base / f) * term.tuned_ratio;
 }
 
 namespace {

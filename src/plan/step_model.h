@@ -92,6 +92,12 @@ struct StepTerm {
   double base = 0.0;
   std::string what;  // e.g. "top_mlp.0 wgrad GEMM M=1024 N=3456 K=65536"
   int rank = kAllRanks;  // several GPUs: the rank whose work it is, or every rank
+  // The tunable kernel family (tune/kernel_families.h) whose kernel does this work, or ""
+  // for work no tuned variant replaces.
+  std::string kernel;
+  // The time of the tuned variant the run loads over the built-in kernel's, as the tuner
+  // measured both on the run's GPU (plan/tuned_kernel_ratios.h); 1 for a built-in kernel.
+  double tuned_ratio = 1.0;
 };
 
 struct StepWork {
@@ -149,6 +155,7 @@ double row_block_embedding_us(const ModelConfig& model, const OptimConfig& optim
 double table_embedding_us(const ModelConfig& model, const OptimConfig& optim, const Recipe& recipe,
                           const Hardware& hw, const IdDistribution& ids, const StepModelParams& params, std::size_t t);
 
+// A term's time: its base at the factor's efficiency, times its tuned ratio.
 double term_time_us(const StepTerm& term, const StepModelParams& params);
 StepPrediction predict_step(const StepWork& work, const StepModelParams& params);
 

@@ -74,8 +74,8 @@ class WorkBuilder {
     launches(phase, 1);
   }
   // Distinct rows the fused embedding update writes, in millions.
-  void row_updates(StepPhase phase, double rows, const std::string& what) {
-    add(phase, StepFactor::embedding_row_update_us, rows * 1e-6, what);
+  void row_updates(StepPhase phase, double rows, const std::string& what, const std::string& kernel = {}) {
+    add(phase, StepFactor::embedding_row_update_us, rows * 1e-6, what, kernel);
   }
   // Values rounded to fp16 on the device (gpu/half.h f16_encode), in millions.
   void fp16_rounding(StepPhase phase, double values, const std::string& what) {
@@ -90,8 +90,9 @@ class WorkBuilder {
   void rounded_in_pass(StepPhase phase, double values, const std::string& what) {
     if (recipe_.dense == DensePrecision::fp16) fp16_rounding(phase, values, what + " (fp16 operands it writes)");
   }
-  void hbm(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
-    add(phase, factor, bytes / hbm_bytes_per_us_, what);
+  // `kernel`: the tunable kernel family whose kernel moves these bytes (StepTerm::kernel).
+  void hbm(StepPhase phase, StepFactor factor, double bytes, const std::string& what, const std::string& kernel = {}) {
+    add(phase, factor, bytes / hbm_bytes_per_us_, what, kernel);
   }
   void host(StepPhase phase, StepFactor factor, double bytes, const std::string& what) {
     add(phase, factor, bytes / host_bytes_per_us_, what);
@@ -132,8 +133,8 @@ class WorkBuilder {
   }
 
  private:
-  void add(StepPhase phase, StepFactor factor, double base, const std::string& what) {
-    if (base > 0.0) work_.terms.push_back({phase, factor, base, what, rank_});
+  void add(StepPhase phase, StepFactor factor, double base, const std::string& what, const std::string& kernel = {}) {
+    if (base > 0.0) work_.terms.push_back({phase, factor, base, what, rank_, kernel});
   }
   const Hardware& hw_;
   const GemmDispatch* gemm_;

@@ -14,6 +14,7 @@
 #include "plan/calibration.h"
 #include "plan/e2e_record.h"
 #include "plan/planner_record.h"
+#include "plan/tuned_kernel_ratios.h"
 #include "train/config.h"
 
 namespace hetrec::inline train {
@@ -94,6 +95,9 @@ std::map<std::string, StepModelParams> calibrate_from_records(const std::string&
   std::map<std::string, std::vector<StepMeasurement>> by_arch;
   std::map<std::string, Hardware> arch_hardware;
   std::map<std::string, GemmSelector> selectors;  // by hardware name
+  // The winners whose speed the runs with tuned kernels are priced at (loaded once needed).
+  const std::string winners_file = data_dir() + "/tune/winners.json";
+  std::optional<tune::WinnersStore> winners;
   const auto selector_for = [&](const Hardware& hw) -> const GemmSelector& {
     auto sel = selectors.find(hw.name);
     if (sel == selectors.end())
@@ -123,7 +127,13 @@ std::map<std::string, StepModelParams> calibrate_from_records(const std::string&
       if (!hw) throw ConfigError("no single hardware file for GPU '" + r.gpu + "'");
       const std::optional<RunConfig> cfg = record_config(r.config, r.overrides);
       if (!cfg) throw ConfigError("config '" + r.config + "' not found");
-      by_arch[hw->arch].push_back(e2e_measurement(r, cfg->model, cfg->optim, selector_for(*hw)));
+      StepMeasurement m = e2e_measurement(r, cfg->model, cfg->optim, selector_for(*hw));
+      // A run with tuned kernels: their work at the tuned variants' measured speed.
+      if (!r.tuned_variants.empty()) {
+        if (!winners) winners = tune::WinnersStore::load(winners_file);
+        apply_tuned_ratios(m.work, recorded_tuned_ratios(r.tuned_variants, r.gpu, m.work, *winners, winners_file));
+      }
+      by_arch[hw->arch].push_back(std::move(m));
       arch_hardware.emplace(hw->arch, *hw);
     } catch (const ConfigError& e) {
       std::printf("step model: leaving out %s: %s\n", f.c_str(), e.what());

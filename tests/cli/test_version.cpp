@@ -25,6 +25,8 @@ TEST(Version, PrintsVersionCommitBuildAndLibraries) {
     EXPECT_TRUE(std::regex_search(r.out, std::regex("\n(CUDA|HIP) toolkit: [0-9]+\\.[0-9]+"))) << r.out;
     for (const char* what : {" runtime: ", " driver: ", "\nBLAS-Lt: ", "\ncollectives: "})
       EXPECT_NE(r.out.find(what), std::string::npos) << what << "\n" << r.out;
+    // And the hash of its run-time compiled kernel sources, which a tuned winner must carry.
+    EXPECT_TRUE(std::regex_search(r.out, std::regex("\nkernel sources: [0-9a-f]{16}(\n|$)"))) << r.out;
   } else {
     EXPECT_NE(r.out.find("\nbackends: cpu\n"), std::string::npos) << r.out;
   }

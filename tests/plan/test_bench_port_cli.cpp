@@ -1,7 +1,8 @@
 // `hetrec bench port` and `hetrec plan --constraints` through the real program: the
 // direct-port benchmark end to end on the CPU backend (the demo config, a few steps), its
 // results file's fields, and its errors (unknown hardware, missing config, no local
-// hardware description on the CPU); the quality constraints reaching the plan.
+// hardware description on the CPU); the quality constraints reaching the plan; the tuned
+// kernels' winners pricing the plan's runs.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -141,6 +142,58 @@ TEST(PlanCli, ConstraintsFileAndFlagsBoundThePlan) {
   r = run_hetrec(plan + "--constraints " + (dir / "bad.toml").string(), dir);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("plan.rows"), std::string::npos) << r.err;
+}
+
+// --tuned-kernels: a build with a GPU backend prices the runs as loading the winners that
+// are fresh on the hardware's GPU (this build's kernel sources, which `hetrec --version`
+// names); a build without one refuses the option.
+TEST(PlanCli, TunedKernelsPriceTheFreshWinners) {
+  const auto dir = scratch_dir("plan_tuned");
+  std::ofstream(dir / "recipe.toml") << "[recipe]\nhardware = \"h200_sxm\"\nbatch_size = 131072\n"
+                                        "dense_dtype = \"bf16\"\nrow_dtype = \"bf16\"\ncross_residual = \"16bit\"\n";
+  const std::string eval = "plan --config configs/dlrm_dcnv2_mlperf.toml --hw h200_sxm --no-calibration --evaluate " +
+                           (dir / "recipe.toml").string();
+  const RunResult version = run_hetrec("--version", dir);
+  ASSERT_EQ(version.code, 0) << version.err;
+  const auto at = version.out.find("kernel sources: ");
+  const auto winners = dir / "winners.json";
+  if (at == std::string::npos) {  // no GPU backend
+    std::ofstream(winners) << "{\"schema_version\": 1, \"winners\": []}\n";
+    const RunResult r = run_hetrec(eval + " --tuned-kernels " + winners.string(), dir);
+    EXPECT_EQ(r.code, 2) << r.out << r.err;
+    EXPECT_NE(r.err.find("--tuned-kernels '" + winners.string() + "': this build has no GPU backend"),
+              std::string::npos)
+        << r.err;
+    std::filesystem::remove_all(dir);
+    return;
+  }
+  const std::string hash = version.out.substr(at + 16, 16);
+  // One H200 cross backward winner at half the built-in kernel's time, under this build's
+  // sources, and one under other sources (stale: not loaded, not priced).
+  const auto entry = [](const std::string& h, double time_us) {
+    return std::string("{\"kernel\": \"cross_backward\", \"shape\": \"op=bf16 width=3456\", \"gpu\": \"NVIDIA H200\", "
+                       "\"compute_capability\": \"9.0\", \"driver_version\": 13000, \"source_hash\": \"") +
+           h + "\", \"params\": {\"chunk_rows\": 1024, \"col_threads\": 32, \"row_groups\": 4, \"vec\": 4}, "
+               "\"time_us\": " + std::to_string(time_us) + ", \"default_us\": 2000, \"floor_us\": 500, \"workload\": \"w\"}";
+  };
+  std::ofstream(winners) << "{\"schema_version\": 1, \"winners\": [" << entry(hash, 1000) << ", "
+                         << entry(hash == "0000000000000000" ? "1111111111111111" : "0000000000000000", 100) << "]}\n";
+  const RunResult builtin = run_hetrec(eval + " --json " + (dir / "a.json").string(), dir);
+  ASSERT_EQ(builtin.code, 0) << builtin.out << builtin.err;
+  const RunResult tuned = run_hetrec(eval + " --json " + (dir / "b.json").string() + " --tuned-kernels " + winners.string(), dir);
+  ASSERT_EQ(tuned.code, 0) << tuned.out << tuned.err;
+  EXPECT_NE(tuned.out.find("tuned kernels on h200_sxm (" + winners.string() + "): cross_backward x0.500"), std::string::npos)
+      << tuned.out;
+  const auto phase = [&](const char* file, const char* name) {
+    return nlohmann::json::parse(slurp(dir / file))["predicted"]["phase_ms"][name].get<double>();
+  };
+  EXPECT_LT(phase("b.json", "interaction_bwd"), phase("a.json", "interaction_bwd"));
+  EXPECT_EQ(phase("b.json", "interaction_fwd"), phase("a.json", "interaction_fwd"));
+  EXPECT_EQ(phase("b.json", "embedding_bwd_update"), phase("a.json", "embedding_bwd_update"));
+  const RunResult missing = run_hetrec(eval + " --tuned-kernels " + (dir / "none.json").string(), dir);
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.err.find("none.json': no such file"), std::string::npos) << missing.err;
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
