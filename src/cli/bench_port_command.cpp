@@ -146,8 +146,15 @@ void run_bench_port(const PortOptions& o) {
   const auto fitted = calibrate_from_records(o.measurements, o.hw_dir, o.no_calibration);
   const PlanTarget from_target = make_plan_target(o.from, o.hw_dir, fitted);
   const PlanTarget to_target = make_plan_target(to, o.hw_dir, fitted);
+  // The hetrec run loads the tuned kernels; the port runs the built-in ones.
+  PlanTarget hetrec_target = to_target;
+  if (!o.tuned_kernels.empty() && !std::filesystem::is_regular_file(o.tuned_kernels))
+    throw ConfigError("bench port: --tuned-kernels '" + o.tuned_kernels + "': no such file");
+#if defined(HETREC_WITH_GPU)
+  price_tuned_kernels(hetrec_target, o.tuned_kernels, "bench port: --tuned-kernels");
+#endif
   const PlanResult from_plan = plan_recipes(w, from_target, constraints);
-  const PlanResult to_plan = plan_recipes(local_w, to_target, constraints);
+  const PlanResult to_plan = plan_recipes(local_w, hetrec_target, constraints);
   const PortComparison predicted =
       compare_direct_port(w, from_plan, plan_recipes(w, to_target, constraints), to_target, constraints);
   if (!predicted.ported.fits)
@@ -156,8 +163,6 @@ void run_bench_port(const PortOptions& o) {
 
   PortVariant port{"port", from_plan.best().recipe, false, "", ""};
   PortVariant hetrec{"hetrec", to_plan.best().recipe, true, to, o.tuned_kernels};
-  if (!o.tuned_kernels.empty() && !std::filesystem::is_regular_file(o.tuned_kernels))
-    throw ConfigError("bench port: --tuned-kernels '" + o.tuned_kernels + "': no such file");
   std::vector<PortVariant> variants = {port};
   if (o.components) {
     variants.push_back(PortVariant{"recipe_only", hetrec.recipe, false, "", ""});

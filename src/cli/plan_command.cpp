@@ -36,11 +36,6 @@
 #include "plan/search.h"
 #include "train/config.h"
 #include "train/plan_targets.h"
-#include "plan/tuned_kernel_ratios.h"
-#include "tune/winners.h"
-#if defined(HETREC_WITH_GPU)
-#include "kernels/rtc_sources.h"
-#endif
 
 namespace hetrec::cli {
 namespace {
@@ -142,23 +137,6 @@ std::string per_hardware_path(const std::string& path, const std::string& hw, bo
   return (p.parent_path() / (p.stem().string() + "-" + hw + p.extension().string())).string();
 }
 
-// --tuned-kernels: the target's runs load the winners of `file` that are fresh on its GPU
-// (plan/tuned_kernel_ratios.h), priced at their measured speed over the built-in kernels.
-void load_tuned_kernels(PlanTarget& target, const std::string& file) {
-  if (file.empty()) return;
-#if defined(HETREC_WITH_GPU)
-  if (!std::filesystem::is_regular_file(file)) throw ConfigError("--tuned-kernels '" + file + "': no such file");
-  target.tuned = fresh_tuned_ratios(tune::WinnersStore::load(file), target.hw(), kernels::rtc_sources_hash());
-  std::string ratios;
-  for (const auto& [kernel, r] : target.tuned) ratios += (ratios.empty() ? "" : ", ") + kernel + " x" + std::to_string(r).substr(0, 5);
-  std::printf("tuned kernels on %s (%s): %s\n", target.hw().name.c_str(), file.c_str(),
-              ratios.empty() ? "none fresh, the built-in kernels" : ratios.c_str());
-#else
-  throw ConfigError("--tuned-kernels '" + file +
-                    "': this build has no GPU backend, so no kernel sources to tell its fresh winners from stale ones");
-#endif
-}
-
 // --evaluate: the prediction for one given recipe (the config with the recipe file
 // applied, as `hetrec train --recipe` runs it) on one hardware, as JSON.
 void run_evaluate(const PlanOptions& o) {
@@ -172,7 +150,7 @@ void run_evaluate(const PlanOptions& o) {
   if (!o.ids.empty()) w.ids = parse_id_distribution(o.ids, "--ids");
   const std::map<std::string, StepModelParams> fitted = calibrate_from_records(o.measurements, o.hw_dir, o.no_calibration);
   PlanTarget target = make_plan_target(o.hardware.front(), o.hw_dir, fitted);
-  load_tuned_kernels(target, o.tuned_kernels);
+  price_tuned_kernels(target, o.tuned_kernels, "--tuned-kernels");
   const Hardware& hw = target.hw();
   Recipe recipe = recipe_of_model(cfg.model, cfg.train.batch_size, hw.name);
   // The GPUs: --gpus, else the recipe's own `gpus`, else one. Their sharding is the
@@ -252,7 +230,7 @@ void run_plan(const PlanOptions& o) {
   std::vector<std::unique_ptr<PlanTarget>> targets;
   for (const std::string& name : names) {
     targets.push_back(std::make_unique<PlanTarget>(make_plan_target(name, o.hw_dir, fitted)));
-    load_tuned_kernels(*targets.back(), o.tuned_kernels);
+    price_tuned_kernels(*targets.back(), o.tuned_kernels, "--tuned-kernels");
   }
   std::vector<PlanResult> plans;
   std::vector<const PlanTarget*> target_list;

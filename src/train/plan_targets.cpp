@@ -16,6 +16,9 @@
 #include "plan/planner_record.h"
 #include "plan/tuned_kernel_ratios.h"
 #include "train/config.h"
+#if defined(HETREC_WITH_GPU)
+#include "kernels/rtc_sources.h"
+#endif
 
 namespace hetrec::inline train {
 namespace {
@@ -158,6 +161,26 @@ PlanTarget make_plan_target(const std::string& name, const std::string& hw_dir,
   const auto it = fitted.find(hw.arch);
   return PlanTarget{GemmSelector::for_hardware(hw, load_gemm_params_for(hw, hw_dir + "/params")),
                     it != fitted.end() ? it->second : default_step_model_params(hw)};
+}
+
+void price_tuned_kernels(PlanTarget& target, const std::string& winners_file, const std::string& option) {
+  if (winners_file.empty()) return;
+#if defined(HETREC_WITH_GPU)
+  if (!std::filesystem::is_regular_file(winners_file))
+    throw ConfigError(option + " '" + winners_file + "': no such file");
+  target.tuned = fresh_tuned_ratios(tune::WinnersStore::load(winners_file), target.hw(), kernels::rtc_sources_hash());
+  std::string ratios;
+  for (const auto& [kernel, r] : target.tuned) {
+    char x[32];
+    std::snprintf(x, sizeof x, " x%.3f", r);
+    ratios += (ratios.empty() ? "" : ", ") + kernel + x;
+  }
+  std::printf("tuned kernels on %s (%s): %s\n", target.hw().name.c_str(), winners_file.c_str(),
+              ratios.empty() ? "none fresh, the built-in kernels" : ratios.c_str());
+#else
+  throw ConfigError(option + " '" + winners_file +
+                    "': this build has no GPU backend, so no kernel sources to tell its fresh winners from stale ones");
+#endif
 }
 
 }  // namespace hetrec::train::train

@@ -23,4 +23,12 @@ std::map<std::string, StepModelParams> calibrate_from_records(const std::string&
 PlanTarget make_plan_target(const std::string& name, const std::string& hw_dir,
                             const std::map<std::string, StepModelParams>& fitted);
 
+// Prices the target's runs as loading the winners of `winners_file` (`hetrec tune`'s) that
+// the engine would load on its GPU: those under this build's kernel sources
+// (plan/tuned_kernel_ratios.h, fresh_tuned_ratios), and prints each family's ratio. Nothing
+// for an empty name. Throws ConfigError naming `option` for a missing or invalid file, and
+// in a build without a GPU backend, which has no kernel sources to tell fresh winners from
+// stale ones.
+void price_tuned_kernels(PlanTarget& target, const std::string& winners_file, const std::string& option);
+
 }  // namespace hetrec::train::train
