@@ -34,7 +34,8 @@ TunedKernelRatios recorded_tuned_ratios(const std::map<std::string, std::string>
                                         const std::string& winners_path) {
   TunedKernelRatios ratios;
   for (const auto& [kernel, params] : variants) {
-    if (std::none_of(work.terms.begin(), work.terms.end(), [&](const StepTerm& t) { return t.kernel == kernel; }))
+    const std::string& family = kernel;  // a binding a lambda can capture
+    if (std::none_of(work.terms.begin(), work.terms.end(), [&](const StepTerm& t) { return t.kernel == family; }))
       continue;
     double log_sum = 0.0;
     int n = 0;

@@ -22,7 +22,7 @@ struct PlanTarget {
   StepModelParams step;
   // The tuned kernels the run loads, as their time over the built-in kernel's by family
   // (plan/tuned_kernel_ratios.h); empty: the built-in kernels.
-  std::map<std::string, double> tuned;
+  std::map<std::string, double> tuned = {};
 
   const Hardware& hw() const { return gemm.hardware(); }
 };

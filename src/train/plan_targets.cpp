@@ -178,6 +178,7 @@ void price_tuned_kernels(PlanTarget& target, const std::string& winners_file, co
   std::printf("tuned kernels on %s (%s): %s\n", target.hw().name.c_str(), winners_file.c_str(),
               ratios.empty() ? "none fresh, the built-in kernels" : ratios.c_str());
 #else
+  (void)target;
   throw ConfigError(option + " '" + winners_file +
                     "': this build has no GPU backend, so no kernel sources to tell its fresh winners from stale ones");
 #endif
