@@ -9,7 +9,7 @@ Phase floors (ms): a dense phase's GEMM arithmetic at the measured bf16 peak (th
 floor's own rule: element-wise traffic is taken as overlappable); the embedding phases'
 least traffic at the measured copy bandwidth, taken from the tuner's workload floors
 (tune/winners.json floor_us of the embedding forward and the fused sparse update on the
-same batch), else the e2e floor's embedding bytes for both phases together.
+same batch and GPU), else the e2e floor's embedding bytes for both phases together.
 
 Usage: bench/step_variants_summary.py RUN_DIR --date 20261202 [--out-dir bench/results]
 """
@@ -57,7 +57,7 @@ def gemm_flops(cfg, batch):
     return f
 
 
-def tuner_floor_ms(batch):
+def tuner_floor_ms(batch, gpu):
     try:
         with open(os.path.join(ROOT, "tune", "winners.json")) as fh:
             w = json.load(fh)["winners"]
@@ -65,7 +65,7 @@ def tuner_floor_ms(batch):
         return {}
     out = {}
     for e in w:
-        if f"batch {batch}" not in e.get("workload", ""):
+        if f"batch {batch}" not in e.get("workload", "") or e["gpu"] != gpu:
             continue
         if e["kernel"] == "embedding_bag_forward":
             out["embedding_fwd"] = e["floor_us"] / 1e3
@@ -80,7 +80,7 @@ def portable(command):
     return re.sub(r"\S*/bin/(\S+)", r"\1", re.sub(r"/\S*/out/", "OUT/", command))
 
 
-def summarise(run_dir, tag_prefix, variants, cfg_path, batch, arch=None):
+def summarise(run_dir, tag_prefix, variants, cfg_path, batch, gpu, arch=None):
     with open(os.path.join(ROOT, cfg_path), "rb") as fh:
         cfg = tomllib.load(fh)
     if arch:
@@ -98,7 +98,7 @@ def summarise(run_dir, tag_prefix, variants, cfg_path, batch, arch=None):
     floor = any_run["metrics"]["floor"]
     peak = floor["peak_tflops"] * 1e12
     phase_floor = {k: fl / peak * 1e3 for k, fl in gemm_flops(cfg, batch).items()}
-    tuned_floor = tuner_floor_ms(batch)
+    tuned_floor = tuner_floor_ms(batch, gpu)
     phase_floor.update(tuned_floor)
     if not tuned_floor:  # the e2e floor's embedding bytes, forward and backward together
         phase_floor["embedding_fwd+embedding_bwd_update"] = floor["memory_ms"]
@@ -147,7 +147,7 @@ def main():
                 gpu = json.load(fh).get("gpu", gpu)
             break
     for prefix, cfg, batch, tag, arch in workloads:
-        m = summarise(args.run_dir, prefix, variants, cfg, batch, arch)
+        m = summarise(args.run_dir, prefix, variants, cfg, batch, gpu, arch)
         if m is None:
             continue
         if arch:
