@@ -46,7 +46,7 @@ void add_tune_command(CLI::App& app, Action& action) {
                   "kernel to tune: embedding_bag_forward | dot_interaction_forward | embedding_sparse_update | "
                   "dot_interaction_backward | cross_forward | cross_backward | small_gemm | all")
       ->capture_default_str();
-  cmd->add_option("--budget", a->budget_minutes, "wall-clock budget in minutes for the whole run")
+  cmd->add_option("--budget", a->budget_minutes, "minutes of candidate search, shared equally by the shapes (each shape's workload preparation and built-in timing come on top)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--out-dir", a->out_dir, "folder for the attempt log (JSON lines) and the results JSON")

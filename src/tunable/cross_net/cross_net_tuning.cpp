@@ -54,7 +54,7 @@ kernels::CrossNetShape cross_shape(const TuneOptions& o, DType op) {
 }
 
 nlohmann::json tune_cross_forward(const TuneOptions& o, const DeviceFacts& dev, DType op, WinnersStore& store,
-                                  AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+                                  AttemptLog& log, Clock::duration budget, std::ostream& progress) {
   CrossForwardBench bench(cross_shape(o, op), o.batch, fresh_seed());
   const CrossWorkload w = bench.workload();
   progress << kCrossForwardKernel << " [" << w.shape.key() << "]: " << bench.describe() << "\n";
@@ -92,11 +92,11 @@ nlohmann::json tune_cross_forward(const TuneOptions& o, const DeviceFacts& dev, 
     CrossForwardBench b(cross_shape(o, op), kVerificationBatch, s.seed);
     return LoadedCrossForward(b, to_cross_forward_variant(p), bin).verify();
   };
-  return search(o, dev, k, store, log, deadline, progress);
+  return search(o, dev, k, store, log, budget, progress);
 }
 
 nlohmann::json tune_cross_backward(const TuneOptions& o, const DeviceFacts& dev, DType op, WinnersStore& store,
-                                   AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+                                   AttemptLog& log, Clock::duration budget, std::ostream& progress) {
   CrossBackwardBench bench(cross_shape(o, op), o.batch, fresh_seed());
   const CrossWorkload w = bench.workload();
   progress << kCrossBackwardKernel << " [" << w.shape.key() << "]: " << bench.describe() << "\n";
@@ -138,7 +138,7 @@ nlohmann::json tune_cross_backward(const TuneOptions& o, const DeviceFacts& dev,
     CrossBackwardBench b(cross_shape(o, op), kVerificationBatch, s.seed);
     return LoadedCrossBackward(b, to_cross_backward_variant(p), bin).verify();
   };
-  return search(o, dev, k, store, log, deadline, progress);
+  return search(o, dev, k, store, log, budget, progress);
 }
 
 }  // namespace
@@ -147,7 +147,7 @@ static TunableFamily cross_forward_family() {
   return {kCrossForwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType op : c.options.cross_operand_dtypes)
-      jobs.push_back([c, op](Clock::time_point d) { return tune_cross_forward(c.options, c.device, op, c.store, c.log, d, c.progress); });
+      jobs.push_back([c, op](Clock::duration d) { return tune_cross_forward(c.options, c.device, op, c.store, c.log, d, c.progress); });
     return jobs;
   }};
 }
@@ -156,7 +156,7 @@ static TunableFamily cross_backward_family() {
   return {kCrossBackwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType op : c.options.cross_operand_dtypes)
-      jobs.push_back([c, op](Clock::time_point d) { return tune_cross_backward(c.options, c.device, op, c.store, c.log, d, c.progress); });
+      jobs.push_back([c, op](Clock::duration d) { return tune_cross_backward(c.options, c.device, op, c.store, c.log, d, c.progress); });
     return jobs;
   }};
 }

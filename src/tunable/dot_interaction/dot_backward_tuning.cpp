@@ -32,7 +32,7 @@ class LoadedDotBackward final : public LoadedCandidate {
 };
 
 nlohmann::json tune_dot_backward(const TuneOptions& o, const DeviceFacts& dev, WinnersStore& store, AttemptLog& log,
-                                 Clock::time_point deadline, std::ostream& progress) {
+                                 Clock::duration budget, std::ostream& progress) {
   const kernels::DotForwardShape shape{static_cast<int>(o.tables.size()) + 1, o.dim, o.interaction_self};
   DotBackwardBench bench(shape, o.batch, fresh_seed(), 2);
   const DotBackwardWorkload w = bench.workload();
@@ -78,7 +78,7 @@ nlohmann::json tune_dot_backward(const TuneOptions& o, const DeviceFacts& dev, W
     DotBackwardBench b(shape, kVerificationBatch, s.seed, 1);
     return LoadedDotBackward(b, to_dot_backward_variant(p), bin).verify();
   };
-  return search(o, dev, k, store, log, deadline, progress);
+  return search(o, dev, k, store, log, budget, progress);
 }
 
 }  // namespace
@@ -86,7 +86,7 @@ nlohmann::json tune_dot_backward(const TuneOptions& o, const DeviceFacts& dev, W
 TunableFamily dot_backward_family() {
   return {kDotBackwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
-    jobs.push_back([c](Clock::time_point d) { return tune_dot_backward(c.options, c.device, c.store, c.log, d, c.progress); });
+    jobs.push_back([c](Clock::duration d) { return tune_dot_backward(c.options, c.device, c.store, c.log, d, c.progress); });
     return jobs;
   }};
 }

@@ -32,7 +32,7 @@ class LoadedDot final : public LoadedCandidate {
 };
 
 nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, WinnersStore& store, AttemptLog& log,
-                                Clock::time_point deadline, std::ostream& progress) {
+                                Clock::duration budget, std::ostream& progress) {
   const kernels::DotForwardShape shape{static_cast<int>(o.tables.size()) + 1, o.dim, o.interaction_self};
   DotForwardBench bench(shape, o.batch, fresh_seed(), 2);
   const DotForwardWorkload w = bench.workload();
@@ -74,7 +74,7 @@ nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, Wi
     DotForwardBench b(shape, kVerificationBatch, s.seed, 1);
     return LoadedDot(b, to_dot_variant(p), bin).verify();
   };
-  return search(o, dev, k, store, log, deadline, progress);
+  return search(o, dev, k, store, log, budget, progress);
 }
 
 }  // namespace
@@ -82,7 +82,7 @@ nlohmann::json tune_dot_forward(const TuneOptions& o, const DeviceFacts& dev, Wi
 static TunableFamily dot_forward_family() {
   return {kDotForwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
-    jobs.push_back([c](Clock::time_point d) { return tune_dot_forward(c.options, c.device, c.store, c.log, d, c.progress); });
+    jobs.push_back([c](Clock::duration d) { return tune_dot_forward(c.options, c.device, c.store, c.log, d, c.progress); });
     return jobs;
   }};
 }

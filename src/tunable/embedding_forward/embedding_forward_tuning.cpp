@@ -32,7 +32,7 @@ class LoadedForward final : public LoadedCandidate {
 };
 
 nlohmann::json tune_embedding_forward(const TuneOptions& o, const DeviceFacts& dev, DType row_dtype,
-                                      WinnersStore& store, AttemptLog& log, Clock::time_point deadline,
+                                      WinnersStore& store, AttemptLog& log, Clock::duration budget,
                                       std::ostream& progress) {
   EmbeddingForwardBench bench(o.tables, o.dim, row_dtype, o.batch, fresh_seed(), o.rotations);
   const EmbeddingForwardWorkload w = bench.workload();
@@ -76,7 +76,7 @@ nlohmann::json tune_embedding_forward(const TuneOptions& o, const DeviceFacts& d
     EmbeddingForwardBench b(verification_tables(o.tables, s.shape), o.dim, row_dtype, kVerificationBatch, s.seed, 1);
     return LoadedForward(b, to_forward_variant(p), bin).verify();
   };
-  return search(o, dev, k, store, log, deadline, progress);
+  return search(o, dev, k, store, log, budget, progress);
 }
 
 }  // namespace
@@ -85,7 +85,7 @@ static TunableFamily embedding_forward_family() {
   return {kEmbeddingForwardKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType rows : c.options.row_dtypes)
-      jobs.push_back([c, rows](Clock::time_point d) { return tune_embedding_forward(c.options, c.device, rows, c.store, c.log, d, c.progress); });
+      jobs.push_back([c, rows](Clock::duration d) { return tune_embedding_forward(c.options, c.device, rows, c.store, c.log, d, c.progress); });
     return jobs;
   }};
 }

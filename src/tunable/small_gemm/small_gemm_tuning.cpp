@@ -34,7 +34,7 @@ class LoadedSmallGemm final : public LoadedCandidate {
 };
 
 nlohmann::json tune_small_gemm(const TuneOptions& o, const DeviceFacts& dev, const kernels::SmallGemmShape& shape,
-                               WinnersStore& store, AttemptLog& log, Clock::time_point deadline,
+                               WinnersStore& store, AttemptLog& log, Clock::duration budget,
                                std::ostream& progress) {
   SmallGemmBench bench(shape, o.batch, fresh_seed(), o.rotations);
   const SmallGemmWorkload w = bench.workload();
@@ -87,7 +87,7 @@ nlohmann::json tune_small_gemm(const TuneOptions& o, const DeviceFacts& dev, con
     SmallGemmBench b(shape, kVerificationBatch, s.seed, 1);
     return LoadedSmallGemm(b, to_small_gemm_variant(p), bin, finish).verify();
   };
-  nlohmann::json r = search(o, dev, k, store, log, deadline, progress);
+  nlohmann::json r = search(o, dev, k, store, log, budget, progress);
   r["baseline"] = "cuBLASLt heuristic";
   r["baseline_verified"] = check.ok;
   return r;
@@ -99,7 +99,7 @@ static TunableFamily small_gemm_family() {
   return {kSmallGemmKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (const kernels::SmallGemmShape& shape : c.options.small_gemm_shapes)
-      jobs.push_back([c, shape](Clock::time_point d) { return tune_small_gemm(c.options, c.device, shape, c.store, c.log, d, c.progress); });
+      jobs.push_back([c, shape](Clock::duration d) { return tune_small_gemm(c.options, c.device, shape, c.store, c.log, d, c.progress); });
     return jobs;
   }};
 }

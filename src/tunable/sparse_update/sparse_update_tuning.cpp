@@ -33,7 +33,7 @@ class LoadedUpdate final : public LoadedCandidate {
 };
 
 nlohmann::json tune_sparse_update(const TuneOptions& o, const DeviceFacts& dev, DType row_dtype, WinnersStore& store,
-                                  AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+                                  AttemptLog& log, Clock::duration budget, std::ostream& progress) {
   const SparseUpdateRule rule{o.sparse_optimizer, static_cast<float>(o.sparse_lr), static_cast<float>(o.sparse_eps)};
   SparseUpdateBench bench(o.tables, o.dim, row_dtype, rule, o.batch, fresh_seed(), o.rotations);
   const SparseUpdateWorkload w = bench.workload();
@@ -86,7 +86,7 @@ nlohmann::json tune_sparse_update(const TuneOptions& o, const DeviceFacts& dev, 
     SparseUpdateBench b(verification_tables(o.tables, s.shape), o.dim, row_dtype, rule, kVerificationBatch, s.seed, 1);
     return LoadedUpdate(b, to_sparse_update_variant(p), bin).verify();
   };
-  return search(o, dev, k, store, log, deadline, progress);
+  return search(o, dev, k, store, log, budget, progress);
 }
 
 }  // namespace
@@ -95,7 +95,7 @@ static TunableFamily sparse_update_family() {
   return {kSparseUpdateKernel, [](const TuningContext& c) {
     std::vector<TuningJob> jobs;
     for (DType rows : c.options.row_dtypes)
-      jobs.push_back([c, rows](Clock::time_point d) { return tune_sparse_update(c.options, c.device, rows, c.store, c.log, d, c.progress); });
+      jobs.push_back([c, rows](Clock::duration d) { return tune_sparse_update(c.options, c.device, rows, c.store, c.log, d, c.progress); });
     return jobs;
   }};
 }

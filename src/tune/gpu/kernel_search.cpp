@@ -47,7 +47,10 @@ std::string hardware_text(const Hardware& hw) {
 
 // Proposes, compiles, checks, verifies, times and keeps, for one kernel and shape.
 nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const KernelProblem& k, WinnersStore& store,
-                      AttemptLog& log, Clock::time_point deadline, std::ostream& progress) {
+                      AttemptLog& log, Clock::duration budget, std::ostream& progress) {
+  // The budget is the search's: the caller's preparation of the workload and timing of the
+  // built-in kernel (k.default_us) came before it.
+  const Clock::time_point deadline = Clock::now() + budget;
   const std::string tag = k.kernel + " [" + k.shape + "]";
   progress << tag << ": built-in " << describe(k.default_params) << ": " << fmt_us(k.default_us) << ", floor "
            << fmt_us(k.floor_us) << "\n";

@@ -73,9 +73,10 @@ struct KernelProblem {
 };
 
 inline SetCheck set_check(const ForwardCheck& c) { return {c.ok, c.reason, c.max_abs_error}; }
-// Proposes, compiles, checks, verifies, times and keeps, for one kernel and shape.
+// Proposes, compiles, checks, verifies, times and keeps, for one kernel and shape, for at
+// most `budget` from its call (the workload and the built-in time are ready by then).
 nlohmann::json search(const TuneOptions& o, const DeviceFacts& dev, const KernelProblem& k, WinnersStore& store,
-                      AttemptLog& log, Clock::time_point deadline, std::ostream& progress);
+                      AttemptLog& log, Clock::duration budget, std::ostream& progress);
 
 // What a family's jobs share: the run's options, the device, the winners and the log.
 struct TuningContext {
@@ -85,8 +86,9 @@ struct TuningContext {
   AttemptLog& log;
   std::ostream& progress;
 };
-// One (kernel, shape) search, run within its deadline; returns its results JSON.
-using TuningJob = std::function<nlohmann::json(Clock::time_point deadline)>;
+// One (kernel, shape): its workload prepared and its built-in kernel timed, then a search of
+// at most `budget`; returns its results JSON.
+using TuningJob = std::function<nlohmann::json(Clock::duration budget)>;
 
 // A tunable kernel: its name (as --kernel and the winners file give it) and the jobs of a run.
 struct TunableFamily {
