@@ -111,7 +111,7 @@ void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   const bool half = g.cross_16bit(w.sixteen_bit());
   const double bd = static_cast<double>(b);
   const double op = WorkBuilder::operand_bytes(half);
-  if (half) w.operand_copy(phase, bd * n, "cross_net X");
+  if (half) w.operand_copy(phase, bd * n, "cross_net X", StepFactor::cross_forward);
   for (int l = 0; l < g.cross_layers; ++l) {
     const std::string layer = "cross_net." + std::to_string(l);
     for (const LayerGemm& gemm : cross_layer_forward_gemms(b, n, r, half, w.sixteen(), w.tf32())) w.gemm(phase, layer, gemm);
@@ -120,7 +120,7 @@ void cross_forward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
     const double inputs = stream16 ? 2 * kHalfBytes : 2 * kFloatBytes;  // x0 and x_l
     const double bytes = inputs + op + (fp32_out ? kFloatBytes : 0.0) + (half ? kHalfBytes : 0.0);
     // The 16-bit stream's pass is a kernel of its own; the tuned family is the fp32 stream's.
-    w.hbm(phase, StepFactor::elementwise, bd * n * bytes, layer + " x0 * z + x (and its 16-bit copy)",
+    w.hbm(phase, StepFactor::cross_forward, bd * n * bytes, layer + " x0 * z + x (and its 16-bit copy)",
           stream16 ? "" : tune::kCrossForwardKernel);
     if (half) w.rounded_in_pass(phase, bd * n, layer + " x0 * z + x");
     w.launches(phase, 1);
@@ -140,7 +140,7 @@ void cross_backward(WorkBuilder& w, const GpuModelLayout& g, int64_t b) {
   for (const kernels::CrossBackwardPass& pass : kernels::cross_backward_schedule(g.cross_layers)) {
     const std::string layer = "cross_net." + std::to_string(pass.layer);
     const double bytes = kernels::cross_backward_pass_traffic(pass).bytes(op);
-    w.hbm(phase, StepFactor::elementwise, elems * bytes,
+    w.hbm(phase, StepFactor::cross_backward, elems * bytes,
           layer + " dz = (g + terms) x0, bias sum" + (pass.bottom ? ", dx0" : pass.checkpoint ? ", checkpoint" : ""),
           tune::kCrossBackwardKernel);
     if (half) w.rounded_in_pass(phase, elems, layer + " dz");
@@ -198,6 +198,7 @@ void embedding_group(WorkBuilder& w, const OptimConfig& optim, const Recipe& rec
   const auto fwd = StepPhase::embedding_fwd;
   const std::string lookup = tune::kEmbeddingForwardKernel, update = tune::kSparseUpdateKernel;
   w.hbm(fwd, StepFactor::embedding_forward, hbm_gather, label + "row reads (every id)", lookup);
+  w.row_reads(fwd, hbm_gather / row_bytes, label + "per-read work of every id's row", lookup);
   w.hbm(fwd, StepFactor::embedding_forward, (lookups + lb * tables) * kIndexBytes, label + "ids and offsets", lookup);
   w.hbm(fwd, StepFactor::embedding_forward, lb * tables * grad_row_bytes,
         label + "pooled output (" + std::string(dtype_name(pooled)) + ")", lookup);

@@ -8,6 +8,8 @@ std::string_view step_factor_name(StepFactor f) {
     case StepFactor::gemm_tf32: return "gemm_tf32";
     case StepFactor::gemm_16bit: return "gemm_16bit";
     case StepFactor::elementwise: return "elementwise";
+    case StepFactor::cross_forward: return "cross_forward";
+    case StepFactor::cross_backward: return "cross_backward";
     case StepFactor::interaction: return "interaction";
     case StepFactor::embedding_forward: return "embedding_forward";
     case StepFactor::embedding_backward: return "embedding_backward";
@@ -17,6 +19,7 @@ std::string_view step_factor_name(StepFactor f) {
     case StepFactor::step_overhead_us: return "step_overhead_us";
     case StepFactor::fp16_rounding_us: return "fp16_rounding_us";
     case StepFactor::embedding_row_update_us: return "embedding_row_update_us";
+    case StepFactor::embedding_row_read_us: return "embedding_row_read_us";
     case StepFactor::peer_link: return "peer_link";
     case StepFactor::collective_latency_us: return "collective_latency_us";
   }
@@ -26,6 +29,7 @@ std::string_view step_factor_name(StepFactor f) {
 bool step_factor_is_overhead(StepFactor f) {
   return f == StepFactor::kernel_overhead_us || f == StepFactor::step_overhead_us ||
          f == StepFactor::fp16_rounding_us || f == StepFactor::embedding_row_update_us ||
+         f == StepFactor::embedding_row_read_us ||
          f == StepFactor::collective_latency_us;
 }
 

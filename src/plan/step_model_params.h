@@ -18,6 +18,13 @@ enum class StepFactor {
   gemm_tf32,
   gemm_16bit,
   elementwise,         // element-wise passes: bytes / (HBM rate x elementwise)
+  // The cross net's passes over its batch x width tensors, bytes / (HBM rate x factor):
+  // forward, x_{l+1} = x0 * z + x_l (either residual stream) and X's 16-bit copy, wide
+  // streaming passes; backward (tunable/cross_net/cross_backward_schedule.h), each reading
+  // and writing several tensors per element and summing the bias gradient across rows.
+  // Rates of their own, unlike the narrow MLP passes `elementwise` prices.
+  cross_forward,
+  cross_backward,
   interaction,         // DLRM dot interaction kernels: bytes / (HBM rate x interaction)
   embedding_forward,   // pooled lookup: bytes / (HBM rate x embedding_forward)
   embedding_backward,  // sort + fused update: bytes / (HBM rate x embedding_backward)
@@ -34,19 +41,25 @@ enum class StepFactor {
   // rounding keys) is bound by instruction issue and dependent loads, not by the bytes
   // the embedding_backward factor prices.
   embedding_row_update_us,
+  // Microseconds per million row reads of the pooled lookup (every id's, duplicates
+  // included): each read is a dependent gather whose issue and address translation cost per
+  // row, not per byte, which the embedding_forward factor alone cannot tell from bandwidth.
+  embedding_row_read_us,
   // Several GPUs: collectives between them (plan/comm_model.h), split as CollectiveCost:
   // bytes on the busiest rank's link / (peer link rate x peer_link), plus one
   // collective_latency_us per algorithm step.
   peer_link,
   collective_latency_us,
 };
-inline constexpr std::size_t kStepFactorCount = 15;
+inline constexpr std::size_t kStepFactorCount = 18;
 inline constexpr StepFactor kAllStepFactors[kStepFactorCount] = {
     StepFactor::gemm_fp32,          StepFactor::gemm_tf32,         StepFactor::gemm_16bit,
-    StepFactor::elementwise,        StepFactor::interaction,       StepFactor::embedding_forward,
+    StepFactor::elementwise,        StepFactor::cross_forward,     StepFactor::cross_backward,
+    StepFactor::interaction,        StepFactor::embedding_forward,
     StepFactor::embedding_backward, StepFactor::upload,            StepFactor::host_tables,
     StepFactor::kernel_overhead_us, StepFactor::step_overhead_us, StepFactor::fp16_rounding_us,
-    StepFactor::embedding_row_update_us, StepFactor::peer_link,   StepFactor::collective_latency_us};
+    StepFactor::embedding_row_update_us, StepFactor::embedding_row_read_us,
+    StepFactor::peer_link,          StepFactor::collective_latency_us};
 
 std::string_view step_factor_name(StepFactor f);
 // Overheads and the fp16 rounding multiply a count; every other factor divides a time at
@@ -79,6 +92,11 @@ inline constexpr double kDefaultFp16RoundingUs = 3.0;
 // per row, issued at about 0.6 per scheduler cycle over 528 schedulers at 1.755 GHz):
 // about 2 500 us per million rows. Estimate; the H200 fit is in docs/planner.md.
 inline constexpr double kDefaultEmbeddingRowUpdateUs = 2500.0;
+// The H200's built-in bf16 lookup of the full MLPerf tables (28 M row reads per batch of
+// 131072) took 2.8 ms where its bytes take 2.1 ms at the measured copy rate: about 25 us per
+// million row reads (bench/results/e2e-20261130-mlperf-b128k-bf16-profile.json). Estimate;
+// the H200 fit is in docs/planner.md.
+inline constexpr double kDefaultEmbeddingRowReadUs = 25.0;
 // NCCL point-to-point traffic between GPUs of one host: about 80% of the per-direction
 // peer link rate of the hardware file (protocol headers, chunking, the proxy's
 // pipelining). Estimate; no multi-GPU measurement yet.
@@ -93,11 +111,13 @@ struct StepModelParams {
   std::string note = "generic starting values";
   std::array<double, kStepFactorCount> factors = {
       kDefaultGemmFactor,          kDefaultGemmFactor,       kDefaultGemmFactor,        // gemm_fp32, _tf32, _16bit
-      kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // elementwise, interaction
+      kDefaultStreamEfficiency,    kDefaultStreamEfficiency,  kDefaultStreamEfficiency, // elementwise, cross fwd, bwd
+      kDefaultStreamEfficiency,                                                         // interaction
       kDefaultStreamEfficiency,    kDefaultStreamEfficiency,                            // embedding fwd, bwd
       kDefaultUploadEfficiency,    kDefaultHostTableEfficiency,                         // upload, host_tables
       kDefaultKernelOverheadUs,    kDefaultStepOverheadUs,                              // overheads
       kDefaultFp16RoundingUs,      kDefaultEmbeddingRowUpdateUs,                        // fp16 rounding, row updates
+      kDefaultEmbeddingRowReadUs,                                                       // row reads
       kDefaultPeerLinkEfficiency,  kDefaultCollectiveLatencyUs};                        // collectives
   // Whether every batch's upload runs while the device computes the previous step, even
   // for work whose StepWork::upload_ahead is false (measurements from before the engine

@@ -67,15 +67,21 @@ class WorkBuilder {
   bool tf32() const { return recipe_.dense == DensePrecision::tf32; }
   // The rounding pass that makes one 16-bit operand copy of `elements` fp32 values. bf16
   // rounds with integer operations and streams at the HBM rate; fp16 rounds in double
-  // precision and is bound by that arithmetic, not by its 6 B per value.
-  void operand_copy(StepPhase phase, double elements, const std::string& what) {
+  // precision and is bound by that arithmetic, not by its 6 B per value. `factor` prices
+  // the bf16 pass.
+  void operand_copy(StepPhase phase, double elements, const std::string& what,
+                    StepFactor factor = StepFactor::elementwise) {
     if (recipe_.dense == DensePrecision::fp16) fp16_rounding(phase, elements, what + " fp16 operand copy");
-    else hbm(phase, StepFactor::elementwise, elements * kOperandCopyBytes, what + " 16-bit operand copy");
+    else hbm(phase, factor, elements * kOperandCopyBytes, what + " 16-bit operand copy");
     launches(phase, 1);
   }
   // Distinct rows the fused embedding update writes, in millions.
   void row_updates(StepPhase phase, double rows, const std::string& what, const std::string& kernel = {}) {
     add(phase, StepFactor::embedding_row_update_us, rows * 1e-6, what, kernel);
+  }
+  // Row reads of the pooled lookup, in millions.
+  void row_reads(StepPhase phase, double reads, const std::string& what, const std::string& kernel = {}) {
+    add(phase, StepFactor::embedding_row_read_us, reads * 1e-6, what, kernel);
   }
   // Values rounded to fp16 on the device (gpu/half.h f16_encode), in millions.
   void fp16_rounding(StepPhase phase, double values, const std::string& what) {

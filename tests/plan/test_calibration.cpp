@@ -88,12 +88,16 @@ TEST(Calibration, RecoversKnownFactorsFromSyntheticMeasurements) {
   truth.at(StepFactor::gemm_tf32) = 0.7;
   truth.at(StepFactor::gemm_fp32) = 1.1;
   truth.at(StepFactor::elementwise) = 0.8;
+  truth.at(StepFactor::cross_forward) = 0.95;
+  truth.at(StepFactor::cross_backward) = 0.45;
   truth.at(StepFactor::embedding_forward) = 1.05;
+  truth.at(StepFactor::embedding_row_read_us) = 60.0;
   truth.at(StepFactor::embedding_backward) = 0.35;
   truth.at(StepFactor::upload) = 0.3;
   truth.at(StepFactor::kernel_overhead_us) = 6.0;
   truth.at(StepFactor::step_overhead_us) = 250.0;
-  // Profiled steps of two models at two batches and both precisions: every phase observed.
+  // Profiled steps of two models at two batches, both precisions and two row types (the
+  // lookup's bytes per row read differ, which tells its two terms apart): every phase observed.
   std::vector<StepMeasurement> ms;
   for (Arch arch : {Arch::dcnv2, Arch::dlrm})
     for (int64_t b : {8192, 65536})
@@ -101,6 +105,7 @@ TEST(Calibration, RecoversKnownFactorsFromSyntheticMeasurements) {
         const ModelConfig m = mlperf_model(2000000, arch);
         Recipe r = recipe_of_model(m, b, "h200_sxm");
         r.dense = d;
+        r.row_dtype = d == DensePrecision::tf32 ? DType::bf16 : DType::f32;
         StepMeasurement meas;
         meas.label = std::to_string(b) + std::string(dense_precision_name(d)) + (arch == Arch::dlrm ? "dlrm" : "dcn");
         meas.work = step_work(m, mlperf_optim(), r, t.gemm, kE2eBenchIds);
@@ -114,7 +119,8 @@ TEST(Calibration, RecoversKnownFactorsFromSyntheticMeasurements) {
   opt.prior_weight = 1e-8;  // nearly no pull towards the start: the data decide
   const CalibrationFit fit = calibrate_step_model(ms, t.step, opt);
   for (StepFactor f : {StepFactor::gemm_tf32, StepFactor::gemm_fp32, StepFactor::elementwise,
-                       StepFactor::embedding_forward, StepFactor::embedding_backward, StepFactor::upload,
+                       StepFactor::cross_forward, StepFactor::cross_backward, StepFactor::embedding_forward,
+                       StepFactor::embedding_row_read_us, StepFactor::embedding_backward, StepFactor::upload,
                        StepFactor::kernel_overhead_us, StepFactor::step_overhead_us, StepFactor::interaction})
     EXPECT_NEAR(fit.params.at(f) / truth.at(f), 1.0, 1e-4) << step_factor_name(f);
   // Nothing measured exercises host tables, 16-bit GEMMs or fp16 rounding: they stay where

@@ -89,13 +89,17 @@ TEST(StepModel, TermsCountTheGpuModelsWork) {
                   gemm_us(g, 4096, 24, 4, false, false, GemmEpilogue::none, true),
               1e-9);
 
-  // Element-wise bytes, counted from the kernels (fp32 operands here): the cross forward
-  // reads x0, x, z and writes the output; the backward pass of the top layer reads g and
-  // x0 and writes dz (12 B), the bottom layer's also reads the top layer's term and both
-  // z's and writes dx0 (28 B), each summing dz's columns.
+  // Element-wise bytes, counted from the kernels (fp32 operands here), the cross net's at
+  // factors of their own: the cross forward reads x0, x, z and writes the output; the
+  // backward pass of the top layer reads g and x0 and writes dz (12 B), the bottom layer's
+  // also reads the top layer's term and both z's and writes dx0 (28 B), each summing dz's
+  // columns.
   const auto ew = StepFactor::elementwise;
-  EXPECT_NEAR(phase_base(w, StepPhase::interaction_fwd, ew), 2 * b * n * 16 / hbm, 1e-12);
-  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, ew), (b * n * 12 + b * n * 28) / hbm, 1e-12);
+  EXPECT_NEAR(phase_base(w, StepPhase::interaction_fwd, StepFactor::cross_forward), 2 * b * n * 16 / hbm, 1e-12);
+  EXPECT_NEAR(phase_base(w, StepPhase::interaction_bwd, StepFactor::cross_backward), (b * n * 12 + b * n * 28) / hbm,
+              1e-12);
+  EXPECT_EQ(phase_base(w, StepPhase::interaction_fwd, ew), 0.0);
+  EXPECT_EQ(phase_base(w, StepPhase::interaction_bwd, ew), 0.0);
   // ReLU backward (dy, y in; dz out) on 32 and (bias sum only) 1 column in the top MLP.
   EXPECT_NEAR(phase_base(w, StepPhase::top_mlp_bwd, ew), (b * 32 * 12 + b * 1 * 4) / hbm, 1e-12);
   EXPECT_NEAR(phase_base(w, StepPhase::loss, ew), b * 12 / hbm, 1e-12);
@@ -112,6 +116,8 @@ TEST(StepModel, TermsCountTheGpuModelsWork) {
   // Embedding forward: every id's fp32 row, ids and offsets, the pooled output.
   EXPECT_NEAR(phase_base(w, StepPhase::embedding_fwd, StepFactor::embedding_forward),
               (b * 5 * 32 + (b * 5 + b * 2) * 4 + b * 2 * 32) / hbm, 1e-12);
+  // ... and one row read per id, in millions.
+  EXPECT_NEAR(phase_base(w, StepPhase::embedding_fwd, StepFactor::embedding_row_read_us), b * 5 * 1e-6, 1e-12);
   EXPECT_EQ(count_terms(w, StepPhase::embedding_fwd, StepFactor::host_tables), 0);
   // Launches: one per GEMM and kernel, as many as the kernels' launchers make for the
   // column sums, the loss and the embedding backward (its sort, scans and bookkeeping over
@@ -234,7 +240,7 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_16bit), 4);
   EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_fp32), 1);
   EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::elementwise), 0);
-  EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::elementwise), 4);  // X's copy, 3 passes
+  EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::cross_forward), 4);  // X's copy, 3 passes
   EXPECT_EQ(count_terms(bw, StepPhase::bottom_mlp_fwd, StepFactor::gemm_fp32), 1);
   EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::gemm_16bit), 6);
   EXPECT_LT(predict_step(bw, h200.step).phase(StepPhase::interaction_bwd), b.phase(StepPhase::interaction_bwd));
@@ -245,12 +251,12 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   bf16_stream.cross_residual_16bit = true;
   const StepWork bw16 = step_work(m, o, bf16_stream, h200.gemm, IdDistribution{});
   const double elems = 65536.0 * 27 * 128;
-  EXPECT_NEAR(phase_base(bw, StepPhase::interaction_fwd, StepFactor::elementwise) -
-                  phase_base(bw16, StepPhase::interaction_fwd, StepFactor::elementwise),
+  EXPECT_NEAR(phase_base(bw, StepPhase::interaction_fwd, StepFactor::cross_forward) -
+                  phase_base(bw16, StepPhase::interaction_fwd, StepFactor::cross_forward),
               (2 * 8.0 + 4.0) * elems / (h200.hw().hbm_tbs * 1e6),
-              1e-9 * phase_base(bw, StepPhase::interaction_fwd, StepFactor::elementwise));
-  EXPECT_DOUBLE_EQ(phase_base(bw16, StepPhase::interaction_bwd, StepFactor::elementwise),
-                   phase_base(bw, StepPhase::interaction_bwd, StepFactor::elementwise));
+              1e-9 * phase_base(bw, StepPhase::interaction_fwd, StepFactor::cross_forward));
+  EXPECT_DOUBLE_EQ(phase_base(bw16, StepPhase::interaction_bwd, StepFactor::cross_backward),
+                   phase_base(bw, StepPhase::interaction_bwd, StepFactor::cross_backward));
   Recipe fp16 = bf16;
   fp16.dense = DensePrecision::fp16;
   const StepWork fw = step_work(m, o, fp16, h200.gemm, IdDistribution{});
@@ -260,7 +266,7 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   // traffic of X's copy and is added to each pass that writes fp16 operands (the 3 cross
   // passes, the 4 ReLU passes of the top MLP's 16-bit layers); bf16 has no such term.
   EXPECT_EQ(count_terms(fw, StepPhase::interaction_fwd, StepFactor::fp16_rounding_us), 4);
-  EXPECT_EQ(count_terms(fw, StepPhase::interaction_fwd, StepFactor::elementwise), 3);
+  EXPECT_EQ(count_terms(fw, StepPhase::interaction_fwd, StepFactor::cross_forward), 3);
   EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_bwd, StepFactor::fp16_rounding_us), 4);
   EXPECT_EQ(count_terms(fw, StepPhase::dense_optimizer, StepFactor::fp16_rounding_us), 1);  // parameters' copy
   for (StepPhase ph : kAllStepPhases) EXPECT_EQ(count_terms(bw, ph, StepFactor::fp16_rounding_us), 0);
