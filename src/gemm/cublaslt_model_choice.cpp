@@ -137,7 +137,8 @@ GemmProblem model_problem(const Problem& p) {
     case Epilogue::bgrad_a: g.epilogue = GemmEpilogue::bias; break;
     case Epilogue::relu_bias:
     case Epilogue::relu_aux_bias:
-    case Epilogue::drelu_bgrad: g.epilogue = GemmEpilogue::bias_relu; break;
+    case Epilogue::drelu_bgrad:
+    case Epilogue::drelu: g.epilogue = GemmEpilogue::bias_relu; break;
   }
   return g;
 }

@@ -25,14 +25,17 @@ cublasLtEpilogue_t epilogue_of(Epilogue e) {
     case Epilogue::relu_bias: return CUBLASLT_EPILOGUE_RELU_BIAS;
     case Epilogue::relu_aux_bias: return CUBLASLT_EPILOGUE_RELU_AUX_BIAS;
     case Epilogue::drelu_bgrad: return CUBLASLT_EPILOGUE_DRELU_BGRAD;
+    case Epilogue::drelu: return CUBLASLT_EPILOGUE_DRELU;
     // Row-major A is the column-major product's B operand.
     case Epilogue::bgrad_a: return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
 
-bool uses_bias(Epilogue e) { return e != Epilogue::none; }
-bool uses_aux(Epilogue e) { return e == Epilogue::relu_aux_bias || e == Epilogue::drelu_bgrad; }
+bool uses_bias(Epilogue e) { return e != Epilogue::none && e != Epilogue::drelu; }
+bool uses_aux(Epilogue e) {
+  return e == Epilogue::relu_aux_bias || e == Epilogue::drelu_bgrad || e == Epilogue::drelu;
+}
 
 int alignment_of(const void* p) {
   const auto addr = reinterpret_cast<std::uintptr_t>(p);

@@ -42,6 +42,7 @@ enum class Epilogue : uint8_t {
   relu_bias,      // D = relu(AB + bias)
   relu_aux_bias,  // as relu_bias, and the ReLU mask (AB + bias > 0) goes to aux as bits
   drelu_bgrad,    // D = AB where the aux mask is set, else 0; bias_grad[j] = sum_i D[i][j]
+  drelu,          // D = AB where the aux mask is set, else 0
   bgrad_a,        // D = AB; bias_grad[i] = sum_k op(A)[i][k] (a weight GEMM's bias gradient)
 };
 
@@ -84,7 +85,7 @@ struct Operands {
   float beta = 0.0f;  // 0: D is only written (NaN in it does not propagate)
   const void* bias = nullptr;   // bias, relu_bias, relu_aux_bias: n values of Problem::bias_type
   float* bias_grad = nullptr;   // drelu_bgrad: n values; bgrad_a: m values
-  void* aux = nullptr;          // relu_aux_bias (written), drelu_bgrad (read): relu_aux_bytes(m, n)
+  void* aux = nullptr;          // relu_aux_bias (written), drelu_bgrad and drelu (read): relu_aux_bytes(m, n)
   // fp8_e4m3: device pointers to A's and B's dequantisation scales, each kScaleAlignment-
   // byte aligned (two adjacent floats are not).
   const float* a_scale = nullptr;

@@ -25,6 +25,16 @@ enum class GemmSelection { library, model };
 enum class SortSelection { automatic, engine, library };
 
 // The inputs (num_dense, tables) come from FeatureSpec, which the data layer shares.
+// Where a 16-bit ReLU layer's backward runs (model.relu_backward; model/gpu/relu_mask_fusion.h).
+// In the epilogues the forward GEMM stores the ReLU mask as bits and the successor's
+// input-gradient GEMM applies it; the bias gradient is summed
+//   epilogue  by that input-gradient GEMM too (DRELU_BGRAD), a sum over the batch rows of
+//             its output;
+//   split     by the layer's own weight-gradient GEMM (DRELU, then BGRADB), a sum along the
+//             batch, which is that GEMM's reduction dimension;
+//   pass      the engine's own ReLU-backward and bias-sum pass after a plain GEMM.
+enum class ReluBackward : uint8_t { epilogue, split, pass };
+
 struct ModelConfig : FeatureSpec {
   Arch arch = Arch::dlrm;
   int embedding_dim = 16;
@@ -39,11 +49,9 @@ struct ModelConfig : FeatureSpec {
   // ("16bit") instead of fp32 ("fp32"); model/gpu/gpu_cross_net.h. fp32 GEMMs ignore it.
   bool cross_residual_16bit = false;
   // GPU, 16-bit GEMMs: a ReLU layer's backward (mask and bias gradient) in cuBLASLt's
-  // epilogues where the library fuses them ("epilogue", the default: the forward GEMM stores
-  // the mask as bits, the input-gradient GEMM applies it and sums the bias gradient,
-  // DRELU_BGRAD; model/gpu/relu_mask_fusion.h), or as the engine's own pass over the
-  // input-gradient GEMM's output ("pass"; docs/architecture.md says why both exist).
-  bool relu_backward_epilogue = true;
+  // epilogues where the library fuses them, or as the engine's own pass over the
+  // input-gradient GEMM's output (ReluBackward; docs/architecture.md says why each exists).
+  ReluBackward relu_backward = ReluBackward::epilogue;
   DType row_dtype = DType::f32;    // embedding row storage: fp32, fp16 or bf16
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32

@@ -123,8 +123,9 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<ParityCase>& param_info) { return std::string(param_info.param.name); });
 
 // fp32 GEMMs; bf16 GEMMs with the 16-bit cross residual stream and the ReLU backward in
-// cuBLASLt's epilogues, and with it as a pass.
-enum class GraphDense { fp32, bf16, bf16_pass };
+// cuBLASLt's epilogues (the bias gradient in the input-gradient GEMM, or split into the
+// weight GEMM), and with it as a pass.
+enum class GraphDense { fp32, bf16, bf16_split, bf16_pass };
 class GpuModelGraph : public ::testing::TestWithParam<GraphDense> {};
 
 TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
@@ -133,7 +134,9 @@ TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
   if (GetParam() != GraphDense::fp32) {
     m.dense_dtype = DType::bf16;
     m.cross_residual_16bit = true;
-    m.relu_backward_epilogue = GetParam() != GraphDense::bf16_pass;
+    m.relu_backward = GetParam() == GraphDense::bf16_pass    ? ReluBackward::pass
+                      : GetParam() == GraphDense::bf16_split ? ReluBackward::split
+                                                             : ReluBackward::epilogue;
   }
   OptimConfig o;
   o.adagrad_initial_accumulator = 0.1;
@@ -155,11 +158,13 @@ TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dense, GpuModelGraph,
-                         ::testing::Values(GraphDense::fp32, GraphDense::bf16, GraphDense::bf16_pass),
+                         ::testing::Values(GraphDense::fp32, GraphDense::bf16, GraphDense::bf16_split,
+                                           GraphDense::bf16_pass),
                          [](const ::testing::TestParamInfo<GraphDense>& p) {
-                           return p.param == GraphDense::fp32 ? "fp32"
-                                  : p.param == GraphDense::bf16 ? "bf16"
-                                                                : "bf16_pass";
+                           return p.param == GraphDense::fp32         ? "fp32"
+                                  : p.param == GraphDense::bf16       ? "bf16"
+                                  : p.param == GraphDense::bf16_split ? "bf16_split"
+                                                                      : "bf16_pass";
                          });
 
 TEST(GpuModel, BatchesPackedAheadTrainExactlyAsStagedOnes) {
@@ -270,14 +275,15 @@ TEST(GpuModel, OutOfRangeIdIsADataErrorAndNothingChanges) {
 // state is identical (the masters are fp32), and the bf16 path really runs: its first
 // loss differs from the fp32 GPU model's. The cases with a 16-bit cross residual stream
 // (model.cross_residual = "16bit") and those with the ReLU backward as the engine's pass
-// rather than cuBLASLt's epilogues (model.relu_backward = "pass") must meet the same tolerance.
+// rather than cuBLASLt's epilogues (model.relu_backward = "pass") or with its bias gradient
+// in the weight GEMMs ("split") must meet the same tolerance.
 struct Bf16Case {
   const char* name;
   Arch arch;
   int cross_rank;
   OptimizerKind dense;
   bool residual16 = false;
-  bool relu_pass = false;
+  ReluBackward relu = ReluBackward::epilogue;
 };
 
 class GpuModelBf16 : public ::testing::TestWithParam<Bf16Case> {};
@@ -289,7 +295,7 @@ TEST_P(GpuModelBf16, TracksTheCpuFp32ModelWithinBf16Tolerance) {
   ModelConfig m16 = m;
   m16.dense_dtype = DType::bf16;
   m16.cross_residual_16bit = c.residual16;
-  m16.relu_backward_epilogue = !c.relu_pass;
+  m16.relu_backward = c.relu;
   OptimConfig o;
   o.dense = c.dense;
   o.sparse = OptimizerKind::rowwise_adagrad;
@@ -347,9 +353,14 @@ INSTANTIATE_TEST_SUITE_P(
                       Bf16Case{"dcn_lowrank_adam", Arch::dcnv2, 8, OptimizerKind::adam},
                       Bf16Case{"dcn_lowrank_adagrad_residual16", Arch::dcnv2, 8, OptimizerKind::adagrad, true},
                       Bf16Case{"dcn_fullrank_sgd_residual16", Arch::dcnv2, 0, OptimizerKind::sgd, true},
-                      Bf16Case{"dlrm_adagrad_relu_pass", Arch::dlrm, 0, OptimizerKind::adagrad, false, true},
+                      Bf16Case{"dlrm_adagrad_relu_pass", Arch::dlrm, 0, OptimizerKind::adagrad, false,
+                               ReluBackward::pass},
                       Bf16Case{"dcn_lowrank_adagrad_residual16_relu_pass", Arch::dcnv2, 8, OptimizerKind::adagrad,
-                               true, true}),
+                               true, ReluBackward::pass},
+                      Bf16Case{"dlrm_adagrad_relu_split", Arch::dlrm, 0, OptimizerKind::adagrad, false,
+                               ReluBackward::split},
+                      Bf16Case{"dcn_lowrank_adam_residual16_relu_split", Arch::dcnv2, 8, OptimizerKind::adam, true,
+                               ReluBackward::split}),
     [](const ::testing::TestParamInfo<Bf16Case>& param_info) { return std::string(param_info.param.name); });
 
 // Tables in mapped host memory run the same kernels through per-table pointers: losses

@@ -105,11 +105,15 @@ TEST(Config, CrossResidualKey) {
 }
 
 TEST(Config, ReluBackwardKey) {
-  EXPECT_TRUE(parse_run_config(kBase, "test.toml").model.relu_backward_epilogue);
-  EXPECT_TRUE(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"epilogue\""}).model.relu_backward_epilogue);
-  EXPECT_FALSE(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"pass\""}).model.relu_backward_epilogue);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml").model.relu_backward, ReluBackward::epilogue);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"epilogue\""}).model.relu_backward,
+            ReluBackward::epilogue);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"split\""}).model.relu_backward,
+            ReluBackward::split);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"pass\""}).model.relu_backward,
+            ReluBackward::pass);
   expect_config_error(kBase, {"model.relu_backward=\"fused\""},
-                      {"'model.relu_backward'", "expected one of epilogue, pass"});
+                      {"'model.relu_backward'", "expected one of epilogue, split, pass"});
 }
 
 TEST(Config, LossScaleKeys) {

@@ -37,7 +37,7 @@ GpuDenseNetwork make_dense_network(const ModelConfig& model, const OptimConfig& 
                                                                    : DType::f32;
   GpuDenseNetwork net;
   net.params = std::make_unique<DenseParameters>(params, optim, device, stream, copy_type);
-  const bool relu_epilogues = model.relu_backward_epilogue;
+  const ReluBackward relu_epilogues = model.relu_backward;
   net.bottom = std::make_unique<GpuMlp>(model.num_dense, model.bottom_mlp, true, *net.params, 0, precision,
                                         /*input_16bit=*/false, relu_epilogues);
   if (cross)

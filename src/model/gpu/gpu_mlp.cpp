@@ -9,7 +9,7 @@
 namespace hetrec::inline model::gpu_model {
 
 GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params,
-               int first_param, cublaslt::Precision precision, bool input_16bit, bool relu_epilogues)
+               int first_param, cublaslt::Precision precision, bool input_16bit, ReluBackward relu_backward)
     : in_(in_features), widths_(std::move(widths)), precision_(precision), input_16bit_(input_16bit) {
   if (precision == cublaslt::Precision::bf16) half_type_ = DType::bf16;
   if (precision == cublaslt::Precision::fp16) half_type_ = DType::f16;
@@ -37,7 +37,7 @@ GpuMlp::GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const D
   for (std::size_t i = 0; i + 1 < layers_.size(); ++i) layers_[i].out16 = layers_[i].half && layers_[i + 1].half;
   std::vector<ReluMaskFusion::Layer> fusion_layers;
   for (const Layer& l : layers_) fusion_layers.push_back({l.in, l.out, l.relu, l.half});
-  fusion_ = ReluMaskFusion(std::move(fusion_layers), half_type_, precision_, relu_epilogues);
+  fusion_ = ReluMaskFusion(std::move(fusion_layers), half_type_, precision_, relu_backward);
   operands16_.assign(layers_.size(), nullptr);
 }
 
@@ -156,7 +156,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
   int64_t ld_grad = ld_dy;
   int pingpong = 0;
   int g16 = 0;             // the grad16_ buffer that holds the current layer's 16-bit dz
-  bool dz_ready = false;   // the layer above's input-gradient GEMM wrote dz and the bias gradient
+  bool dz_ready = false;   // the layer above's input-gradient GEMM wrote dz (and the bias gradient unless split)
   // With a side lane, layer i's weight-gradient GEMM runs there and records mark i % 2;
   // the main stream waits for it before anything of layer i - 1 that writes a gradient
   // buffer (one of which still holds layer i's dz).
@@ -203,7 +203,8 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     const int64_t ld_in_operand = l.half ? l.in : ld_in;
     const cublaslt::Precision precision = l.half ? precision_ : fp32_precision();
 
-    // dW (out x in) = dz^T x.
+    // dW (out x in) = dz^T x; with the split epilogues, and the bias gradient sum_b dz.
+    const bool bias_in_weight_gemm = dz_ready && fusion_.split(i);
     cublaslt::Problem pw;
     pw.trans_a = true;
     pw.m = l.out;
@@ -217,10 +218,17 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     ow.a = dz_operand;
     ow.b = in_operand;
     ow.d = l.grad_weight;
+    if (bias_in_weight_gemm) {
+      pw = fusion_.weight_gradient_problem(i, batch);  // the problem whose support chose the split
+      HETREC_CHECK(pw.lda == ld_dz && pw.ldb == ld_in_operand && pw.precision == precision,
+                   "GpuMlp: the split epilogue's weight GEMM is not the layer's");
+      ow.bias_grad = l.grad_bias;
+    }
     const gpu::stream_t weight_stream = side_ ? side_->stream() : stream;
     if (side_) side_->fork(stream);
     if (const kernels::TunedSmallGemm* k =
-            small_gemms_.choose(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow)) {
+            bias_in_weight_gemm ? nullptr
+                                : small_gemms_.choose(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow)) {
       // C = dZ^T X: the narrow operand is dZ when the layer's output is the small side.
       const bool dz_narrow = k->shape().flag;
       k->launch({batch, dz_narrow ? ow.a : ow.b, dz_narrow ? pw.lda : pw.ldb, dz_narrow ? ow.b : ow.a,
@@ -241,15 +249,16 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     // (the forward's mask) in 16 bits and its bias gradient instead.
     if (i > 0 && fusion_.fused(i - 1)) {
       const Layer& below = layers_[li - 1];
-      const cublaslt::Problem px = fusion_.backward_problem(i - 1, batch, ld_dz);
+      const bool split = fusion_.split(i - 1);
+      const cublaslt::Problem px = fusion_.backward_problem(i - 1, batch, ld_dz, split);
       cublaslt::Operands ox;
       ox.a = dz_operand;
       ox.b = l.weight16;
       ox.d = grad16_[g16 ^ 1].raw();
       ox.aux = fusion_.mask(i - 1);
-      ox.bias_grad = static_cast<float*>(bias_grad16_.raw());  // 16-bit values (px.bias_type)
+      if (!split) ox.bias_grad = static_cast<float*>(bias_grad16_.raw());  // 16-bit values (px.bias_type)
       gemm.run(px, ox, stream);
-      kernels::widen_16bit(bias_grad16_.data<uint16_t>(), below.grad_bias, below.out, half_type_, stream);
+      if (!split) kernels::widen_16bit(bias_grad16_.data<uint16_t>(), below.grad_bias, below.out, half_type_, stream);
       g16 ^= 1;
       dz_ready = true;
       grad = nullptr;

@@ -49,10 +49,10 @@ class GpuMlp {
  public:
   // Layer i's weight (out x in) and bias are parameters first_param + 2i and + 2i + 1.
   // input_16bit: the caller hands forward() a 16-bit copy of the input (used when the
-  // first layer runs in 16 bits, so the MLP keeps none of its own). relu_epilogues: the
-  // ReLU backward may go into cuBLASLt's epilogues (model.relu_backward = "epilogue").
+  // first layer runs in 16 bits, so the MLP keeps none of its own). relu_backward: where
+  // the ReLU backward runs (model.relu_backward; model/gpu/relu_mask_fusion.h).
   GpuMlp(int in_features, std::vector<int> widths, bool relu_last, const DenseParameters& params, int first_param,
-         cublaslt::Precision precision, bool input_16bit, bool relu_epilogues);
+         cublaslt::Precision precision, bool input_16bit, ReluBackward relu_backward);
 
   int in_features() const { return in_; }
   int out_features() const { return widths_.back(); }

@@ -5,16 +5,17 @@
 namespace hetrec::inline model::gpu_model {
 
 ReluMaskFusion::ReluMaskFusion(std::vector<Layer> layers, DType half_type, cublaslt::Precision precision,
-                               bool enabled)
+                               ReluBackward mode)
     : layers_(std::move(layers)),
       half_type_(half_type),
       precision_(precision),
-      enabled_(enabled),
-      current_(layers_.size(), 0) {}
+      mode_(mode),
+      current_(layers_.size(), kNotFused) {}
 
 bool ReluMaskFusion::fusable(int i) const {
   const std::size_t li = static_cast<std::size_t>(i);
-  return enabled_ && li + 1 < layers_.size() && layers_[li].relu && layers_[li].half && layers_[li + 1].half;
+  return mode_ != ReluBackward::pass && li + 1 < layers_.size() && layers_[li].relu && layers_[li].half &&
+         layers_[li + 1].half;
 }
 
 cublaslt::Problem ReluMaskFusion::forward_problem(int i, int64_t batch) const {
@@ -34,7 +35,7 @@ cublaslt::Problem ReluMaskFusion::forward_problem(int i, int64_t batch) const {
   return f;
 }
 
-cublaslt::Problem ReluMaskFusion::backward_problem(int i, int64_t batch, int64_t ld_dz) const {
+cublaslt::Problem ReluMaskFusion::backward_problem(int i, int64_t batch, int64_t ld_dz, bool split) const {
   const Layer& l = layers_[static_cast<std::size_t>(i)];
   const Layer& next = layers_[static_cast<std::size_t>(i) + 1];
   cublaslt::Problem b;
@@ -46,25 +47,42 @@ cublaslt::Problem ReluMaskFusion::backward_problem(int i, int64_t batch, int64_t
   b.ldd = l.out;
   b.d_type = half_type_;
   b.precision = precision_;
-  b.epilogue = cublaslt::Epilogue::drelu_bgrad;
+  b.epilogue = split ? cublaslt::Epilogue::drelu : cublaslt::Epilogue::drelu_bgrad;
   // cuBLASLt fuses these with a 16-bit D only for a bias (and bias gradient) of D's type
   // (tests/gemm/test_cublaslt_gemm.cpp records the combinations): the bias gradient
   // arrives in 16 bits, as an autocast Linear's does, and is widened exactly.
-  b.bias_type = half_type_;
+  if (!split) b.bias_type = half_type_;
   return b;
+}
+
+cublaslt::Problem ReluMaskFusion::weight_gradient_problem(int i, int64_t batch) const {
+  const Layer& l = layers_[static_cast<std::size_t>(i)];
+  cublaslt::Problem w;
+  w.trans_a = true;
+  w.m = l.out;
+  w.n = l.in;
+  w.k = batch;
+  w.lda = l.out;
+  w.ldb = l.in;
+  w.ldd = l.in;
+  w.precision = precision_;
+  w.epilogue = cublaslt::Epilogue::bgrad_a;  // fp32 D: the bias gradient in fp32
+  return w;
 }
 
 void ReluMaskFusion::choose(cublaslt::Gemm& gemm, int64_t batch) {
   auto it = by_batch_.find(batch);
   if (it == by_batch_.end()) {
-    std::vector<char> fused(layers_.size(), 0);
+    std::vector<char> fused(layers_.size(), kNotFused);
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       const int li = static_cast<int>(i);
-      if (!fusable(li)) continue;
-      fused[i] = gemm.supported(forward_problem(li, batch)) &&
-                         gemm.supported(backward_problem(li, batch, layers_[i + 1].out))
-                     ? 1
-                     : 0;
+      if (!fusable(li) || !gemm.supported(forward_problem(li, batch))) continue;
+      const int64_t ld_dz = layers_[i + 1].out;
+      if (mode_ == ReluBackward::split && gemm.supported(backward_problem(li, batch, ld_dz, true)) &&
+          gemm.supported(weight_gradient_problem(li, batch)))
+        fused[i] = kSplit;
+      else if (gemm.supported(backward_problem(li, batch, ld_dz, false)))
+        fused[i] = kInputGradient;
     }
     it = by_batch_.emplace(batch, std::move(fused)).first;
   }
