@@ -148,10 +148,12 @@ void run_bench_port(const PortOptions& o) {
   const PlanTarget to_target = make_plan_target(to, o.hw_dir, fitted);
   // The hetrec run loads the tuned kernels; the port runs the built-in ones.
   PlanTarget hetrec_target = to_target;
-  if (!o.tuned_kernels.empty() && !std::filesystem::is_regular_file(o.tuned_kernels))
-    throw ConfigError("bench port: --tuned-kernels '" + o.tuned_kernels + "': no such file");
 #if defined(HETREC_WITH_GPU)
   price_tuned_kernels(hetrec_target, o.tuned_kernels, "bench port: --tuned-kernels");
+#else
+  // Without a GPU backend no tuned kernel runs or is priced; the file named must still exist.
+  if (!o.tuned_kernels.empty() && !std::filesystem::is_regular_file(o.tuned_kernels))
+    throw ConfigError("bench port: --tuned-kernels '" + o.tuned_kernels + "': no such file");
 #endif
   const PlanResult from_plan = plan_recipes(w, from_target, constraints);
   const PlanResult to_plan = plan_recipes(local_w, hetrec_target, constraints);

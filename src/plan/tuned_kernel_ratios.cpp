@@ -3,12 +3,30 @@
 #include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <utility>
 
 #include "core/error.h"
 #include "tune/kernel_families.h"
 #include "tunable/small_gemm/small_gemm_cost.h"
 
 namespace hetrec::inline plan {
+namespace {
+
+// The geometric mean of time_us / default_us over the winners `match` accepts (those with a
+// built-in time), and how many there were.
+template <class Match>
+std::pair<double, int> geometric_mean_ratio(const tune::WinnersStore& store, Match match) {
+  double log_sum = 0.0;
+  int n = 0;
+  for (const tune::Winner& w : store.winners())
+    if (w.default_us > 0.0 && match(w)) {
+      log_sum += std::log(w.time_us / w.default_us);
+      ++n;
+    }
+  return {n > 0 ? std::exp(log_sum / n) : 0.0, n};
+}
+
+}  // namespace
 
 std::map<std::string, std::string> described_tuned_variants(const std::string& description) {
   std::map<std::string, std::string> out;
@@ -37,32 +55,28 @@ TunedKernelRatios recorded_tuned_ratios(const std::map<std::string, std::string>
     const std::string& family = kernel;  // a binding a lambda can capture
     if (std::none_of(work.terms.begin(), work.terms.end(), [&](const StepTerm& t) { return t.kernel == family; }))
       continue;
-    double log_sum = 0.0;
-    int n = 0;
-    for (const tune::Winner& w : store.winners())
-      if (w.key.kernel == kernel && w.key.gpu == gpu && tune::describe(w.params) == params && w.default_us > 0.0) {
-        log_sum += std::log(w.time_us / w.default_us);
-        ++n;
-      }
+    const auto [ratio, n] = geometric_mean_ratio(store, [&](const tune::Winner& w) {
+      return w.key.kernel == family && w.key.gpu == gpu && tune::describe(w.params) == params;
+    });
     if (n == 0)
       throw ConfigError(winners_path + ": no " + kernel + " winner on " + gpu + " with " + params +
                         ", the variant the run loaded: its time against the built-in kernel's is unknown");
-    ratios[kernel] = std::exp(log_sum / n);
+    ratios[kernel] = ratio;
   }
   return ratios;
 }
 
 TunedKernelRatios fresh_tuned_ratios(const tune::WinnersStore& store, const Hardware& hw, const std::string& source_hash) {
-  std::map<std::string, std::pair<double, int>> logs;
-  for (const tune::Winner& w : store.winners())
-    if (w.key.kernel != tune::kSmallGemmKernel && w.key.source_hash == source_hash && describes_device(hw, w.key.gpu) &&
-        w.default_us > 0.0) {
-      auto& [sum, n] = logs[w.key.kernel];
-      sum += std::log(w.time_us / w.default_us);
-      ++n;
-    }
+  const auto fresh = [&](const tune::Winner& w) {
+    return w.key.kernel != tune::kSmallGemmKernel && w.key.source_hash == source_hash && describes_device(hw, w.key.gpu);
+  };
   TunedKernelRatios ratios;
-  for (const auto& [kernel, s] : logs) ratios[kernel] = std::exp(s.first / s.second);
+  for (const tune::Winner& w : store.winners())
+    if (fresh(w) && !ratios.count(w.key.kernel)) {
+      const auto [ratio, n] = geometric_mean_ratio(
+          store, [&](const tune::Winner& other) { return other.key.kernel == w.key.kernel && fresh(other); });
+      if (n > 0) ratios[w.key.kernel] = ratio;
+    }
   return ratios;
 }
 
