@@ -51,17 +51,18 @@ TunedKernelRatios recorded_tuned_ratios(const std::map<std::string, std::string>
                                         const StepWork& work, const tune::WinnersStore& store,
                                         const std::string& winners_path) {
   TunedKernelRatios ratios;
-  for (const auto& [kernel, params] : variants) {
-    const std::string& family = kernel;  // a binding a lambda can capture
+  for (const auto& variant : variants) {
+    const std::string& family = variant.first;  // the names the lambdas below capture
+    const std::string& params = variant.second;
     if (std::none_of(work.terms.begin(), work.terms.end(), [&](const StepTerm& t) { return t.kernel == family; }))
       continue;
     const auto [ratio, n] = geometric_mean_ratio(store, [&](const tune::Winner& w) {
       return w.key.kernel == family && w.key.gpu == gpu && tune::describe(w.params) == params;
     });
     if (n == 0)
-      throw ConfigError(winners_path + ": no " + kernel + " winner on " + gpu + " with " + params +
+      throw ConfigError(winners_path + ": no " + family + " winner on " + gpu + " with " + params +
                         ", the variant the run loaded: its time against the built-in kernel's is unknown");
-    ratios[kernel] = ratio;
+    ratios[family] = ratio;
   }
   return ratios;
 }
