@@ -33,7 +33,10 @@ enum class SortSelection { automatic, engine, library };
 //   split     by the layer's own weight-gradient GEMM (DRELU, then BGRADB), a sum along the
 //             batch, which is that GEMM's reduction dimension;
 //   pass      the engine's own ReLU-backward and bias-sum pass after a plain GEMM.
-enum class ReluBackward : uint8_t { epilogue, split, pass };
+// With mask_pass no mask bits are stored: the input-gradient GEMM writes the 16-bit
+// gradient plainly, a 16-bit pass zeroes it where the layer's 16-bit output is not positive
+// (kernels/relu_mask.h), and the weight-gradient GEMM sums the bias gradient as in split.
+enum class ReluBackward : uint8_t { epilogue, split, pass, mask_pass };
 
 struct ModelConfig : FeatureSpec {
   Arch arch = Arch::dlrm;

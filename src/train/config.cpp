@@ -293,10 +293,11 @@ void parse_model(Section m, ModelConfig& model) {
   model.cross_layers = static_cast<int>(m.integer("cross_layers", 3, 0, 64));
   model.cross_rank = static_cast<int>(m.integer("cross_rank", 0, 0, 1 << 20));
   model.cross_residual_16bit = m.choice("cross_residual", "fp32", {"fp32", "16bit"}) == "16bit";
-  const std::string relu_backward = m.choice("relu_backward", "epilogue", {"epilogue", "split", "pass"});
-  model.relu_backward = relu_backward == "split"  ? ReluBackward::split
-                        : relu_backward == "pass" ? ReluBackward::pass
-                                                  : ReluBackward::epilogue;
+  const std::string relu_backward = m.choice("relu_backward", "epilogue", {"epilogue", "split", "pass", "mask_pass"});
+  model.relu_backward = relu_backward == "split"       ? ReluBackward::split
+                        : relu_backward == "pass"      ? ReluBackward::pass
+                        : relu_backward == "mask_pass" ? ReluBackward::mask_pass
+                                                       : ReluBackward::epilogue;
   model.row_dtype = parse_dtype(m.choice("row_dtype", "fp32", {"fp32", "fp16", "bf16"}), m.key_name("row_dtype"));
   model.dense_dtype =
       parse_dtype(m.choice("dense_dtype", "fp32", {"fp32", "bf16", "fp16"}), m.key_name("dense_dtype"));

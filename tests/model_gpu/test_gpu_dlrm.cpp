@@ -124,8 +124,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 // fp32 GEMMs; bf16 GEMMs with the 16-bit cross residual stream and the ReLU backward in
 // cuBLASLt's epilogues (the bias gradient in the input-gradient GEMM, or split into the
-// weight GEMM), and with it as a pass.
-enum class GraphDense { fp32, bf16, bf16_split, bf16_pass };
+// weight GEMM, or as the 16-bit mask pass), and with it as a pass.
+enum class GraphDense { fp32, bf16, bf16_split, bf16_mask_pass, bf16_pass };
 class GpuModelGraph : public ::testing::TestWithParam<GraphDense> {};
 
 TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
@@ -134,9 +134,10 @@ TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
   if (GetParam() != GraphDense::fp32) {
     m.dense_dtype = DType::bf16;
     m.cross_residual_16bit = true;
-    m.relu_backward = GetParam() == GraphDense::bf16_pass    ? ReluBackward::pass
-                      : GetParam() == GraphDense::bf16_split ? ReluBackward::split
-                                                             : ReluBackward::epilogue;
+    m.relu_backward = GetParam() == GraphDense::bf16_pass        ? ReluBackward::pass
+                      : GetParam() == GraphDense::bf16_split     ? ReluBackward::split
+                      : GetParam() == GraphDense::bf16_mask_pass ? ReluBackward::mask_pass
+                                                                 : ReluBackward::epilogue;
   }
   OptimConfig o;
   o.adagrad_initial_accumulator = 0.1;
@@ -159,12 +160,13 @@ TEST_P(GpuModelGraph, GraphReplayEqualsEagerBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Dense, GpuModelGraph,
                          ::testing::Values(GraphDense::fp32, GraphDense::bf16, GraphDense::bf16_split,
-                                           GraphDense::bf16_pass),
+                                           GraphDense::bf16_mask_pass, GraphDense::bf16_pass),
                          [](const ::testing::TestParamInfo<GraphDense>& p) {
-                           return p.param == GraphDense::fp32         ? "fp32"
-                                  : p.param == GraphDense::bf16       ? "bf16"
-                                  : p.param == GraphDense::bf16_split ? "bf16_split"
-                                                                      : "bf16_pass";
+                           return p.param == GraphDense::fp32             ? "fp32"
+                                  : p.param == GraphDense::bf16           ? "bf16"
+                                  : p.param == GraphDense::bf16_split     ? "bf16_split"
+                                  : p.param == GraphDense::bf16_mask_pass ? "bf16_mask_pass"
+                                                                          : "bf16_pass";
                          });
 
 TEST(GpuModel, BatchesPackedAheadTrainExactlyAsStagedOnes) {
@@ -275,8 +277,9 @@ TEST(GpuModel, OutOfRangeIdIsADataErrorAndNothingChanges) {
 // state is identical (the masters are fp32), and the bf16 path really runs: its first
 // loss differs from the fp32 GPU model's. The cases with a 16-bit cross residual stream
 // (model.cross_residual = "16bit") and those with the ReLU backward as the engine's pass
-// rather than cuBLASLt's epilogues (model.relu_backward = "pass") or with its bias gradient
-// in the weight GEMMs ("split") must meet the same tolerance.
+// rather than cuBLASLt's epilogues (model.relu_backward = "pass"), with its bias gradient
+// in the weight GEMMs ("split") or with the 16-bit mask pass ("mask_pass") must meet the
+// same tolerance.
 struct Bf16Case {
   const char* name;
   Arch arch;
@@ -360,7 +363,11 @@ INSTANTIATE_TEST_SUITE_P(
                       Bf16Case{"dlrm_adagrad_relu_split", Arch::dlrm, 0, OptimizerKind::adagrad, false,
                                ReluBackward::split},
                       Bf16Case{"dcn_lowrank_adam_residual16_relu_split", Arch::dcnv2, 8, OptimizerKind::adam, true,
-                               ReluBackward::split}),
+                               ReluBackward::split},
+                      Bf16Case{"dlrm_adagrad_relu_mask_pass", Arch::dlrm, 0, OptimizerKind::adagrad, false,
+                               ReluBackward::mask_pass},
+                      Bf16Case{"dcn_lowrank_adam_residual16_relu_mask_pass", Arch::dcnv2, 8, OptimizerKind::adam,
+                               true, ReluBackward::mask_pass}),
     [](const ::testing::TestParamInfo<Bf16Case>& param_info) { return std::string(param_info.param.name); });
 
 // Tables in mapped host memory run the same kernels through per-table pointers: losses

@@ -112,8 +112,10 @@ TEST(Config, ReluBackwardKey) {
             ReluBackward::split);
   EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"pass\""}).model.relu_backward,
             ReluBackward::pass);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"mask_pass\""}).model.relu_backward,
+            ReluBackward::mask_pass);
   expect_config_error(kBase, {"model.relu_backward=\"fused\""},
-                      {"'model.relu_backward'", "expected one of epilogue, split, pass"});
+                      {"'model.relu_backward'", "expected one of epilogue, split, pass, mask_pass"});
 }
 
 TEST(Config, LossScaleKeys) {

@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "kernels/column_sum.h"
 #include "kernels/convert.h"
+#include "kernels/relu_mask.h"
 
 namespace hetrec::inline model::gpu_model {
 
@@ -107,7 +108,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     p.ldd = ld_y;
     p.d_type = l.out16 ? half_type_ : DType::f32;
     p.precision = l.half ? precision_ : fp32_precision();
-    p.epilogue = fusion_.fused(static_cast<int>(i)) ? cublaslt::Epilogue::relu_aux_bias
+    p.epilogue = fusion_.stores_mask(static_cast<int>(i)) ? cublaslt::Epilogue::relu_aux_bias
                  : l.relu  ? cublaslt::Epilogue::relu_bias
                            : cublaslt::Epilogue::bias;
     cublaslt::Operands o;
@@ -126,7 +127,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
     }
     o.d = y;
     o.bias = l.bias;
-    if (fusion_.fused(static_cast<int>(i))) o.aux = fusion_.mask(static_cast<int>(i));
+    if (fusion_.stores_mask(static_cast<int>(i))) o.aux = fusion_.mask(static_cast<int>(i));
     if (l.out16) {
       // A 16-bit output adds the bias's 16-bit copy, as an autocast Linear does.
       p.bias_type = half_type_;
@@ -203,8 +204,8 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     const int64_t ld_in_operand = l.half ? l.in : ld_in;
     const cublaslt::Precision precision = l.half ? precision_ : fp32_precision();
 
-    // dW (out x in) = dz^T x; with the split epilogues, and the bias gradient sum_b dz.
-    const bool bias_in_weight_gemm = dz_ready && fusion_.split(i);
+    // dW (out x in) = dz^T x; with split or mask_pass, and the bias gradient sum_b dz.
+    const bool bias_in_weight_gemm = dz_ready && fusion_.bias_in_weight_gemm(i);
     cublaslt::Problem pw;
     pw.trans_a = true;
     pw.m = l.out;
@@ -219,9 +220,9 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     ow.b = in_operand;
     ow.d = l.grad_weight;
     if (bias_in_weight_gemm) {
-      pw = fusion_.weight_gradient_problem(i, batch);  // the problem whose support chose the split
+      pw = fusion_.weight_gradient_problem(i, batch);  // the problem whose support chose the fusion
       HETREC_CHECK(pw.lda == ld_dz && pw.ldb == ld_in_operand && pw.precision == precision,
-                   "GpuMlp: the split epilogue's weight GEMM is not the layer's");
+                   "GpuMlp: the bias-summing weight GEMM is not the layer's");
       ow.bias_grad = l.grad_bias;
     }
     const gpu::stream_t weight_stream = side_ ? side_->stream() : stream;
@@ -245,20 +246,25 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       above_on_side = true;
     }
 
-    // dx (batch x in) = dz W; where layer i - 1's epilogues fuse, its dz = dx * relu'
-    // (the forward's mask) in 16 bits and its bias gradient instead.
+    // dx (batch x in) = dz W; where layer i - 1's ReLU backward fuses, its 16-bit dz =
+    // dx * relu' instead: by the epilogue (the forward's mask bits), with its bias gradient
+    // unless split, or by the 16-bit mask pass after a plain GEMM (mask_pass).
     if (i > 0 && fusion_.fused(i - 1)) {
       const Layer& below = layers_[li - 1];
-      const bool split = fusion_.split(i - 1);
-      const cublaslt::Problem px = fusion_.backward_problem(i - 1, batch, ld_dz, split);
+      const cublaslt::Epilogue epilogue = fusion_.backward_epilogue(i - 1);
+      const cublaslt::Problem px = fusion_.backward_problem(i - 1, batch, ld_dz, epilogue);
       cublaslt::Operands ox;
       ox.a = dz_operand;
       ox.b = l.weight16;
       ox.d = grad16_[g16 ^ 1].raw();
-      ox.aux = fusion_.mask(i - 1);
-      if (!split) ox.bias_grad = static_cast<float*>(bias_grad16_.raw());  // 16-bit values (px.bias_type)
+      if (epilogue != cublaslt::Epilogue::none) ox.aux = fusion_.mask(i - 1);
+      const bool bias_here = epilogue == cublaslt::Epilogue::drelu_bgrad;
+      if (bias_here) ox.bias_grad = static_cast<float*>(bias_grad16_.raw());  // 16-bit values (px.bias_type)
       gemm.run(px, ox, stream);
-      if (!split) kernels::widen_16bit(bias_grad16_.data<uint16_t>(), below.grad_bias, below.out, half_type_, stream);
+      if (bias_here) kernels::widen_16bit(bias_grad16_.data<uint16_t>(), below.grad_bias, below.out, half_type_, stream);
+      if (epilogue == cublaslt::Epilogue::none)
+        kernels::relu_mask_16bit(grad16_[g16 ^ 1].data<uint16_t>(), px.ldd, activations_[li - 1].data<uint16_t>(),
+                                 below.out, batch, below.out, half_type_, stream);
       g16 ^= 1;
       dz_ready = true;
       grad = nullptr;

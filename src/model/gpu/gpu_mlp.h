@@ -18,7 +18,9 @@
 //    the forward GEMM stores the ReLU mask as bits (RELU_AUX_BIAS) and the successor's
 //    input-gradient GEMM applies it, writes the 16-bit output gradient and sums the bias
 //    gradient (DRELU_BGRAD; the library writes that sum in 16 bits, as an autocast Linear's
-//    bias gradient is, and it is widened to fp32);
+//    bias gradient is, and it is widened to fp32); "split" and "mask_pass" move the bias
+//    gradient into the layer's weight-gradient GEMM, and "mask_pass" applies the ReLU by
+//    a 16-bit pass after a plain input-gradient GEMM (model/gpu/relu_mask_fusion.h);
 //  - an input from elsewhere is rounded by kernels/convert.h unless the caller hands in
 //    its 16-bit copy.
 // The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first

@@ -1,6 +1,9 @@
 #include "model/gpu/relu_mask_fusion.h"
 
+#include <string>
 #include <utility>
+
+#include "core/error.h"
 
 namespace hetrec::inline model::gpu_model {
 
@@ -35,7 +38,8 @@ cublaslt::Problem ReluMaskFusion::forward_problem(int i, int64_t batch) const {
   return f;
 }
 
-cublaslt::Problem ReluMaskFusion::backward_problem(int i, int64_t batch, int64_t ld_dz, bool split) const {
+cublaslt::Problem ReluMaskFusion::backward_problem(int i, int64_t batch, int64_t ld_dz,
+                                                   cublaslt::Epilogue epilogue) const {
   const Layer& l = layers_[static_cast<std::size_t>(i)];
   const Layer& next = layers_[static_cast<std::size_t>(i) + 1];
   cublaslt::Problem b;
@@ -47,11 +51,11 @@ cublaslt::Problem ReluMaskFusion::backward_problem(int i, int64_t batch, int64_t
   b.ldd = l.out;
   b.d_type = half_type_;
   b.precision = precision_;
-  b.epilogue = split ? cublaslt::Epilogue::drelu : cublaslt::Epilogue::drelu_bgrad;
+  b.epilogue = epilogue;
   // cuBLASLt fuses these with a 16-bit D only for a bias (and bias gradient) of D's type
   // (tests/gemm/test_cublaslt_gemm.cpp records the combinations): the bias gradient
   // arrives in 16 bits, as an autocast Linear's does, and is widened exactly.
-  if (!split) b.bias_type = half_type_;
+  if (epilogue == cublaslt::Epilogue::drelu_bgrad) b.bias_type = half_type_;
   return b;
 }
 
@@ -76,17 +80,37 @@ void ReluMaskFusion::choose(cublaslt::Gemm& gemm, int64_t batch) {
     std::vector<char> fused(layers_.size(), kNotFused);
     for (std::size_t i = 0; i < layers_.size(); ++i) {
       const int li = static_cast<int>(i);
-      if (!fusable(li) || !gemm.supported(forward_problem(li, batch))) continue;
+      if (!fusable(li)) continue;
       const int64_t ld_dz = layers_[i + 1].out;
-      if (mode_ == ReluBackward::split && gemm.supported(backward_problem(li, batch, ld_dz, true)) &&
-          gemm.supported(weight_gradient_problem(li, batch)))
+      const bool weight_sums = gemm.supported(weight_gradient_problem(li, batch));
+      const bool mask_bits = gemm.supported(forward_problem(li, batch));  // the mask pass needs none
+      if (mode_ == ReluBackward::mask_pass && weight_sums &&
+          gemm.supported(backward_problem(li, batch, ld_dz, cublaslt::Epilogue::none)))
+        fused[i] = kMaskPass;
+      else if (!mask_bits)
+        continue;
+      else if (mode_ == ReluBackward::split && weight_sums &&
+               gemm.supported(backward_problem(li, batch, ld_dz, cublaslt::Epilogue::drelu)))
         fused[i] = kSplit;
-      else if (gemm.supported(backward_problem(li, batch, ld_dz, false)))
+      else if (gemm.supported(backward_problem(li, batch, ld_dz, cublaslt::Epilogue::drelu_bgrad)))
         fused[i] = kInputGradient;
     }
     it = by_batch_.emplace(batch, std::move(fused)).first;
   }
   current_ = it->second;
+}
+
+cublaslt::Epilogue ReluMaskFusion::backward_epilogue(int i) const {
+  switch (current_.at(static_cast<std::size_t>(i))) {
+    case kSplit:
+      return cublaslt::Epilogue::drelu;
+    case kMaskPass:
+      return cublaslt::Epilogue::none;
+    case kInputGradient:
+      return cublaslt::Epilogue::drelu_bgrad;
+    default:
+      throw InternalError("ReluMaskFusion: layer " + std::to_string(i) + " does not fuse");
+  }
 }
 
 void ReluMaskFusion::reserve(int64_t batch, Allocator& device) {
