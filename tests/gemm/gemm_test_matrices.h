@@ -1,8 +1,9 @@
 #pragma once
 // Host matrices for the cuBLASLt wrapper's tests (tests/gemm/test_cublaslt_*.cpp): fresh
 // random values, exact in the operands' precision, with leading dimensions wider than the
-// rows; their upload in that precision; and the tolerance of each precision against a
-// double-precision reference.
+// rows; their upload in that precision; the tolerance of each precision against a
+// double-precision reference; and a 16-bit ReLU layer's GEMMs as GpuMlp asks for them, with
+// their operands and references.
 #include <cstdint>
 #include <vector>
 
@@ -55,6 +56,88 @@ inline double tolerance(Precision p) {
   }
   return 0;
 }
+
+// A 16-bit ReLU layer at m = batch, n = its width, k = its successor's width, in = its
+// input width: the forward GEMM y = relu(x W^T + bias) storing the ReLU mask
+// (relu_aux_bias), and the successor's input-gradient GEMM dz = g W2 with `epilogue`
+// (drelu_bgrad, drelu or none), 16-bit D, dense leading dimensions.
+inline cublaslt::Problem relu_forward_problem(int64_t m, int64_t n, int64_t in, Precision prec, DType bias_type) {
+  cublaslt::Problem f;
+  f.m = m;
+  f.n = n;
+  f.k = in;
+  f.trans_b = true;
+  f.lda = in;
+  f.ldb = in;
+  f.ldd = n;
+  f.d_type = prec == Precision::fp16 ? DType::f16 : DType::bf16;
+  f.precision = prec;
+  f.epilogue = cublaslt::Epilogue::relu_aux_bias;
+  f.bias_type = bias_type;
+  return f;
+}
+inline cublaslt::Problem input_gradient_problem(int64_t m, int64_t n, int64_t k, Precision prec,
+                                                cublaslt::Epilogue epilogue, DType bias_type = DType::f32) {
+  cublaslt::Problem b;
+  b.m = m;
+  b.n = n;
+  b.k = k;
+  b.lda = k;
+  b.ldb = n;
+  b.ldd = n;
+  b.d_type = prec == Precision::fp16 ? DType::f16 : DType::bf16;
+  b.precision = prec;
+  b.epilogue = epilogue;
+  b.bias_type = bias_type;
+  return b;
+}
+
+// That layer's operands, fresh random values exact in `prec` (the bias in bias_prec), on
+// the host and the device: x (m x in), W (n x in), bias (1 x n), the successor's output
+// gradient g (m x k) and weight W2 (k x n); and the double references.
+struct ReluLayerOperands {
+  HostMatrix x, w, bias, g, w2;
+  gpu::DeviceBuffer dx, dw, dbias, dg, dw2;
+  ReluLayerOperands(int64_t m, int64_t n, int64_t k, int64_t in, Precision prec, Precision bias_prec, uint64_t seed)
+      : x(random_matrix(m, in, seed, prec)),
+        w(random_matrix(n, in, seed + 1, prec)),
+        bias(random_matrix(1, n, seed + 2, bias_prec)),
+        g(random_matrix(m, k, seed + 3, prec)),
+        w2(random_matrix(k, n, seed + 4, prec)),
+        dx(upload(x, prec)),
+        dw(upload(w, prec)),
+        dbias(upload(bias, bias_prec)),
+        dg(upload(g, prec)),
+        dw2(upload(w2, prec)) {}
+  // The problems' leading dimensions set to the padded operands'.
+  void fit(cublaslt::Problem& forward, cublaslt::Problem& input_gradient) const {
+    forward.lda = x.ld;
+    forward.ldb = w.ld;
+    input_gradient.lda = g.ld;
+    input_gradient.ldb = w2.ld;
+  }
+  // Runs the forward GEMM into y (m x n, 16-bit) storing the mask in aux.
+  void forward(cublaslt::Gemm& gemm, const cublaslt::Problem& f, void* y, void* aux) const {
+    cublaslt::Operands o;
+    o.a = dx.get();
+    o.b = dw.get();
+    o.d = y;
+    o.bias = dbias.get();
+    o.aux = aux;
+    gemm.run(f, o, nullptr);
+  }
+  // The pre-activation (x W^T + bias)[i][j] and the product (g W2)[i][j].
+  double pre(int64_t i, int64_t j) const {
+    double s = bias.at(0, j);
+    for (int64_t q = 0; q < x.cols; ++q) s += x.at(i, q) * w.at(j, q);
+    return s;
+  }
+  double prod(int64_t i, int64_t j) const {
+    double s = 0;
+    for (int64_t q = 0; q < g.cols; ++q) s += g.at(i, q) * w2.at(q, j);
+    return s;
+  }
+};
 
 inline const char* name(Precision p) {
   return p == Precision::fp32 ? "fp32" : p == Precision::tf32 ? "tf32" : p == Precision::bf16 ? "bf16" : "fp16";

@@ -37,49 +37,23 @@ TEST(CublasLtSixteenBitEpilogues, ReluMaskAndBiasGradientWithSixteenBitOutput) {
     for (DType bias_type : {DType::f32, half}) {
       for (auto [m, n, k] : {std::tuple<int64_t, int64_t, int64_t>{131072, 1024, 1024}, {131072, 512, 1024},
                              {16384, 1024, 3456}, {384, 256, 160}}) {
-        cublaslt::Problem f;
-        f.m = m;
-        f.n = n;
-        f.k = k;
-        f.trans_b = true;
-        f.lda = k;
-        f.ldb = k;
-        f.ldd = n;
-        f.d_type = half;
-        f.precision = prec;
-        f.epilogue = Epilogue::relu_aux_bias;
-        f.bias_type = bias_type;
-        cublaslt::Problem b = f;
-        b.trans_b = false;
-        b.ldb = n;
-        b.epilogue = Epilogue::drelu_bgrad;
+        cublaslt::Problem f = relu_forward_problem(m, n, k, prec, bias_type);
+        cublaslt::Problem b = input_gradient_problem(m, n, k, prec, Epilogue::drelu_bgrad, bias_type);
         std::printf("[ INFO ] %s D, %s bias, m=%lld n=%lld k=%lld: relu_aux_bias %d, drelu_bgrad %d\n", name(prec),
                     std::string(dtype_name(bias_type)).c_str(), static_cast<long long>(m), static_cast<long long>(n),
                     static_cast<long long>(k), gemm.supported(f) ? 1 : 0, gemm.supported(b) ? 1 : 0);
         if (m != 384 || !gemm.supported(f) || !gemm.supported(b) || bias_type != DType::f32) continue;
-        // Correctness at the small shape with fp32 bias and bias gradient.
-        const HostMatrix x = random_matrix(m, k, 11, prec), w = random_matrix(n, k, 12, prec);
-        const HostMatrix bias = random_matrix(1, n, 13, Precision::fp32);
-        const HostMatrix g = random_matrix(m, k, 14, prec), w2 = random_matrix(k, n, 15, prec);
-        f.lda = x.ld;
-        f.ldb = w.ld;
-        b.lda = g.ld;
-        b.ldb = w2.ld;
-        gpu::DeviceBuffer dx = upload(x, prec), dw = upload(w, prec), dbias = testing::to_device(bias.v),
-                          dg = upload(g, prec), dw2 = upload(w2, prec);
+        // Correctness at the small shape with fp32 bias and bias gradient (the successor's
+        // width equals the layer's input width here).
+        const ReluLayerOperands op(m, n, k, k, prec, Precision::fp32, 11);
+        op.fit(f, b);
         gpu::DeviceBuffer y(static_cast<std::size_t>(m * n) * 2), dz(static_cast<std::size_t>(m * n) * 2);
         gpu::DeviceBuffer aux(cublaslt::relu_aux_bytes(m, n));
         gpu::DeviceBuffer bgrad = testing::poisoned_floats(static_cast<std::size_t>(n));
-        cublaslt::Operands of;
-        of.a = dx.get();
-        of.b = dw.get();
-        of.d = y.get();
-        of.bias = dbias.get();
-        of.aux = aux.get();
-        gemm.run(f, of, nullptr);
+        op.forward(gemm, f, y.get(), aux.get());
         cublaslt::Operands ob;
-        ob.a = dg.get();
-        ob.b = dw2.get();
+        ob.a = op.dg.get();
+        ob.b = op.dw2.get();
         ob.d = dz.get();
         ob.bias_grad = bgrad.as<float>();
         ob.aux = aux.get();
@@ -89,9 +63,7 @@ TEST(CublasLtSixteenBitEpilogues, ReluMaskAndBiasGradientWithSixteenBitOutput) {
         for (int64_t j = 0; j < n; ++j) {
           double col = 0, col_abs = 0;
           for (int64_t i = 0; i < m; ++i) {
-            double pre = bias.at(0, j), prod = 0;
-            for (int64_t q = 0; q < k; ++q) pre += x.at(i, q) * w.at(j, q);
-            for (int64_t q = 0; q < k; ++q) prod += g.at(i, q) * w2.at(q, j);
+            const double pre = op.pre(i, j), prod = op.prod(i, j);
             const double want = pre > 0 ? prod : 0.0;
             const double got = from_bits(dzb[static_cast<std::size_t>(i * n + j)], prec);
             if (std::fabs(pre) > 1e-2 * std::sqrt(static_cast<double>(k))) {
@@ -121,28 +93,8 @@ TEST(CublasLtSixteenBitEpilogues, SplitReluBackwardMaskThenWeightGemmBiasGradien
     // m = batch, n = the layer's width, k = the successor's width, in = the layer's input.
     for (auto [m, n, k, in] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{131072, 1024, 1024, 3456},
                                {131072, 512, 256, 1024}, {384, 256, 160, 96}}) {
-      cublaslt::Problem f;
-      f.m = m;
-      f.n = n;
-      f.k = in;
-      f.trans_b = true;
-      f.lda = in;
-      f.ldb = in;
-      f.ldd = n;
-      f.d_type = half;
-      f.precision = prec;
-      f.epilogue = Epilogue::relu_aux_bias;
-      f.bias_type = half;
-      cublaslt::Problem b;
-      b.m = m;
-      b.n = n;
-      b.k = k;
-      b.lda = k;
-      b.ldb = n;
-      b.ldd = n;
-      b.d_type = half;
-      b.precision = prec;
-      b.epilogue = Epilogue::drelu;
+      cublaslt::Problem f = relu_forward_problem(m, n, in, prec, half);
+      cublaslt::Problem b = input_gradient_problem(m, n, k, prec, Epilogue::drelu);
       cublaslt::Problem wg;
       wg.trans_a = true;
       wg.m = n;
@@ -160,41 +112,28 @@ TEST(CublasLtSixteenBitEpilogues, SplitReluBackwardMaskThenWeightGemmBiasGradien
                   static_cast<long long>(in), gemm.supported(f) ? 1 : 0, gemm.supported(b) ? 1 : 0,
                   gemm.supported(wg) ? 1 : 0);
       if (m != 384 || !ok) continue;
-      const HostMatrix x = random_matrix(m, in, 21, prec), w = random_matrix(n, in, 22, prec);
-      const HostMatrix bias = random_matrix(1, n, 23, prec);
-      const HostMatrix g = random_matrix(m, k, 24, prec), w2 = random_matrix(k, n, 25, prec);
-      f.lda = x.ld;
-      f.ldb = w.ld;
-      b.lda = g.ld;
-      b.ldb = w2.ld;
-      wg.ldb = x.ld;
+      const ReluLayerOperands op(m, n, k, in, prec, prec, 21);
+      op.fit(f, b);
+      wg.ldb = op.x.ld;
       if (!gemm.supported(f) || !gemm.supported(b) || !gemm.supported(wg)) {
         std::printf("[ INFO ] %s: not fused with padded operands (leading dimensions %lld, %lld)\n", name(prec),
-                    static_cast<long long>(x.ld), static_cast<long long>(g.ld));
+                    static_cast<long long>(op.x.ld), static_cast<long long>(op.g.ld));
         continue;
       }
-      gpu::DeviceBuffer dx = upload(x, prec), dw = upload(w, prec), dbias = upload(bias, prec), dg = upload(g, prec),
-                        dw2 = upload(w2, prec);
       gpu::DeviceBuffer y(static_cast<std::size_t>(m * n) * 2), aux(cublaslt::relu_aux_bytes(m, n));
       gpu::DeviceBuffer dz = testing::poisoned_floats(static_cast<std::size_t>(m * n) / 2);
       gpu::DeviceBuffer dW = testing::poisoned_floats(static_cast<std::size_t>(n * in));
       gpu::DeviceBuffer db = testing::poisoned_floats(static_cast<std::size_t>(n));
-      cublaslt::Operands of;
-      of.a = dx.get();
-      of.b = dw.get();
-      of.d = y.get();
-      of.bias = dbias.get();
-      of.aux = aux.get();
-      gemm.run(f, of, nullptr);
+      op.forward(gemm, f, y.get(), aux.get());
       cublaslt::Operands ob;
-      ob.a = dg.get();
-      ob.b = dw2.get();
+      ob.a = op.dg.get();
+      ob.b = op.dw2.get();
       ob.d = dz.get();
       ob.aux = aux.get();
       gemm.run(b, ob, nullptr);
       cublaslt::Operands ow;
       ow.a = dz.get();
-      ow.b = dx.get();
+      ow.b = op.dx.get();
       ow.d = dW.get();
       ow.bias_grad = db.as<float>();
       gemm.run(wg, ow, nullptr);
@@ -204,9 +143,7 @@ TEST(CublasLtSixteenBitEpilogues, SplitReluBackwardMaskThenWeightGemmBiasGradien
       for (int64_t j = 0; j < n; ++j) {
         double col = 0, col_abs = 0;
         for (int64_t i = 0; i < m; ++i) {
-          double pre = bias.at(0, j), prod = 0;
-          for (int64_t q = 0; q < in; ++q) pre += x.at(i, q) * w.at(j, q);
-          for (int64_t q = 0; q < k; ++q) prod += g.at(i, q) * w2.at(q, j);
+          const double pre = op.pre(i, j), prod = op.prod(i, j);
           const double got = from_bits(dzb[static_cast<std::size_t>(i * n + j)], prec);
           if (std::fabs(pre) > 1e-2 * std::sqrt(static_cast<double>(in))) {
             const double want = pre > 0 ? prod : 0.0;
@@ -219,7 +156,7 @@ TEST(CublasLtSixteenBitEpilogues, SplitReluBackwardMaskThenWeightGemmBiasGradien
         for (int64_t q = 0; q < in; q += 7) {
           double ref = 0, ref_abs = 0;
           for (int64_t i = 0; i < m; ++i) {
-            const double t = from_bits(dzb[static_cast<std::size_t>(i * n + j)], prec) * x.at(i, q);
+            const double t = from_bits(dzb[static_cast<std::size_t>(i * n + j)], prec) * op.x.at(i, q);
             ref += t;
             ref_abs += std::fabs(t);
           }
