@@ -19,56 +19,50 @@ __device__ inline bool positive(uint16_t bits) {
   return bits != 0 && bits <= kInfinity;
 }
 
-// One thread per element; consecutive threads take consecutive columns of a row.
-template <uint16_t kInfinity>
+// One thread per unit of a row: one value, or (kVector) eight values, one 16-byte load
+// of each operand and one store, where every row starts 16-byte aligned and the column
+// count is a multiple of eight. Consecutive threads take consecutive units of a row.
+constexpr int kPerVector = 8;
+
+template <uint16_t kInfinity, bool kVector>
 __global__ void __launch_bounds__(kThreads)
     relu_mask_kernel(uint16_t* __restrict__ dz, int64_t ld_dz, const uint16_t* __restrict__ y, int64_t ld_y,
-                     int64_t rows, int64_t cols) {
+                     int64_t rows, int64_t units_per_row) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= rows * cols) return;
-  const int64_t r = i / cols;
-  const int64_t c = i - r * cols;
-  if (!positive<kInfinity>(y[r * ld_y + c])) dz[r * ld_dz + c] = 0;
-}
-
-// Eight values per thread (one 16-byte load of each operand, one store) where every row
-// starts 16-byte aligned and the column count is a multiple of eight.
-constexpr int kPerThread = 8;
-
-template <uint16_t kInfinity>
-__global__ void __launch_bounds__(kThreads)
-    relu_mask_vector_kernel(uint16_t* __restrict__ dz, int64_t ld_dz, const uint16_t* __restrict__ y, int64_t ld_y,
-                            int64_t rows, int64_t vectors_per_row) {
-  const int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (i >= rows * vectors_per_row) return;
-  const int64_t r = i / vectors_per_row;
-  const int64_t v = i - r * vectors_per_row;
-  uint4* d = reinterpret_cast<uint4*>(dz + r * ld_dz) + v;
-  const uint4 yv = reinterpret_cast<const uint4*>(y + r * ld_y)[v];
-  uint4 g = *d;
-  uint32_t* gw = reinterpret_cast<uint32_t*>(&g);
-  const uint32_t* yw = reinterpret_cast<const uint32_t*>(&yv);
+  if (i >= rows * units_per_row) return;
+  const int64_t r = i / units_per_row;
+  const int64_t u = i - r * units_per_row;
+  if constexpr (kVector) {
+    uint4* d = reinterpret_cast<uint4*>(dz + r * ld_dz) + u;
+    const uint4 yv = reinterpret_cast<const uint4*>(y + r * ld_y)[u];
+    uint4 g = *d;
+    uint32_t* gw = reinterpret_cast<uint32_t*>(&g);
+    const uint32_t* yw = reinterpret_cast<const uint32_t*>(&yv);
 #pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    uint32_t keep = 0;
-    if (positive<kInfinity>(static_cast<uint16_t>(yw[w] & 0xFFFFu))) keep |= 0x0000FFFFu;
-    if (positive<kInfinity>(static_cast<uint16_t>(yw[w] >> 16))) keep |= 0xFFFF0000u;
-    gw[w] &= keep;
+    for (int w = 0; w < 4; ++w) {
+      uint32_t keep = 0;
+      if (positive<kInfinity>(static_cast<uint16_t>(yw[w] & 0xFFFFu))) keep |= 0x0000FFFFu;
+      if (positive<kInfinity>(static_cast<uint16_t>(yw[w] >> 16))) keep |= 0xFFFF0000u;
+      gw[w] &= keep;
+    }
+    *d = g;
+  } else if (!positive<kInfinity>(y[r * ld_y + u])) {
+    dz[r * ld_dz + u] = 0;
   }
-  *d = g;
 }
 
 template <uint16_t kInfinity>
 void launch(uint16_t* dz, int64_t ld_dz, const uint16_t* y, int64_t ld_y, int64_t rows, int64_t cols,
             gpu::stream_t stream) {
-  const bool vector = cols % kPerThread == 0 && ld_dz % kPerThread == 0 && ld_y % kPerThread == 0 &&
+  const bool vector = cols % kPerVector == 0 && ld_dz % kPerVector == 0 && ld_y % kPerVector == 0 &&
                       reinterpret_cast<std::uintptr_t>(dz) % 16 == 0 && reinterpret_cast<std::uintptr_t>(y) % 16 == 0;
   if (vector) {
-    const int64_t per_row = cols / kPerThread;
-    relu_mask_vector_kernel<kInfinity>
+    const int64_t per_row = cols / kPerVector;
+    relu_mask_kernel<kInfinity, true>
         <<<grid_for(rows * per_row, kThreads), kThreads, 0, stream>>>(dz, ld_dz, y, ld_y, rows, per_row);
   } else {
-    relu_mask_kernel<kInfinity><<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(dz, ld_dz, y, ld_y, rows, cols);
+    relu_mask_kernel<kInfinity, false>
+        <<<grid_for(rows * cols, kThreads), kThreads, 0, stream>>>(dz, ld_dz, y, ld_y, rows, cols);
   }
 }
 

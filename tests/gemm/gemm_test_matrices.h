@@ -91,6 +91,21 @@ inline cublaslt::Problem input_gradient_problem(int64_t m, int64_t n, int64_t k,
   b.bias_type = bias_type;
   return b;
 }
+// The layer's weight-gradient GEMM dW = dz^T x (n x in) on its 16-bit dz (m x n), summing
+// the bias gradient along the batch (bgrad_a), fp32 D.
+inline cublaslt::Problem weight_gradient_problem(int64_t m, int64_t n, int64_t in, Precision prec) {
+  cublaslt::Problem w;
+  w.trans_a = true;
+  w.m = n;
+  w.n = in;
+  w.k = m;
+  w.lda = n;
+  w.ldb = in;
+  w.ldd = in;
+  w.precision = prec;
+  w.epilogue = cublaslt::Epilogue::bgrad_a;
+  return w;
+}
 
 // That layer's operands, fresh random values exact in `prec` (the bias in bias_prec), on
 // the host and the device: x (m x in), W (n x in), bias (1 x n), the successor's output

@@ -95,16 +95,7 @@ TEST(CublasLtSixteenBitEpilogues, SplitReluBackwardMaskThenWeightGemmBiasGradien
                                {131072, 512, 256, 1024}, {384, 256, 160, 96}}) {
       cublaslt::Problem f = relu_forward_problem(m, n, in, prec, half);
       cublaslt::Problem b = input_gradient_problem(m, n, k, prec, Epilogue::drelu);
-      cublaslt::Problem wg;
-      wg.trans_a = true;
-      wg.m = n;
-      wg.n = in;
-      wg.k = m;
-      wg.lda = n;
-      wg.ldb = in;
-      wg.ldd = in;
-      wg.precision = prec;
-      wg.epilogue = Epilogue::bgrad_a;
+      cublaslt::Problem wg = weight_gradient_problem(m, n, in, prec);
       const bool ok = gemm.supported(f) && gemm.supported(b) && gemm.supported(wg);
       std::printf("[ INFO ] %s, batch %lld, width %lld, successor %lld, input %lld: relu_aux_bias %d, drelu %d, "
                   "weight GEMM bgrad_a %d\n",
