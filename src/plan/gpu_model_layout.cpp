@@ -44,6 +44,7 @@ GpuModelLayout gpu_model_layout(const ModelConfig& model) {
   g.interaction_width = model.interaction_width();
   g.bottom = mlp_layers(model.num_dense, model.bottom_mlp, /*relu_last=*/true);
   g.top = mlp_layers(static_cast<int>(g.interaction_width), model.top_mlp, /*relu_last=*/false);
+  g.relu_backward = model.relu_backward;
   if (model.arch == Arch::dcnv2) {
     g.cross_layers = model.cross_layers;
     g.cross_rank = model.cross_rank;

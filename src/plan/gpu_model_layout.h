@@ -42,6 +42,7 @@ struct GpuModelLayout {
   int cross_layers = 0;             // DCNv2 only; 0 = the top MLP reads the concatenation
   int cross_rank = 0;               // 0 = full rank
   bool cross_residual_16bit = false;  // model.cross_residual = "16bit" (used when the cross net is 16-bit)
+  ReluBackward relu_backward = ReluBackward::epilogue;  // model.relu_backward
   std::vector<DenseTensorShape> dense_tensors;  // state order: bottom, cross, top
   int64_t dense_elements = 0;       // without padding
   int64_t dense_flat_elements = 0;  // with every tensor's alignment (model/gpu/dense_layout.h)
@@ -61,6 +62,12 @@ struct GpuModelLayout {
   static bool mlp_output_16bit(const std::vector<LinearShape>& layers, std::size_t i, bool sixteen) {
     return sixteen && i + 1 < layers.size() && layers[i].sixteen_bit_eligible() &&
            layers[i + 1].sixteen_bit_eligible();
+  }
+  // Whether layer i's ReLU backward runs as the 16-bit mask pass after its successor's
+  // plain 16-bit input-gradient GEMM, the bias gradient in its weight-gradient GEMM
+  // (model.relu_backward = "mask_pass", model/gpu/relu_mask_fusion.h).
+  static bool mlp_mask_pass(const std::vector<LinearShape>& layers, std::size_t i, bool sixteen, ReluBackward mode) {
+    return mode == ReluBackward::mask_pass && layers[i].relu && mlp_output_16bit(layers, i, sixteen);
   }
   // Whether a 16-bit layer i rounds its own input to a 16-bit copy: not when the previous
   // layer hands it over in 16 bits, nor for the first when the caller does (input_16bit).

@@ -77,27 +77,38 @@ void mlp_forward(WorkBuilder& w, StepPhase phase, const std::string& name, const
 // GpuMlp::backward: per layer from the last, the ReLU mask with the bias sum (reading the
 // output as the forward wrote it, writing dz in the layer's operand type; or the bias sum
 // alone, then a 16-bit copy of dz), the weight gradient, and the input gradient unless it
-// is the first layer and nobody wants dx.
+// is the first layer and nobody wants dx. With model.relu_backward = "mask_pass" a 16-bit
+// ReLU layer feeding a 16-bit layer has no such pass: its successor's input-gradient GEMM
+// writes dz in 16 bits, a mask pass reads it and the layer's 16-bit output and rewrites it,
+// and the weight-gradient GEMM sums the bias gradient. The epilogue modes (DRELU_BGRAD,
+// DRELU) are priced as the pass: the library runs those GEMMs well below its plain rate
+// (docs/planner.md).
 void mlp_backward(WorkBuilder& w, StepPhase phase, const std::string& name, const std::vector<LinearShape>& layers,
-                  int64_t b, bool want_dx) {
+                  int64_t b, bool want_dx, ReluBackward mode) {
   const double bd = static_cast<double>(b);
   for (int i = static_cast<int>(layers.size()) - 1; i >= 0; --i) {
     const std::size_t li = static_cast<std::size_t>(i);
     const LinearShape& l = layers[li];
     const std::string layer = name + "." + std::to_string(i);
     const bool half = w.sixteen_bit() && l.sixteen_bit_eligible();
-    if (l.relu) {
+    if (GpuModelLayout::mlp_mask_pass(layers, li, w.sixteen_bit(), mode)) {
+      w.hbm(phase, StepFactor::elementwise, bd * l.out * 3 * kHalfBytes, layer + " ReLU mask pass");  // dz, y in; dz out
+      w.launches(phase, 1);
+    } else if (l.relu) {
       const double bytes = kFloatBytes + WorkBuilder::operand_bytes(GpuModelLayout::mlp_output_16bit(layers, li, w.sixteen_bit())) +
                            WorkBuilder::operand_bytes(half);  // dy, y in; dz out
       w.hbm(phase, StepFactor::elementwise, bd * l.out * bytes, layer + " ReLU backward + bias sum");
       if (half) w.rounded_in_pass(phase, bd * l.out, layer + " ReLU backward");
+      w.launches(phase, kernels::kColumnSumLaunches);
     } else {
       w.hbm(phase, StepFactor::elementwise, bd * l.out * kColumnSumBytes, layer + " bias sum");
+      w.launches(phase, kernels::kColumnSumLaunches);
     }
-    w.launches(phase, kernels::kColumnSumLaunches);
     if (half && !l.relu) w.operand_copy(phase, bd * l.out, layer + " output gradient");
     w.gemm(phase, layer, w.request("wgrad", l.out, l.in, b, true, false, GemmEpilogue::none, half));
-    if (i > 0 || want_dx) w.gemm(phase, layer, w.request("dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, half));
+    const bool dz_16bit_below = i > 0 && GpuModelLayout::mlp_mask_pass(layers, li - 1, w.sixteen_bit(), mode);
+    if (i > 0 || want_dx)
+      w.gemm(phase, layer, w.request("dgrad", b, l.in, l.out, false, false, GemmEpilogue::none, half, dz_16bit_below));
   }
 }
 
@@ -358,9 +369,9 @@ StepWork step_work(const ModelConfig& model, const OptimConfig& optim, const Rec
   mlp_forward(w, StepPhase::top_mlp_fwd, "top_mlp", g.top, b, /*input_16bit=*/g.cross_16bit(w.sixteen_bit()));
   w.hbm(StepPhase::loss, StepFactor::elementwise, bd * kLossBytes, "BCE loss and its gradient");
   w.launches(StepPhase::loss, kernels::kBceLossLaunches);
-  mlp_backward(w, StepPhase::top_mlp_bwd, "top_mlp", g.top, b, /*want_dx=*/true);
+  mlp_backward(w, StepPhase::top_mlp_bwd, "top_mlp", g.top, b, /*want_dx=*/true, g.relu_backward);
   if (g.arch == Arch::dcnv2 && g.cross_layers > 0) cross_backward(w, g, b);
-  mlp_backward(w, StepPhase::bottom_mlp_bwd, "bottom_mlp", g.bottom, b, /*want_dx=*/false);
+  mlp_backward(w, StepPhase::bottom_mlp_bwd, "bottom_mlp", g.bottom, b, /*want_dx=*/false, g.relu_backward);
   const double flat = static_cast<double>(g.dense_flat_elements);
   if (recipe.dense == DensePrecision::fp16) {
     // Dynamic loss scaling: the dense gradients and the embedding part of the feature

@@ -280,6 +280,44 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   EXPECT_DOUBLE_EQ(predict_step(tw, mi350.step).step_ms, predict(on_mi_fp32, mi350).step_ms);
 }
 
+// model.relu_backward = "mask_pass": a 16-bit ReLU layer feeding a 16-bit layer (the top
+// MLP's first three, the bottom MLP's second) loses its ReLU + bias-sum pass (fp32 dy, y
+// and dz: 4 + 2 + 2 bytes per element) for the mask pass (2 + 2 + 2), and its successor's
+// input-gradient GEMM writes 16 bits; the other layers are priced as before.
+TEST(StepModel, ReluMaskPassReplacesTheFusedLayersPasses) {
+  ModelConfig m = mlperf_model();
+  const OptimConfig o = mlperf_optim();
+  const PlanTarget h200 = shipped_target("h200_sxm");
+  Recipe r = recipe_of_model(m, 65536, "h200_sxm");
+  r.dense = DensePrecision::bf16;
+  const StepWork pass = step_work(m, o, r, h200.gemm, IdDistribution{});
+  m.relu_backward = ReluBackward::mask_pass;
+  const StepWork masked = step_work(m, o, r, h200.gemm, IdDistribution{});
+  const auto count_what = [](const StepWork& w, StepPhase p, const std::string& what) {
+    int n = 0;
+    for (const StepTerm& t : w.terms) n += t.phase == p && t.what.find(what) != std::string::npos;
+    return n;
+  };
+  EXPECT_EQ(count_what(masked, StepPhase::top_mlp_bwd, "ReLU mask pass"), 3);
+  EXPECT_EQ(count_what(masked, StepPhase::bottom_mlp_bwd, "ReLU mask pass"), 1);
+  EXPECT_EQ(count_what(pass, StepPhase::top_mlp_bwd, "ReLU mask pass"), 0);
+  EXPECT_EQ(count_what(masked, StepPhase::top_mlp_bwd, "ReLU backward + bias sum"), 1);  // the 256-wide layer
+  const double b = 65536.0, bytes_per_us = h200.hw().hbm_tbs * 1e6;
+  EXPECT_NEAR(phase_base(pass, StepPhase::top_mlp_bwd, StepFactor::elementwise) -
+                  phase_base(masked, StepPhase::top_mlp_bwd, StepFactor::elementwise),
+              b * (1024 + 1024 + 512) * 2.0 / bytes_per_us, 1e-9);
+  EXPECT_NEAR(phase_base(pass, StepPhase::bottom_mlp_bwd, StepFactor::elementwise) -
+                  phase_base(masked, StepPhase::bottom_mlp_bwd, StepFactor::elementwise),
+              b * 256 * 2.0 / bytes_per_us, 1e-9);
+  // Writing 16 bits, the input-gradient GEMMs take no longer.
+  EXPECT_LE(phase_base(masked, StepPhase::top_mlp_bwd, StepFactor::gemm_16bit),
+            phase_base(pass, StepPhase::top_mlp_bwd, StepFactor::gemm_16bit));
+  EXPECT_LT(predict_step(masked, h200.step).phase(StepPhase::top_mlp_bwd),
+            predict_step(pass, h200.step).phase(StepPhase::top_mlp_bwd));
+  EXPECT_DOUBLE_EQ(predict_step(masked, h200.step).phase(StepPhase::interaction_bwd),
+                   predict_step(pass, h200.step).phase(StepPhase::interaction_bwd));
+}
+
 TEST(StepModel, PhaseNamesRoundTrip) {
   for (StepPhase p : kAllStepPhases) EXPECT_EQ(parse_step_phase(step_phase_name(p)), p);
   EXPECT_FALSE(parse_step_phase("warp_drive").has_value());
