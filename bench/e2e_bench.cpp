@@ -383,6 +383,7 @@ int run(int argc, char** argv) {
                     {"exchange_dtype", dtype_name(exchanged)},
                     {"overlap_exchanges", ranks > 1 && !no_overlap && !profile},
                     {"model_small_gemms", !no_model_small_gemms},
+                    {"relu_backward", relu_backward_name(m.relu_backward)},
                     {"overlap_weight_gradients", overlap_weight_gradients},
                     {"overlap_embedding_backward", ranks == 1 && !no_overlap_embedding_backward && !profile},
                     {"batch_copied_ahead", true},  // every step announces the next (prepare_next)

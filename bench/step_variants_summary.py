@@ -3,7 +3,8 @@
 (bench/results/e2e-<date>-<tag>.json): for each workload, every variant's step time,
 samples/s and per-phase times beside each phase's floor, and for the capped DCNv2 the
 PyTorch baselines measured in the same call (per-table eager and compiled, and the fused
-one-bag compiled one) with the ratio against the strongest.
+one-bag compiled one) with the ratio against the strongest. A profiled variant keeps the
+timed GEMM calls of its step (profile_gemm_calls).
 
 Phase floors (ms): a dense phase's GEMM arithmetic at the measured bf16 peak (the e2e
 floor's own rule: element-wise traffic is taken as overlappable); the embedding phases'
@@ -112,6 +113,8 @@ def summarise(run_dir, tag_prefix, variants, cfg_path, batch, gpu, arch=None):
             ph = runs["profile"]["metrics"]["phase_ms"]
             e["phases_ms"] = ph
             e["profile_step_ms"] = runs["profile"]["metrics"]["step_ms"]
+            if runs["profile"]["metrics"].get("gemm_calls"):  # every GEMM of the profiled step, timed
+                e["profile_gemm_calls"] = runs["profile"]["metrics"]["gemm_calls"]
             e["phase_floor_ms"] = {k: round(v, 4) for k, v in phase_floor.items()
                                    if k in ph or all(p in ph for p in k.split("+"))}
         out_variants.append(e)

@@ -37,6 +37,16 @@ enum class SortSelection { automatic, engine, library };
 // gradient plainly, a 16-bit pass zeroes it where the layer's 16-bit output is not positive
 // (kernels/relu_mask.h), and the weight-gradient GEMM sums the bias gradient as in split.
 enum class ReluBackward : uint8_t { epilogue, split, pass, mask_pass };
+// The mode's config value.
+inline const char* relu_backward_name(ReluBackward r) {
+  switch (r) {
+    case ReluBackward::epilogue: return "epilogue";
+    case ReluBackward::split: return "split";
+    case ReluBackward::pass: return "pass";
+    case ReluBackward::mask_pass: return "mask_pass";
+  }
+  return "?";
+}
 
 struct ModelConfig : FeatureSpec {
   Arch arch = Arch::dlrm;
@@ -54,7 +64,7 @@ struct ModelConfig : FeatureSpec {
   // GPU, 16-bit GEMMs: a ReLU layer's backward (mask and bias gradient) in cuBLASLt's
   // epilogues where the library fuses them, or as the engine's own pass over the
   // input-gradient GEMM's output (ReluBackward; docs/architecture.md says why each exists).
-  ReluBackward relu_backward = ReluBackward::epilogue;
+  ReluBackward relu_backward = ReluBackward::mask_pass;
   DType row_dtype = DType::f32;    // embedding row storage: fp32, fp16 or bf16
   DType dense_dtype = DType::f32;  // dense compute precision (CPU: fp32 only)
   bool allow_tf32 = false;         // GPU: fp32 GEMMs may run on tensor cores as TF32

@@ -25,7 +25,9 @@ struct E2eRecord {
   std::string config;     // config file (or the benchmark's preset name in older records)
   std::string precision;  // GEMM precision: "fp32" or "tf32"
   std::string row_dtype;  // "" = the config's
-  std::vector<std::string> overrides;  // "key=value" config overrides the run was made with
+  // "key=value" config overrides the run was made with, and its model.relu_backward (the
+  // record's own, else "epilogue") unless they name one.
+  std::vector<std::string> overrides;
   int64_t batch = 0;
   double step_ms = 0.0;   // median step
   bool cuda_graph = true;

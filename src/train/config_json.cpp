@@ -50,10 +50,7 @@ nlohmann::json model_json(const ModelConfig& m) {
           {"cross_layers", m.cross_layers},
           {"cross_rank", m.cross_rank},
           {"cross_residual", m.cross_residual_16bit ? "16bit" : "fp32"},
-          {"relu_backward", m.relu_backward == ReluBackward::split       ? "split"
-                            : m.relu_backward == ReluBackward::pass      ? "pass"
-                            : m.relu_backward == ReluBackward::mask_pass ? "mask_pass"
-                                                                         : "epilogue"},
+          {"relu_backward", relu_backward_name(m.relu_backward)},
           {"row_dtype", dtype_key(m.row_dtype)},
           {"dense_dtype", dtype_key(m.dense_dtype)},
           {"allow_tf32", m.allow_tf32},

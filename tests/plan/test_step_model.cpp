@@ -264,10 +264,17 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
             predict_step(bw, h200.step).phase(StepPhase::dense_optimizer));
   // fp16 rounds in double precision: the fp16 rounding term replaces the element-wise
   // traffic of X's copy and is added to each pass that writes fp16 operands (the 3 cross
-  // passes, the 4 ReLU passes of the top MLP's 16-bit layers); bf16 has no such term.
+  // passes; of the top MLP's 4 16-bit ReLU layers, the one whose ReLU backward is a pass:
+  // the other three are masked in 16 bits, model.relu_backward = "mask_pass", which
+  // rounds nothing; all 4 with "epilogue", priced as the pass); bf16 has no such term.
   EXPECT_EQ(count_terms(fw, StepPhase::interaction_fwd, StepFactor::fp16_rounding_us), 4);
   EXPECT_EQ(count_terms(fw, StepPhase::interaction_fwd, StepFactor::cross_forward), 3);
-  EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_bwd, StepFactor::fp16_rounding_us), 4);
+  EXPECT_EQ(count_terms(fw, StepPhase::top_mlp_bwd, StepFactor::fp16_rounding_us), 1);
+  ModelConfig epilogue_model = m;
+  epilogue_model.relu_backward = ReluBackward::epilogue;
+  EXPECT_EQ(count_terms(step_work(epilogue_model, o, fp16, h200.gemm, IdDistribution{}), StepPhase::top_mlp_bwd,
+                        StepFactor::fp16_rounding_us),
+            4);
   EXPECT_EQ(count_terms(fw, StepPhase::dense_optimizer, StepFactor::fp16_rounding_us), 1);  // parameters' copy
   for (StepPhase ph : kAllStepPhases) EXPECT_EQ(count_terms(bw, ph, StepFactor::fp16_rounding_us), 0);
 
@@ -290,6 +297,7 @@ TEST(StepModel, ReluMaskPassReplacesTheFusedLayersPasses) {
   const PlanTarget h200 = shipped_target("h200_sxm");
   Recipe r = recipe_of_model(m, 65536, "h200_sxm");
   r.dense = DensePrecision::bf16;
+  m.relu_backward = ReluBackward::epilogue;  // priced as the pass
   const StepWork pass = step_work(m, o, r, h200.gemm, IdDistribution{});
   m.relu_backward = ReluBackward::mask_pass;
   const StepWork masked = step_work(m, o, r, h200.gemm, IdDistribution{});

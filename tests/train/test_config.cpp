@@ -105,7 +105,7 @@ TEST(Config, CrossResidualKey) {
 }
 
 TEST(Config, ReluBackwardKey) {
-  EXPECT_EQ(parse_run_config(kBase, "test.toml").model.relu_backward, ReluBackward::epilogue);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml").model.relu_backward, ReluBackward::mask_pass);
   EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"epilogue\""}).model.relu_backward,
             ReluBackward::epilogue);
   EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"split\""}).model.relu_backward,

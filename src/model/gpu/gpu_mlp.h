@@ -13,7 +13,7 @@
 //    backward masks with that copy (rounding keeps every sign; only values below fp16's
 //    smallest subnormal become zero);
 //  - the ReLU and bias-gradient pass writes a 16-bit layer's output gradient straight in
-//    16 bits; with model.relu_backward = "epilogue" (the default), where a 16-bit ReLU layer
+//    16 bits; with model.relu_backward = "epilogue", where a 16-bit ReLU layer
 //    feeds another 16-bit layer and cuBLASLt fuses the epilogues, there is no such pass:
 //    the forward GEMM stores the ReLU mask as bits (RELU_AUX_BIAS) and the successor's
 //    input-gradient GEMM applies it, writes the 16-bit output gradient and sums the bias
