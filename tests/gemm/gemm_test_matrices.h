@@ -61,50 +61,21 @@ inline double tolerance(Precision p) {
 // input width: the forward GEMM y = relu(x W^T + bias) storing the ReLU mask
 // (relu_aux_bias), and the successor's input-gradient GEMM dz = g W2 with `epilogue`
 // (drelu_bgrad, drelu or none), 16-bit D, dense leading dimensions.
+inline DType half_of(Precision prec) { return prec == Precision::fp16 ? DType::f16 : DType::bf16; }
 inline cublaslt::Problem relu_forward_problem(int64_t m, int64_t n, int64_t in, Precision prec, DType bias_type) {
-  cublaslt::Problem f;
-  f.m = m;
-  f.n = n;
-  f.k = in;
-  f.trans_b = true;
-  f.lda = in;
-  f.ldb = in;
-  f.ldd = n;
-  f.d_type = prec == Precision::fp16 ? DType::f16 : DType::bf16;
-  f.precision = prec;
-  f.epilogue = cublaslt::Epilogue::relu_aux_bias;
-  f.bias_type = bias_type;
-  return f;
+  return {.trans_b = true, .m = m, .n = n, .k = in, .lda = in, .ldb = in, .ldd = n, .d_type = half_of(prec),
+          .precision = prec, .epilogue = cublaslt::Epilogue::relu_aux_bias, .bias_type = bias_type};
 }
 inline cublaslt::Problem input_gradient_problem(int64_t m, int64_t n, int64_t k, Precision prec,
                                                 cublaslt::Epilogue epilogue, DType bias_type = DType::f32) {
-  cublaslt::Problem b;
-  b.m = m;
-  b.n = n;
-  b.k = k;
-  b.lda = k;
-  b.ldb = n;
-  b.ldd = n;
-  b.d_type = prec == Precision::fp16 ? DType::f16 : DType::bf16;
-  b.precision = prec;
-  b.epilogue = epilogue;
-  b.bias_type = bias_type;
-  return b;
+  return {.m = m, .n = n, .k = k, .lda = k, .ldb = n, .ldd = n, .d_type = half_of(prec), .precision = prec,
+          .epilogue = epilogue, .bias_type = bias_type};
 }
 // The layer's weight-gradient GEMM dW = dz^T x (n x in) on its 16-bit dz (m x n), summing
 // the bias gradient along the batch (bgrad_a), fp32 D.
 inline cublaslt::Problem weight_gradient_problem(int64_t m, int64_t n, int64_t in, Precision prec) {
-  cublaslt::Problem w;
-  w.trans_a = true;
-  w.m = n;
-  w.n = in;
-  w.k = m;
-  w.lda = n;
-  w.ldb = in;
-  w.ldd = in;
-  w.precision = prec;
-  w.epilogue = cublaslt::Epilogue::bgrad_a;
-  return w;
+  return {.trans_a = true, .m = n, .n = in, .k = m, .lda = n, .ldb = in, .ldd = in, .precision = prec,
+          .epilogue = cublaslt::Epilogue::bgrad_a};
 }
 
 // That layer's operands, fresh random values exact in `prec` (the bias in bias_prec), on
