@@ -153,7 +153,14 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
                   e.routed_time_weighted, e.routed_learned, e.heuristic_geomean, e.heuristic_p5,
                   e.heuristic_time_weighted, cost.per_shape_us, cost.per_shape_max_us, cost.ranked_path_us, cost.ranked_path_max_us, heuristic_query_us(oracle),
                   cost.cache_hit_us);
+      std::printf("timed shortlist (the fastest of the ranker's top k and the heuristic's top-1):");
+      for (const ShortlistFigures& f : e.shortlist)
+        std::printf(" | top-%d %.4f p5 %.4f time-weighted %.4f", f.k, f.geomean, f.p5, f.time_weighted);
+      std::printf("\n");
       if (o->report.empty()) return;
+      nlohmann::json shortlist = nlohmann::json::array();
+      for (const ShortlistFigures& f : e.shortlist)
+        shortlist.push_back({{"k", f.k}, {"geomean", f.geomean}, {"p5", f.p5}, {"time_weighted", f.time_weighted}});
       const nlohmann::json j{
           {"what", "GEMM selection by the learned ranker and its router, held out by layer family (every shape "
                    "predicted once by the fold model that never saw its family), beside cuBLASLt's heuristic top-1 "
@@ -161,7 +168,8 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
           {"date", utc_time("%Y-%m-%d")},
           {"hardware", oracle.gpu + ", driver " + oracle.driver + ", cuBLASLt " + oracle.cublaslt_version},
           {"commit", std::getenv("HETREC_COMMIT") ? std::getenv("HETREC_COMMIT") : ""},
-          {"command", "hetrec gemm ranker-eval --ranker " + o->ranker + " --oracle " + o->oracle},
+          {"command", "hetrec gemm ranker-eval --ranker " + o->ranker + " --oracle " + o->oracle + " --hw " + o->hw},
+          {"hw", o->hw},
           {"oracle", o->oracle},
           {"ranker_file", o->ranker},
           {"floor", "n/a (a selection: the oracle, the fastest measured configuration, is the ceiling 1.0)"},
@@ -173,6 +181,11 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
           {"heuristic",
            {{"geomean", e.heuristic_geomean}, {"p5", e.heuristic_p5}, {"time_weighted", e.heuristic_time_weighted}}},
           {"routed_over_heuristic_time_weighted", e.routed_time_weighted / e.heuristic_time_weighted},
+          {"timed_shortlist",
+           {{"what", "per shape the fastest measured of the held-out ranker's k best-scored candidates and the "
+                     "heuristic's top-1 as returned: what timing those k + 1 once per new shape would choose "
+                     "(not zero timing)"},
+            {"sizes", std::move(shortlist)}}},
           {"selection_cpu_us_per_new_shape",
            {{"router_mean", cost.per_shape_us},
             {"router_max", cost.per_shape_max_us},
@@ -184,7 +197,7 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
             {"repeats_per_shape", 5},
             {"note", "CPU time of this thread on the machine that ran the command, per shape the median of the "
                      "repeats; the heuristic's query needs the GPU, so its CPU time is the median the oracle "
-                     "recorded on the H200 host"}}},
+                     "recorded on the host of its GPU (" + oracle.gpu + ")"}}},
           {"cache_hit_us", cost.cache_hit_us}};
       write_file_atomically(o->report, j.dump(2) + "\n");
     };

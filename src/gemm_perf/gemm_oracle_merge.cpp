@@ -55,11 +55,13 @@ std::string merge_gemm_oracles(const std::vector<std::string>& paths) {
                         {"command", piece.value("command", "")},
                         {"date", piece.value("date", "")},
                         {"commit", piece.value("commit", "")},
+                        {"shard", piece.value("shard", "0/1")},
                         {"shapes", piece.at("shapes").size()}});
   }
   merged["complete"] = complete;
   merged["shapes_not_run"] = not_run;
   merged["merged_from"] = std::move(from);
+  merged.erase("shard");  // the first piece's; each piece's stays in merged_from
   merged["command"] = "hetrec gemm merge";
   for (const std::string& p : paths) merged["command"] = merged["command"].get<std::string>() + " " + p;
   return merged.dump() + "\n";

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -231,6 +232,9 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
   for (std::size_t f = 0; f < folds.size(); ++f) models.push_back(load_gemm_ranker(ranker_path, device, static_cast<int>(f)));
   std::vector<double> ranker, routed, heuristic;
   double oracle_sum = 0, ranker_sum = 0, routed_sum = 0, heuristic_sum = 0;
+  constexpr std::size_t kLists = std::size(kShortlistSizes);
+  std::vector<std::vector<double>> listed(kLists);
+  std::vector<double> listed_sum(kLists, 0.0);
   RankerEvaluation e;
   for (const RankerShape& s : shapes) {
     const auto it = fold_of.find(s.family);
@@ -249,6 +253,19 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
     routed.push_back(s.oracle_us / routed_us);
     heuristic.push_back(s.oracle_us / s.heuristic_us);
     oracle_sum += s.oracle_us, ranker_sum += ranker_us, routed_sum += routed_us, heuristic_sum += s.heuristic_us;
+    // The candidates in score order (ties in row order, as the router breaks them).
+    const RankerRows rr = gemm_ranker_rows(hw, params, s.problem, s.candidates);
+    const std::vector<float> score = model.score(rr.rows);
+    std::vector<std::size_t> order(score.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
+    for (std::size_t l = 0; l < kLists; ++l) {
+      double t = s.heuristic_us;
+      for (std::size_t i = 0; i < order.size() && i < static_cast<std::size_t>(kShortlistSizes[l]); ++i)
+        t = std::min(t, s.measured_us[rr.candidate[order[i]]]);
+      listed[l].push_back(s.oracle_us / t);
+      listed_sum[l] += t;
+    }
   }
   const auto geomean = [](const std::vector<double>& v) {
     double l = 0;
@@ -263,6 +280,9 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
     e.routed_time_weighted = oracle_sum / routed_sum;
     e.heuristic_time_weighted = oracle_sum / heuristic_sum;
   }
+  for (std::size_t l = 0; l < kLists; ++l)
+    e.shortlist.push_back({kShortlistSizes[l], geomean(listed[l]), percentile(listed[l], 0.05),
+                           e.shapes > 0 ? oracle_sum / listed_sum[l] : 0.0});
   return e;
 }
 

@@ -89,12 +89,21 @@ RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, c
                                  int heuristic, bool with_ranker_best = false);
 
 // Held-out figures of a selection over oracle shapes: per shape oracle / chosen time.
+// A timed shortlist: per shape the fastest measured of the ranker's k best-scored candidates
+// and the heuristic's top-1 as returned, what timing those k + 1 once per new shape would choose.
+struct ShortlistFigures {
+  int k = 0;
+  double geomean = 0, p5 = 0, time_weighted = 0;
+};
+inline constexpr int kShortlistSizes[] = {1, 2, 3, 5, 8};
+
 struct RankerEvaluation {
   std::size_t shapes = 0;
   double ranker_geomean = 0, ranker_p5 = 0, ranker_time_weighted = 0;      // the ranker alone
   double routed_geomean = 0, routed_p5 = 0, routed_time_weighted = 0;      // the router
   double heuristic_geomean = 0, heuristic_p5 = 0, heuristic_time_weighted = 0;
   std::size_t routed_learned = 0;  // shapes where the router took the ranker's pick
+  std::vector<ShortlistFigures> shortlist;  // one per kShortlistSizes
 };
 
 // Every shape predicted once by the fold model that did not see its family (a family in no

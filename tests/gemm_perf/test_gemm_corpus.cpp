@@ -77,6 +77,8 @@ Pieces write_pieces(const std::string& name, const std::function<void(nlohmann::
   a["shapes"] = nlohmann::json::array();
   b["shapes"] = nlohmann::json::array();
   for (std::size_t i = 0; i < 40; ++i) (i % 2 ? b : a)["shapes"].push_back(full["shapes"][i]);
+  a["shard"] = "0/2";
+  b["shard"] = "1/2";
   edit_b(b);
   Pieces p{::testing::TempDir() + name + "_a.json", ::testing::TempDir() + name + "_b.json", 40};
   std::ofstream(p.a) << a.dump();
@@ -90,6 +92,10 @@ TEST(GemmOracleMerge, MergesPiecesMeasuredAlike) {
   EXPECT_EQ(merged.shapes.size(), p.shapes);
   const nlohmann::json j = nlohmann::json::parse(merge_gemm_oracles({p.a, p.b}));
   EXPECT_EQ(j["merged_from"].size(), 2u);
+  // Each piece's shard is kept beside it; the merged record is no one shard.
+  EXPECT_EQ(j["merged_from"][0]["shard"], "0/2");
+  EXPECT_EQ(j["merged_from"][1]["shard"], "1/2");
+  EXPECT_FALSE(j.contains("shard"));
 }
 
 TEST(GemmOracleMerge, RefusesPiecesOfAnotherGpuDriverOrLibrary) {
