@@ -55,7 +55,9 @@ TEST(GemmRanker, LoadsForItsGpuAndRefusesAnother) {
 TEST(GemmRanker, ARunFindsTheRankerOfItsDeviceOrNone) {
   const std::string dir = std::string(HETREC_SOURCE_DIR) + "/gemm/rankers";
   EXPECT_EQ(choose_gemm_ranker_file("", dir, kH200), kRanker);
-  EXPECT_EQ(choose_gemm_ranker_file("", dir, {"NVIDIA H100 80GB HBM3", "13.0", "130100", ""}), "");
+  EXPECT_EQ(choose_gemm_ranker_file("", dir, {"NVIDIA H100 80GB HBM3", "13.0", "130100", ""}),
+            dir + "/h100-20261207.json.xz");
+  EXPECT_EQ(choose_gemm_ranker_file("", dir, {"NVIDIA A100-SXM4-40GB", "13.0", "130100", ""}), "");
   EXPECT_EQ(choose_gemm_ranker_file("", dir, {"NVIDIA H200", "13.0", "120900", ""}), "");
   EXPECT_EQ(choose_gemm_ranker_file("none", dir, kH200), "");
   EXPECT_EQ(choose_gemm_ranker_file("", ::testing::TempDir() + "/no-such-folder", kH200), "");

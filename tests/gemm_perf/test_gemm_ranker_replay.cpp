@@ -2,7 +2,9 @@
 // features recomputed from each record's oracle, the fold models of its ranker file loaded
 // through XGBoost's C API, every shape predicted by the model that never saw its layer family.
 // Fails when the held-out figures get worse. The records:
-//   bench/results/gemm-ranker-20261205-h200.json (H200, 19 families: gemm/rankers/h200-20261130d.json.xz)
+//   bench/results/gemm-ranker-20261207-h200.json (H200, 19 families: gemm/rankers/h200-20261130d.json.xz)
+//   bench/results/gemm-ranker-20261207-h100-corpus.json (H100, the broad corpus's 63 families:
+//   gemm/rankers/h100-20261207.json.xz)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -58,7 +60,7 @@ TEST_P(GemmRankerReplay, HeldOutByFamilyNoWorseThanRecorded) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Records, GemmRankerReplay,
-                         ::testing::Values("gemm-ranker-20261205-h200.json"),
+                         ::testing::Values("gemm-ranker-20261207-h200.json", "gemm-ranker-20261207-h100-corpus.json"),
                          [](const ::testing::TestParamInfo<const char*>& record) {
                            return std::string(record.param).find("h100") != std::string::npos ? std::string("H100Corpus")
                                                                                              : std::string("H200");
