@@ -209,8 +209,8 @@ RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, i
 
 RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
                                  const GemmProblem& problem, const std::vector<RankerCandidate>& candidates,
-                                 int heuristic, bool with_ranker_best) {
-  if (heuristic >= 0 && !with_ranker_best) {
+                                 int heuristic) {
+  if (heuristic >= 0) {
     const RankerCandidate& h = candidates[static_cast<std::size_t>(heuristic)];
     const double t = predict_best_of(hw, params, h.transposed ? transposed_product(problem) : problem, h.config,
                                      h.alternatives);
@@ -243,8 +243,9 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
                         ") is in no fold: the ranker was not trained on this corpus");
     if (!(s.heuristic_us > 0.0) || s.candidates.empty()) continue;
     const GemmRanker& model = *models[static_cast<std::size_t>(it->second)];
-    const RankerPick pick =
-        select_gemm_by_ranker(model, hw, params, s.problem, s.candidates, s.heuristic_candidate, true);
+    // Every shape's rows, scored for the ranker's own pick and for the shortlists alike.
+    const RankerRows rr = gemm_ranker_rows(hw, params, s.problem, s.candidates);
+    const RankerPick pick = route_gemm_choice(model, rr, s.heuristic_candidate);
     const double ranker_us = s.measured_us[static_cast<std::size_t>(pick.ranker_best)];
     const double routed_us = pick.learned ? s.measured_us[static_cast<std::size_t>(pick.candidate)] : s.heuristic_us;
     e.routed_learned += pick.learned ? 1 : 0;
@@ -254,7 +255,6 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
     heuristic.push_back(s.oracle_us / s.heuristic_us);
     oracle_sum += s.oracle_us, ranker_sum += ranker_us, routed_sum += routed_us, heuristic_sum += s.heuristic_us;
     // The candidates in score order (ties in row order, as the router breaks them).
-    const RankerRows rr = gemm_ranker_rows(hw, params, s.problem, s.candidates);
     const std::vector<float> score = model.score(rr.rows);
     std::vector<std::size_t> order(score.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;

@@ -83,12 +83,10 @@ RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, i
 // The router for one problem from its candidates: when the heuristic's top-1 is described
 // and predicted at least short_kernel_us, that alone is predicted and the heuristic's top-1
 // kept (no features, no scoring); otherwise gemm_ranker_rows and route_gemm_choice.
-// `with_ranker_best` scores even then, to report the ranker's own pick (evaluation only).
 RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
                                  const GemmProblem& problem, const std::vector<RankerCandidate>& candidates,
-                                 int heuristic, bool with_ranker_best = false);
+                                 int heuristic);
 
-// Held-out figures of a selection over oracle shapes: per shape oracle / chosen time.
 // A timed shortlist: per shape the fastest measured of the ranker's k best-scored candidates
 // and the heuristic's top-1 as returned, what timing those k + 1 once per new shape would choose.
 struct ShortlistFigures {
@@ -97,6 +95,7 @@ struct ShortlistFigures {
 };
 inline constexpr int kShortlistSizes[] = {1, 2, 3, 5, 8};
 
+// Held-out figures of a selection over oracle shapes: per shape oracle / chosen time.
 struct RankerEvaluation {
   std::size_t shapes = 0;
   double ranker_geomean = 0, ranker_p5 = 0, ranker_time_weighted = 0;      // the ranker alone
