@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -15,6 +16,7 @@
 #include "gemm/cublaslt_algo_ids.h"
 #include "gemm/cublaslt_algos.h"
 #include "gemm/cublaslt_model_choice.h"
+#include "gemm/cublaslt_shortlist_timing.h"
 #include "gemm/device_validators.h"
 #include "gpu/device.h"
 #endif
@@ -32,6 +34,12 @@ struct Gemm::Plan {
   std::unique_ptr<MatmulDescriptors> desc;
   std::optional<cublasLtMatmulAlgo_t> algo;
   std::optional<double> predicted_us;  // the model's, when it chose the algorithm
+#if defined(HETREC_WITH_CUDA)
+  // The timed shortlist not yet timed (model selection with timed_shortlist > 0); `algo`
+  // is the router's pick until it is.
+  std::vector<ShortlistEntry> shortlist;
+  int pick_list_rank = -1;  // the router's pick's ModelChoice::list_rank
+#endif
 };
 
 struct Gemm::Timer {
@@ -44,7 +52,7 @@ struct Gemm::Timer {
   bool on = false;
 };
 
-Gemm::Gemm(Allocator& device_allocator, std::size_t workspace_bytes) {
+Gemm::Gemm(Allocator& device_allocator, std::size_t workspace_bytes) : allocator_(&device_allocator) {
   HETREC_BLAS_CHECK(cublasLtCreate(&handle_));
   if (workspace_bytes > 0)
     workspace_ = Tensor::empty({static_cast<int64_t>(workspace_bytes)}, DType::u8, device_allocator);
@@ -74,7 +82,7 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
   plan->desc = make_descriptors(p);
   const std::size_t workspace_bytes = workspace_.defined() ? workspace_.nbytes() : 0;
 #if defined(HETREC_WITH_CUDA)
-  if (model_selection_) plan->algo = model_choice(p, *plan->desc, workspace_bytes, al, plan->predicted_us);
+  if (model_selection_) model_choice(p, workspace_bytes, al, *plan);
 #endif
   if (!plan->algo) {
     plan->algo = select_algo(handle_, plan->desc->desc, plan->desc->a, plan->desc->b, plan->desc->d, workspace_bytes, al,
@@ -87,9 +95,8 @@ Gemm::Plan& Gemm::plan(const Problem& p, const Alignment& al) {
 }
 
 #if defined(HETREC_WITH_CUDA)
-std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const MatmulDescriptors& desc,
-                                                       std::size_t workspace_bytes, const Alignment& al,
-                                                       std::optional<double>& predicted_us) {
+void Gemm::model_choice(const Problem& p, std::size_t workspace_bytes, const Alignment& al, Plan& pl) {
+  const MatmulDescriptors& desc = *pl.desc;
   const GemmProblem key = model_problem(p);
   // The model prices the backward epilogues as their forward forms: the library's epilogue
   // tells such problems apart in the file.
@@ -119,41 +126,82 @@ std::optional<cublasLtMatmulAlgo_t> Gemm::model_choice(const Problem& p, const M
           ++counts_.from_cache;
           if (returned) ++counts_.as_returned;
           counts_.predicted_us += hit->predicted_us;
-          predicted_us = hit->predicted_us;
-          return algo->algo;
+          pl.predicted_us = hit->predicted_us;
+          pl.algo = algo->algo;
+          return;
         }
       }
     }
   }
-  const auto choice = choose_algo_by_model(handle_, p, desc, workspace_bytes, al, *model_selection_);
-  if (!choice) return std::nullopt;
+  auto choice = choose_algo_by_model(handle_, p, desc, workspace_bytes, al, *model_selection_);
+  if (!choice) return;
   ++counts_.by_model;
   if (choice->learned) ++counts_.learned;
   if (choice->list_rank >= 0) ++counts_.as_returned;
   counts_.predicted_us += choice->predicted_us;
-  predicted_us = choice->predicted_us;
-  if (selection_cache_) {
-    std::string recorded = algo_key(choice->algo.config);
-    if (choice->list_rank >= 0) recorded += kReturnedSuffix;
-    selection_cache_->insert(key, CachedGemmChoice{choice->config, choice->predicted_us, recorded}, variant);
-    try {
-      std::filesystem::create_directories(std::filesystem::path(selection_cache_path_).parent_path());
-      selection_cache_->save(selection_cache_path_);
-    } catch (const std::exception& e) {
-      // The run goes on without the file: it saves selection time, never correctness.
-      Logger{}.warn(std::string("GEMM selections are not kept: ") + e.what());
-      selection_cache_.reset();
-    }
+  pl.predicted_us = choice->predicted_us;
+  pl.algo = choice->algo.algo;
+  // A shortlist of one has nothing to choose between.
+  if (choice->shortlist.size() > 1) {
+    pl.shortlist = std::move(choice->shortlist);
+    pl.pick_list_rank = choice->list_rank;
+    return;  // kept once timed
   }
-  return choice->algo.algo;
+  keep_choice(p, choice->config, choice->predicted_us,
+              algo_key(choice->algo.config) + (choice->list_rank >= 0 ? std::string(kReturnedSuffix) : ""));
+}
+
+void Gemm::keep_choice(const Problem& p, const GemmConfig& config, double predicted_us, const std::string& recorded) {
+  if (!selection_cache_) return;
+  selection_cache_->insert(model_problem(p), CachedGemmChoice{config, predicted_us, recorded},
+                           static_cast<int>(p.epilogue) + 1);
+  try {
+    std::filesystem::create_directories(std::filesystem::path(selection_cache_path_).parent_path());
+    selection_cache_->save(selection_cache_path_);
+  } catch (const std::exception& e) {
+    // The run goes on without the file: it saves selection time, never correctness.
+    Logger{}.warn(std::string("GEMM selections are not kept: ") + e.what());
+    selection_cache_.reset();
+  }
+}
+
+void Gemm::settle_shortlist(Plan& pl, const Problem& p, const Operands& o, gpu::stream_t stream,
+                            const Tensor& workspace) {
+  std::vector<cublasLtMatmulAlgo_t> algos;
+  for (const ShortlistEntry& e : pl.shortlist) algos.push_back(e.algo.algo);
+  const auto us = time_shortlist(handle_, p, *pl.desc, o, algos, workspace.defined() ? workspace.raw() : nullptr,
+                                 workspace.defined() ? workspace.nbytes() : 0, stream, *allocator_);
+  if (!us) return;  // timed at a later run
+  const std::size_t best = static_cast<std::size_t>(std::min_element(us->begin(), us->end()) - us->begin());
+  const ShortlistEntry& e = pl.shortlist[best];
+  const auto same = [](const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
+    return std::memcmp(&x, &y, sizeof(cublasLtMatmulAlgo_t)) == 0;
+  };
+  ++counts_.timed;
+  if (!same(e.algo.algo, *pl.algo)) {
+    ++counts_.timed_other;
+    // The router's pick was counted when chosen; the fastest replaces it.
+    if (pl.pick_list_rank >= 0) --counts_.as_returned;
+    if (e.list_rank >= 0) ++counts_.as_returned;
+  }
+  counts_.predicted_us += e.predicted_us - pl.predicted_us.value_or(0.0);
+  pl.algo = e.algo.algo;
+  pl.predicted_us = e.predicted_us;
+  keep_choice(p, e.config, e.predicted_us, algo_key(e.algo.config) + (e.list_rank >= 0 ? std::string(kReturnedSuffix) : ""));
+  pl.shortlist.clear();
 }
 #endif
 
 void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path,
-                               std::shared_ptr<const GemmRanker> ranker, const std::string& ranker_id) {
+                               std::shared_ptr<const GemmRanker> ranker, const std::string& ranker_id,
+                               int timed_shortlist) {
 #if defined(HETREC_WITH_CUDA)
+  if (timed_shortlist < 0) throw ConfigError("model.gemm_timed_shortlist: expected 0 or more, got " +
+                                             std::to_string(timed_shortlist));
   ModelSelection selection = make_model_selection(handle_, std::move(hw), std::move(params));
   selection.ranker = std::move(ranker);
+  // Timing chooses among the ranker's best-scored configurations: without a ranker, none.
+  selection.timed_shortlist = selection.ranker ? timed_shortlist : 0;
   model_selection_ = std::make_unique<const ModelSelection>(std::move(selection));
   counts_.ranker = model_selection_->ranker ? ranker_id : std::string();
   if (!cache_path.empty()) {
@@ -161,6 +209,8 @@ void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string 
     GemmCacheValidators validators = make_gemm_cache_validators(v.gpu, v.driver, v.blas_library, model_selection_->params);
     validators.items.emplace_back("runtime", v.runtime);
     validators.items.emplace_back("ranker", model_selection_->ranker ? ranker_id : std::string("none"));
+    // Choices timed among a shortlist are not the untimed router's, nor another length's.
+    validators.items.emplace_back("timed_shortlist", std::to_string(model_selection_->timed_shortlist));
     selection_cache_ = std::make_unique<GemmSelectionCache>(GemmSelectionCache::load(cache_path, validators, Logger{}));
     selection_cache_path_ = std::move(cache_path);
   }
@@ -170,6 +220,7 @@ void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string 
   (void)cache_path;
   (void)ranker;
   (void)ranker_id;
+  (void)timed_shortlist;
   throw ConfigError("GEMM selection by the model needs cuBLASLt's configuration enumeration (a CUDA build)");
 #endif
 }
@@ -185,8 +236,11 @@ void Gemm::run(const Problem& p, const Operands& o, gpu::stream_t stream, Lane l
   Plan& pl = plan(p, operand_alignment(p, o));
   if (!pl.algo) throw DeviceError("cuBLASLt has no algorithm for " + shape_text(p));
   if (lane == Lane::side && !has_side_lane()) throw InternalError("cublaslt::Gemm: the side lane was not added");
-  set_operand_pointers(p, o, pl.desc->desc);
   const Tensor& workspace = lane == Lane::side ? side_workspace_ : workspace_;
+#if defined(HETREC_WITH_CUDA)
+  if (!pl.shortlist.empty()) settle_shortlist(pl, p, o, stream, workspace);
+#endif
+  set_operand_pointers(p, o, pl.desc->desc);
   void* ws = workspace.defined() ? workspace.raw() : nullptr;
   const std::size_t ws_bytes = workspace.defined() ? workspace.nbytes() : 0;
   Timer::Call* timed = nullptr;

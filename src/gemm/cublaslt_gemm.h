@@ -52,8 +52,13 @@ class Gemm {
   // ranker (optional): the learned ranker of this GPU, driver and cuBLASLt (gemm_perf/gemm_ranker.h);
   // its router then chooses (gemm/cublaslt_model_choice.h), and `ranker_id` (its file's name
   // and checksum) joins the selections file's validators.
+  // timed_shortlist (with a ranker): time the ranker's this many best-scored configurations
+  // and the heuristic's top-1 at a new problem's first run outside graph capture, and run
+  // the fastest (gemm/cublaslt_shortlist_timing.h); it joins the selections file's validators.
+  // 0: the router's pick, untimed.
   void use_model_selection(Hardware hw, GemmModelParams params, std::string cache_path = "",
-                           std::shared_ptr<const GemmRanker> ranker = nullptr, const std::string& ranker_id = "");
+                           std::shared_ptr<const GemmRanker> ranker = nullptr, const std::string& ranker_id = "",
+                           int timed_shortlist = 0);
 
   // How the algorithms of the problems planned so far were chosen.
   struct SelectionCounts {
@@ -63,6 +68,8 @@ class Gemm {
     std::size_t from_cache = 0;   // of by_model, choices read from the selections file
     std::size_t learned = 0;      // of by_model, the learned ranker's picks (not from the file)
     std::size_t as_returned = 0;  // of by_model, the heuristic's listed structs run as it returned them
+    std::size_t timed = 0;        // of by_model, problems whose shortlist was timed
+    std::size_t timed_other = 0;  // of those, ones where a configuration other than the router's pick was fastest
     std::string ranker;           // the learned ranker in use (its file's name and checksum), "" for none
   };
   const SelectionCounts& selection_counts() const { return counts_; }
@@ -97,19 +104,25 @@ class Gemm {
   using Key = std::tuple<bool, bool, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, int, int, int, int, int,
                          int, int, int, int>;
   Plan& plan(const Problem& problem, const Alignment& alignment);
+  // A plan with a shortlist still to time: times it on the call's operands and stream and
+  // keeps the fastest (a no-op while the stream is being captured).
+  void settle_shortlist(Plan& pl, const Problem& problem, const Operands& operands, gpu::stream_t stream,
+                        const Tensor& workspace);
+  // The choice of a problem joins the selections file (when there is one).
+  void keep_choice(const Problem& problem, const GemmConfig& config, double predicted_us, const std::string& recorded);
   static Key key_of(const Problem& p, const Alignment& al);
 
   struct Timer;  // the events of the timed calls (cublaslt_gemm.cpp)
   std::unique_ptr<Timer> timer_;
   cublasLtHandle_t handle_ = nullptr;
+  Allocator* allocator_ = nullptr;  // the device allocator the workspaces (and a timing's scratch D) come from
   Tensor workspace_;
   Tensor side_workspace_;  // Lane::side
   std::map<Key, std::unique_ptr<Plan>> plans_;
   // The model's choice for a new problem (from the selections file when it holds one).
   // `predicted_us` receives the model's prediction of the configuration returned.
-  std::optional<cublasLtMatmulAlgo_t> model_choice(const Problem& problem, const MatmulDescriptors& desc,
-                                                   std::size_t workspace_bytes, const Alignment& alignment,
-                                                   std::optional<double>& predicted_us);
+  // With a timed shortlist the plan also gets the configurations to time at its first run.
+  void model_choice(const Problem& problem, std::size_t workspace_bytes, const Alignment& alignment, Plan& pl);
 
   std::unique_ptr<const ModelSelection> model_selection_;
   std::unique_ptr<GemmSelectionCache> selection_cache_;

@@ -95,16 +95,26 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
   const RankerPick pick = select_gemm_by_ranker(*s.ranker, s.hw, s.params, library_problem, candidates, heuristic);
   const int chosen = pick.candidate >= 0 ? pick.candidate : heuristic;
   if (chosen < 0) return std::nullopt;
-  const RankerCandidate& c = candidates[static_cast<std::size_t>(chosen)];
-  const Offered& o = offered[offered_of[static_cast<std::size_t>(chosen)]];
-  const double t = predict_best_of(s.hw, s.params, c.transposed ? transposed_product(library_problem) : library_problem,
-                                   c.config, c.alternatives);
+  // Candidate i as the engine runs it, with the model's prediction.
+  const auto entry = [&](int i) {
+    const RankerCandidate& c = candidates[static_cast<std::size_t>(i)];
+    const Offered& o = offered[offered_of[static_cast<std::size_t>(i)]];
+    const double t = predict_best_of(s.hw, s.params, c.transposed ? transposed_product(library_problem) : library_problem,
+                                     c.config, c.alternatives);
+    return ShortlistEntry{o.algo, c.config, std::isnan(t) ? 0.0 : t,
+                          o.run_as_returned && c.list_rank < kNotListed ? c.list_rank : -1};
+  };
+  const ShortlistEntry e = entry(chosen);
   ModelChoice out;
-  out.algo = o.algo;
-  out.config = c.config;
-  out.predicted_us = std::isnan(t) ? 0.0 : t;
-  out.list_rank = o.run_as_returned && c.list_rank < kNotListed ? c.list_rank : -1;
+  out.algo = e.algo;
+  out.config = e.config;
+  out.predicted_us = e.predicted_us;
+  out.list_rank = e.list_rank;
   out.learned = pick.learned;
+  if (s.timed_shortlist > 0)
+    for (const int i : ranker_shortlist(*s.ranker, gemm_ranker_rows(s.hw, s.params, library_problem, candidates),
+                                        heuristic, s.timed_shortlist))
+      out.shortlist.push_back(entry(i));
   return out;
 }
 

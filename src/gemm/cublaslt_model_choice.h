@@ -7,7 +7,7 @@
 // the ranker's best-scored candidate where the model predicts the heuristic's top-1 short
 // (under the ranker's short_kernel_us), the heuristic's top-1 as returned elsewhere; its
 // candidates are the oracle's (a listed configuration both rebuilt and as returned). No
-// kernel is timed. CUDA only (hipBLASLt has no per-configuration enumeration).
+// kernel is timed here (the timed shortlist is the caller's: gemm/cublaslt_gemm.h). CUDA only (hipBLASLt has no per-configuration enumeration).
 //
 // Left out before the prediction: configurations that need more workspace than the Gemm
 // holds, that need more pointer alignment than the operands have (the algorithm's
@@ -38,6 +38,15 @@ ModelSelection make_model_selection(cublasLtHandle_t handle, Hardware hw, GemmMo
 // epilogues as bias + ReLU, a weight GEMM's bias gradient as a bias.
 GemmProblem model_problem(const Problem& problem);
 
+// A configuration of the timed shortlist (ModelSelection::timed_shortlist), as ModelChoice
+// describes its pick.
+struct ShortlistEntry {
+  EnumeratedAlgo algo;
+  GemmConfig config;
+  double predicted_us = 0.0;
+  int list_rank = -1;
+};
+
 struct ModelChoice {
   EnumeratedAlgo algo;
   GemmConfig config;  // its description in the model's terms
@@ -48,6 +57,10 @@ struct ModelChoice {
   // returned (-1: not listed, or a struct rebuilt from a listed configuration's attributes).
   int list_rank = -1;
   bool learned = false;   // the ranker's pick (else the model's fastest, or the router kept the heuristic's)
+  // With a ranker and ModelSelection::timed_shortlist = k > 0: the ranker's k best-scored
+  // configurations and the heuristic's top-1 (gemm_perf/gemm_ranker.h, ranker_shortlist),
+  // for the caller to time once and run the fastest; empty otherwise.
+  std::vector<ShortlistEntry> shortlist;
 };
 
 // Whether the engine may run `algo` for the problem: the operands' alignment meets the

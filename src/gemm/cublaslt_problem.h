@@ -34,6 +34,9 @@ struct ModelSelection {
   GemmModelParams params;
   std::vector<int> simt_families;
   std::shared_ptr<const GemmRanker> ranker;  // null: the model's fastest prediction runs
+  // With a ranker: time this many of its best-scored configurations and the heuristic's
+  // top-1 once per new problem and run the fastest (model.gemm_timed_shortlist); 0: no timing.
+  int timed_shortlist = 0;
 };
 
 enum class Epilogue : uint8_t {

@@ -207,6 +207,20 @@ RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, i
   return pick;
 }
 
+std::vector<int> ranker_shortlist(const GemmRanker& ranker, const RankerRows& rows, int heuristic, int k) {
+  std::vector<int> out;
+  if (k > 0 && !rows.rows.empty()) {
+    const std::vector<float> score = ranker.score(rows.rows);
+    std::vector<std::size_t> order(score.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
+    for (std::size_t i = 0; i < order.size() && out.size() < static_cast<std::size_t>(k); ++i)
+      out.push_back(static_cast<int>(rows.candidate[order[i]]));
+  }
+  if (heuristic >= 0 && std::find(out.begin(), out.end(), heuristic) == out.end()) out.push_back(heuristic);
+  return out;
+}
+
 RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
                                  const GemmProblem& problem, const std::vector<RankerCandidate>& candidates,
                                  int heuristic) {
@@ -254,15 +268,11 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
     routed.push_back(s.oracle_us / routed_us);
     heuristic.push_back(s.oracle_us / s.heuristic_us);
     oracle_sum += s.oracle_us, ranker_sum += ranker_us, routed_sum += routed_us, heuristic_sum += s.heuristic_us;
-    // The candidates in score order (ties in row order, as the router breaks them).
-    const std::vector<float> score = model.score(rr.rows);
-    std::vector<std::size_t> order(score.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
+    // The timed shortlists, as the engine takes them; the heuristic's own time stands for its top-1.
     for (std::size_t l = 0; l < kLists; ++l) {
       double t = s.heuristic_us;
-      for (std::size_t i = 0; i < order.size() && i < static_cast<std::size_t>(kShortlistSizes[l]); ++i)
-        t = std::min(t, s.measured_us[rr.candidate[order[i]]]);
+      for (const int c : ranker_shortlist(model, rr, s.heuristic_candidate, kShortlistSizes[l]))
+        t = std::min(t, c == s.heuristic_candidate ? s.heuristic_us : s.measured_us[static_cast<std::size_t>(c)]);
       listed[l].push_back(s.oracle_us / t);
       listed_sum[l] += t;
     }

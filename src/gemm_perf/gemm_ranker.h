@@ -80,6 +80,13 @@ struct RankerPick {
 };
 RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, int heuristic);
 
+// The timed shortlist of one problem: the candidates (indices, as rows.candidate holds them)
+// of the ranker's k best-scored rows in score order (ties in row order), then the heuristic's
+// top-1 (`heuristic`, -1 when not described) where it is not among them. What the engine
+// times once per new problem under model.gemm_timed_shortlist = k, and what
+// evaluate_ranker_held_out's shortlist figures take the fastest of.
+std::vector<int> ranker_shortlist(const GemmRanker& ranker, const RankerRows& rows, int heuristic, int k);
+
 // The router for one problem from its candidates: when the heuristic's top-1 is described
 // and predicted at least short_kernel_us, that alone is predicted and the heuristic's top-1
 // kept (no features, no scoring); otherwise gemm_ranker_rows and route_gemm_choice.

@@ -32,4 +32,10 @@ void Stream::wait(const Event& event) const { gpu::wait(stream_, event); }
 
 void wait(stream_t stream, const Event& event) { HETREC_GPU_CHECK(cudaStreamWaitEvent(stream, event.get(), 0)); }
 
+bool capturing(stream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  HETREC_GPU_CHECK(cudaStreamIsCapturing(stream, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
 }  // namespace hetrec::gpu

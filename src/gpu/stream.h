@@ -29,5 +29,8 @@ class Stream {
 void synchronize(stream_t stream);
 // Work submitted to `stream` after the call waits until `event` has completed.
 void wait(stream_t stream, const Event& event);
+// Whether `stream` is being captured into a graph (gpu/graph.h): nothing may wait on the
+// device then.
+bool capturing(stream_t stream);
 
 }  // namespace hetrec::gpu

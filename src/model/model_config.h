@@ -85,6 +85,10 @@ struct ModelConfig : FeatureSpec {
   // (gemm/rankers/), if any; a file's path (it must be trained for this device); "none" = the
   // analytical model's fastest prediction alone.
   std::string gemm_ranker;
+  // GPU, gemm_selection = model with a ranker: time the ranker's this many best-scored
+  // configurations and the heuristic's top-1 once per new GEMM and run the fastest
+  // (gemm/cublaslt_shortlist_timing.h); 0 = the router's pick, untimed.
+  int gemm_timed_shortlist = 0;
   // GPU: names of the tables whose rows and optimizer state live in page-locked host
   // memory, read and updated in place by the device over the host link (the planner's
   // host placement). Every other table is in device memory. The CPU backend ignores it.

@@ -310,6 +310,7 @@ void parse_model(Section m, ModelConfig& model) {
   model.gemm_params = m.string("gemm_params", "");
   model.gemm_cache = m.string("gemm_cache", "");
   model.gemm_ranker = m.string("gemm_ranker", "");
+  model.gemm_timed_shortlist = static_cast<int>(m.integer("gemm_timed_shortlist", 0, 0, 64));
   model.host_tables = parse_host_tables(m, model);
   model.init_seed = static_cast<uint64_t>(m.integer("init_seed", 1, 0, kMaxI));
   m.reject_unknown();

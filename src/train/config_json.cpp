@@ -60,6 +60,7 @@ nlohmann::json model_json(const ModelConfig& m) {
           {"gemm_params", m.gemm_params},
           {"gemm_cache", m.gemm_cache},
           {"gemm_ranker", m.gemm_ranker},
+          {"gemm_timed_shortlist", m.gemm_timed_shortlist},
           {"host_tables", m.host_tables},
           {"init_seed", m.init_seed}};
 }

@@ -43,7 +43,12 @@ struct Case {
   bool ta, tb;
 };
 
-enum class Selection { library, model, ranked };
+// ranked: the ranker's router; timed: its shortlist of kTimedShortlist timed at each new
+// problem's first run (model.gemm_timed_shortlist).
+enum class Selection { library, model, ranked, timed };
+constexpr int kTimedShortlist = 5;
+
+bool with_ranker(Selection s) { return s == Selection::ranked || s == Selection::timed; }
 
 bool by_model(Selection s) { return s != Selection::library; }
 
@@ -70,13 +75,14 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
     Hardware hw = hardware_for_device(gpu::device_properties(0).name, dir, "test");
     GemmModelParams params = load_gemm_params_for(hw, dir + "/params");
     std::shared_ptr<const GemmRanker> ranker;
-    if (std::get<1>(GetParam()) == Selection::ranked) {
+    if (with_ranker(std::get<1>(GetParam()))) {
 #if defined(HETREC_WITH_CUDA)
       ranker = load_gemm_ranker(ranker_file_, cublaslt::local_ranker_validators(0));
 #endif
     }
     gemm.use_model_selection(std::move(hw), std::move(params), cache_path_, ranker,
-                             ranker ? gemm_ranker_id(ranker_file_) : std::string());
+                             ranker ? gemm_ranker_id(ranker_file_) : std::string(),
+                             std::get<1>(GetParam()) == Selection::timed ? kTimedShortlist : 0);
   }
   void TearDown() override {
     // Every problem got a configuration the way the parameter says (the model describes
@@ -87,11 +93,19 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
       EXPECT_GT(counts.by_model, 0u);
       EXPECT_EQ(counts.by_library, 0u);
       EXPECT_TRUE(counts.ranker.empty());
-    } else if (std::get<1>(GetParam()) == Selection::ranked) {
+    } else if (with_ranker(std::get<1>(GetParam()))) {
       // The router keeps the heuristic's top-1 where the model cannot describe it: that one
       // runs through the library path.
       EXPECT_GT(counts.by_model + counts.by_library, 0u);
       EXPECT_FALSE(counts.ranker.empty());
+      // Timed: every problem the model chose for was run, so its shortlist was timed (or
+      // its choice came from the selections file); untimed: none was.
+      if (std::get<1>(GetParam()) == Selection::timed) {
+        EXPECT_GT(counts.timed + counts.from_cache, 0u);
+        EXPECT_LE(counts.timed_other, counts.timed);
+      } else {
+        EXPECT_EQ(counts.timed, 0u);
+      }
     } else {
       EXPECT_EQ(counts.by_model, 0u);
     }
@@ -101,7 +115,7 @@ class CublasLtGemm : public ::testing::TestWithParam<std::tuple<Precision, Selec
     std::replace(test.begin(), test.end(), '/', '_');  // "PlainBiasAndReluEpilogues/fp32_model"
     cache_path_ = ::testing::TempDir() + "/gemm-selections-" + test + ".txt";
     std::remove(cache_path_.c_str());
-    if (std::get<1>(GetParam()) == Selection::ranked) {
+    if (with_ranker(std::get<1>(GetParam()))) {
       HETREC_REQUIRE_GPU();  // the ranker is chosen by the device's name, driver and cuBLASLt
       ranker_file_ = local_ranker_file();
       if (ranker_file_.empty()) GTEST_SKIP() << "no shipped GEMM ranker was trained for this GPU, driver and cuBLASLt";
@@ -184,6 +198,10 @@ TEST_P(CublasLtGemm, PlainBiasAndReluEpilogues) {
     // A second engine run: every choice comes from the selections file the first one wrote,
     // and the recorded configurations compute the same products.
     ASSERT_EQ(gemm.selection_counts().from_cache, 0u);
+    // Timed: the shortlists were timed at the first runs, and the fastest were kept.
+    if (std::get<1>(GetParam()) == Selection::timed) {
+      EXPECT_GT(gemm.selection_counts().timed, 0u);
+    }
     cublaslt::Gemm again(alloc_);
     use_model_selection(again);
     check_all(again);
@@ -413,7 +431,7 @@ TEST_P(CublasLtGemm, BackwardEpilogues) {
 
 // Selection by the model needs cuBLASLt's configuration enumeration (CUDA builds).
 #if defined(HETREC_WITH_CUDA)
-const auto kSelections = ::testing::Values(Selection::library, Selection::model, Selection::ranked);
+const auto kSelections = ::testing::Values(Selection::library, Selection::model, Selection::ranked, Selection::timed);
 #else
 const auto kSelections = ::testing::Values(Selection::library);
 #endif
@@ -425,6 +443,7 @@ INSTANTIATE_TEST_SUITE_P(
       return std::string(name(std::get<0>(param_info.param))) +
              (std::get<1>(param_info.param) == Selection::model    ? "_model"
               : std::get<1>(param_info.param) == Selection::ranked ? "_ranked"
+              : std::get<1>(param_info.param) == Selection::timed  ? "_timed"
                                                                   : "_library");
     });
 

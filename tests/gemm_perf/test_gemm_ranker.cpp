@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <algorithm>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -130,6 +132,48 @@ TEST(GemmRanker, RouterKeepsTheHeuristicOnLongKernelsAndRanksShortOnes) {
   }
   EXPECT_GT(learned, 0u);
   EXPECT_GT(kept, 0u);
+}
+
+// The timed shortlist: the k best-scored candidates in score order (the first is the
+// ranker's own pick), distinct, then the heuristic's top-1 where they lack it; k = 0 leaves
+// the heuristic's top-1 alone, and without one nothing is added.
+TEST(GemmRanker, ShortlistTakesTheBestScoredAndTheHeuristicsTopOne) {
+  const Hardware hw = test::shipped_hardware("h200_sxm");
+  const GemmModelParams params = test::shipped_params(hw);
+  const auto ranker = load_gemm_ranker(kRanker, kH200);
+  std::size_t appended = 0, shapes = 0;
+  for (const RankerShape& s : ranker_shapes(hw, load_gemm_oracle(kOracle))) {
+    if (s.heuristic_candidate < 0 || ++shapes > 60) continue;
+    const RankerRows rows = gemm_ranker_rows(hw, params, s.problem, s.candidates);
+    const std::vector<float> score = ranker->score(rows.rows);
+    const RankerPick pick = route_gemm_choice(*ranker, rows, s.heuristic_candidate);
+    const std::vector<int> list = ranker_shortlist(*ranker, rows, s.heuristic_candidate, 5);
+    const std::size_t top = std::min<std::size_t>(5, rows.rows.size());
+    ASSERT_GE(list.size(), top) << s.id;
+    ASSERT_LE(list.size(), top + 1) << s.id;
+    EXPECT_EQ(list.front(), pick.ranker_best) << s.id;
+    EXPECT_EQ(std::set<int>(list.begin(), list.end()).size(), list.size()) << s.id;
+    EXPECT_NE(std::find(list.begin(), list.end(), s.heuristic_candidate), list.end()) << s.id;
+    // Score order: each of the first `top` scores no better than the one before, and no
+    // row outside them scores better than the last of them.
+    const auto score_of = [&](int candidate) {
+      for (std::size_t r = 0; r < rows.candidate.size(); ++r)
+        if (rows.candidate[r] == static_cast<std::size_t>(candidate)) return score[r];
+      ADD_FAILURE() << "candidate " << candidate << " has no row";
+      return 0.0f;
+    };
+    for (std::size_t i = 1; i < top; ++i) EXPECT_LE(score_of(list[i - 1]), score_of(list[i])) << s.id;
+    std::size_t better = 0;
+    for (const float x : score) better += x < score_of(list[top - 1]) ? 1 : 0;
+    EXPECT_LE(better, top - 1) << s.id;
+    if (list.size() == top + 1) {
+      ++appended;
+      EXPECT_EQ(list.back(), s.heuristic_candidate) << s.id;
+    }
+    EXPECT_EQ(ranker_shortlist(*ranker, rows, s.heuristic_candidate, 0), std::vector<int>{s.heuristic_candidate});
+    EXPECT_EQ(ranker_shortlist(*ranker, rows, -1, 2).size(), std::min<std::size_t>(2, rows.rows.size()));
+  }
+  EXPECT_GT(appended, 0u);  // the ranker does not always rank the heuristic's top-1 high
 }
 
 // A record written before the returned structs were timed one by one: the heuristic's top-1

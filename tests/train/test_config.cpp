@@ -118,6 +118,15 @@ TEST(Config, ReluBackwardKey) {
                       {"'model.relu_backward'", "expected one of epilogue, split, pass, mask_pass"});
 }
 
+TEST(Config, GemmTimedShortlistKey) {
+  EXPECT_EQ(parse_run_config(kBase, "test.toml").model.gemm_timed_shortlist, 0);
+  EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.gemm_timed_shortlist=5"}).model.gemm_timed_shortlist, 5);
+  expect_config_error(kBase, {"model.gemm_timed_shortlist=-1"},
+                      {"'model.gemm_timed_shortlist'", "expected an integer in [0, 64]"});
+  expect_config_error(kBase, {"model.gemm_timed_shortlist=\"five\""},
+                      {"'model.gemm_timed_shortlist'", "expected an integer"});
+}
+
 TEST(Config, LossScaleKeys) {
   RunConfig c = parse_run_config(kBase, "test.toml", {"model.dense_dtype=fp16", "optim.loss_scale=1024",
                                                       "optim.loss_scale_growth_interval=50"});

@@ -34,7 +34,7 @@ StepGemmChoice::StepGemmChoice(const ModelConfig& model, int device, const gpu::
   std::shared_ptr<const GemmRanker> ranker;
   if (!ranker_file.empty()) ranker = load_gemm_ranker(ranker_file, validators);
   gemm.use_model_selection(std::move(hw), std::move(params), cache, ranker,
-                           ranker ? gemm_ranker_id(ranker_file) : std::string());
+                           ranker ? gemm_ranker_id(ranker_file) : std::string(), model.gemm_timed_shortlist);
 #else
   gemm.use_model_selection(std::move(hw), std::move(params), cache);  // refuses: the model needs CUDA
 #endif
