@@ -326,8 +326,10 @@ int run(int argc, char** argv) {
               "in all), %zu by cuBLASLt's heuristic\n",
               gemm_counts.by_model, gemm_counts.from_cache, gemm_counts.predicted_us, gemm_counts.by_library);
   if (!gemm_counts.ranker.empty())
-    std::printf("  learned ranker %s: %zu learned picks, %zu of the heuristic's list run as returned\n",
-                gemm_counts.ranker.c_str(), gemm_counts.learned, gemm_counts.as_returned);
+    std::printf("  learned ranker %s: %zu learned picks, %zu of the heuristic's list run as returned; %zu shortlists "
+                "timed (%zu where the fastest was not the router's pick)\n",
+                gemm_counts.ranker.c_str(), gemm_counts.learned, gemm_counts.as_returned, gemm_counts.timed,
+                gemm_counts.timed_other);
 
   const std::vector<gpu_model::SmallGemmDecision> small_gemms =
       single ? single->small_gemm_decisions() : distributed->small_gemm_decisions();
@@ -399,6 +401,9 @@ int run(int argc, char** argv) {
                       {"ranker", gemm_counts.ranker},
                       {"learned_picks", gemm_counts.learned},
                       {"run_as_returned", gemm_counts.as_returned},
+                      {"timed_shortlist", m.gemm_timed_shortlist},
+                      {"timed", gemm_counts.timed},
+                      {"timed_other", gemm_counts.timed_other},
                       {"small_gemm_decisions", small_gemm_json}}},
                     {"rank_phase_ms", rank_phase_json},
                     {"gemm_calls", gemm_calls},
