@@ -208,9 +208,13 @@ RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, i
 }
 
 std::vector<int> ranker_shortlist(const GemmRanker& ranker, const RankerRows& rows, int heuristic, int k) {
+  return ranker_shortlist(k > 0 && !rows.rows.empty() ? ranker.score(rows.rows) : std::vector<float>(), rows,
+                          heuristic, k);
+}
+
+std::vector<int> ranker_shortlist(const std::vector<float>& score, const RankerRows& rows, int heuristic, int k) {
   std::vector<int> out;
-  if (k > 0 && !rows.rows.empty()) {
-    const std::vector<float> score = ranker.score(rows.rows);
+  if (k > 0 && !score.empty()) {
     std::vector<std::size_t> order(score.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return score[a] < score[b]; });
@@ -269,9 +273,10 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
     heuristic.push_back(s.oracle_us / s.heuristic_us);
     oracle_sum += s.oracle_us, ranker_sum += ranker_us, routed_sum += routed_us, heuristic_sum += s.heuristic_us;
     // The timed shortlists, as the engine takes them; the heuristic's own time stands for its top-1.
+    const std::vector<float> score = model.score(rr.rows);
     for (std::size_t l = 0; l < kLists; ++l) {
       double t = s.heuristic_us;
-      for (const int c : ranker_shortlist(model, rr, s.heuristic_candidate, kShortlistSizes[l]))
+      for (const int c : ranker_shortlist(score, rr, s.heuristic_candidate, kShortlistSizes[l]))
         t = std::min(t, c == s.heuristic_candidate ? s.heuristic_us : s.measured_us[static_cast<std::size_t>(c)]);
       listed[l].push_back(s.oracle_us / t);
       listed_sum[l] += t;

@@ -86,6 +86,8 @@ RankerPick route_gemm_choice(const GemmRanker& ranker, const RankerRows& rows, i
 // times once per new problem under model.gemm_timed_shortlist = k, and what
 // evaluate_ranker_held_out's shortlist figures take the fastest of.
 std::vector<int> ranker_shortlist(const GemmRanker& ranker, const RankerRows& rows, int heuristic, int k);
+// The same from the rows' scores (GemmRanker::score), for callers that take several lengths.
+std::vector<int> ranker_shortlist(const std::vector<float>& score, const RankerRows& rows, int heuristic, int k);
 
 // The router for one problem from its candidates: when the heuristic's top-1 is described
 // and predicted at least short_kernel_us, that alone is predicted and the heuristic's top-1
