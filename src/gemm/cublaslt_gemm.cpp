@@ -172,18 +172,19 @@ void Gemm::settle_shortlist(Plan& pl, const Problem& p, const Operands& o, gpu::
   const auto us = time_shortlist(handle_, p, *pl.desc, o, algos, workspace.defined() ? workspace.raw() : nullptr,
                                  workspace.defined() ? workspace.nbytes() : 0, stream, *allocator_);
   if (!us) return;  // timed at a later run
-  const std::size_t best = static_cast<std::size_t>(std::min_element(us->begin(), us->end()) - us->begin());
-  const ShortlistEntry& e = pl.shortlist[best];
+  // The heuristic's top-1 as returned, kept unless another is measured clearly faster.
+  int heuristic = -1;
+  for (std::size_t i = 0; i < pl.shortlist.size(); ++i)
+    if (pl.shortlist[i].list_rank == 0) heuristic = static_cast<int>(i);
+  const ShortlistEntry& e = pl.shortlist[shortlist_winner(*us, heuristic)];
   const auto same = [](const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
     return std::memcmp(&x, &y, sizeof(cublasLtMatmulAlgo_t)) == 0;
   };
   ++counts_.timed;
-  if (!same(e.algo.algo, *pl.algo)) {
-    ++counts_.timed_other;
-    // The router's pick was counted when chosen; the fastest replaces it.
-    if (pl.pick_list_rank >= 0) --counts_.as_returned;
-    if (e.list_rank >= 0) ++counts_.as_returned;
-  }
+  if (!same(e.algo.algo, *pl.algo)) ++counts_.timed_other;
+  // The router's pick was counted when chosen; the fastest replaces it, as recorded.
+  if (pl.pick_list_rank >= 0) --counts_.as_returned;
+  if (e.list_rank >= 0) ++counts_.as_returned;
   counts_.predicted_us += e.predicted_us - pl.predicted_us.value_or(0.0);
   pl.algo = e.algo.algo;
   pl.predicted_us = e.predicted_us;

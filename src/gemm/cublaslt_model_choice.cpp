@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -113,8 +114,21 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
   out.learned = pick.learned;
   if (s.timed_shortlist > 0)
     for (const int i : ranker_shortlist(*s.ranker, gemm_ranker_rows(s.hw, s.params, library_problem, candidates),
-                                        heuristic, s.timed_shortlist))
-      out.shortlist.push_back(entry(i));
+                                        heuristic, s.timed_shortlist)) {
+      // A listed struct and its rebuilt twin can be the same bytes: one launch of them is
+      // timed, kept in the form the selections file finds again in the heuristic's list.
+      ShortlistEntry add = entry(i);
+      const auto twin = std::find_if(out.shortlist.begin(), out.shortlist.end(), [&](const ShortlistEntry& have) {
+        return std::memcmp(&have.algo.algo, &add.algo.algo, sizeof(cublasLtMatmulAlgo_t)) == 0;
+      });
+      if (twin == out.shortlist.end())
+        out.shortlist.push_back(std::move(add));
+      else if (twin->list_rank < 0 && add.list_rank >= 0)
+        *twin = std::move(add);
+    }
+  // The pick in the form its shortlist keeps it.
+  for (const ShortlistEntry& have : out.shortlist)
+    if (std::memcmp(&have.algo.algo, &out.algo.algo, sizeof(cublasLtMatmulAlgo_t)) == 0) out.list_rank = have.list_rank;
   return out;
 }
 

@@ -225,6 +225,14 @@ std::vector<int> ranker_shortlist(const std::vector<float>& score, const RankerR
   return out;
 }
 
+std::size_t shortlist_winner(const std::vector<double>& us, int heuristic) {
+  if (us.empty()) throw InternalError("shortlist_winner: no times");
+  const std::size_t best = static_cast<std::size_t>(std::min_element(us.begin(), us.end()) - us.begin());
+  if (heuristic < 0) return best;
+  const std::size_t h = static_cast<std::size_t>(heuristic);
+  return us[best] < us.at(h) * (1.0 - kShortlistMargin) ? best : h;
+}
+
 RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, const GemmModelParams& params,
                                  const GemmProblem& problem, const std::vector<RankerCandidate>& candidates,
                                  int heuristic) {
@@ -275,9 +283,18 @@ RankerEvaluation evaluate_ranker_held_out(const std::string& ranker_path, const 
     // The timed shortlists, as the engine takes them; the heuristic's own time stands for its top-1.
     const std::vector<float> score = model.score(rr.rows);
     for (std::size_t l = 0; l < kLists; ++l) {
-      double t = s.heuristic_us;
-      for (const int c : ranker_shortlist(score, rr, s.heuristic_candidate, kShortlistSizes[l]))
-        t = std::min(t, c == s.heuristic_candidate ? s.heuristic_us : s.measured_us[static_cast<std::size_t>(c)]);
+      const std::vector<int> list = ranker_shortlist(score, rr, s.heuristic_candidate, kShortlistSizes[l]);
+      std::vector<double> us;
+      int h = -1;
+      for (const int c : list) {
+        if (c == s.heuristic_candidate) h = static_cast<int>(us.size());
+        us.push_back(c == s.heuristic_candidate ? s.heuristic_us : s.measured_us[static_cast<std::size_t>(c)]);
+      }
+      if (h < 0) {  // its time all the same, as the library returns it
+        h = static_cast<int>(us.size());
+        us.push_back(s.heuristic_us);
+      }
+      const double t = us[shortlist_winner(us, h)];
       listed[l].push_back(s.oracle_us / t);
       listed_sum[l] += t;
     }

@@ -89,6 +89,15 @@ std::vector<int> ranker_shortlist(const GemmRanker& ranker, const RankerRows& ro
 // The same from the rows' scores (GemmRanker::score), for callers that take several lengths.
 std::vector<int> ranker_shortlist(const std::vector<float>& score, const RankerRows& rows, int heuristic, int k);
 
+// The configuration a timed shortlist keeps, from its measured times (microseconds, in the
+// shortlist's order) and the heuristic's top-1's place in it (-1: not in it): the fastest,
+// unless the heuristic's top-1 measured within kShortlistMargin of it, when the heuristic's
+// top-1 stays. A few launches timed apart from the step do not tell configurations that
+// close apart (on the H100, pairs of engine steps that differed only there ran up to 0.4%
+// slower with the fastest measured, docs/gemm_selection.md).
+inline constexpr double kShortlistMargin = 0.02;
+std::size_t shortlist_winner(const std::vector<double>& us, int heuristic);
+
 // The router for one problem from its candidates: when the heuristic's top-1 is described
 // and predicted at least short_kernel_us, that alone is predicted and the heuristic's top-1
 // kept (no features, no scoring); otherwise gemm_ranker_rows and route_gemm_choice.
@@ -96,8 +105,9 @@ RankerPick select_gemm_by_ranker(const GemmRanker& ranker, const Hardware& hw, c
                                  const GemmProblem& problem, const std::vector<RankerCandidate>& candidates,
                                  int heuristic);
 
-// A timed shortlist: per shape the fastest measured of the ranker's k best-scored candidates
-// and the heuristic's top-1 as returned, what timing those k + 1 once per new shape would choose.
+// A timed shortlist: per shape what shortlist_winner keeps of the ranker's k best-scored
+// candidates and the heuristic's top-1 as returned, their oracle times standing for the
+// engine's timing: what timing those k + 1 once per new shape would choose.
 struct ShortlistFigures {
   int k = 0;
   double geomean = 0, p5 = 0, time_weighted = 0;

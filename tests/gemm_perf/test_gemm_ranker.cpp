@@ -176,6 +176,19 @@ TEST(GemmRanker, ShortlistTakesTheBestScoredAndTheHeuristicsTopOne) {
   EXPECT_GT(appended, 0u);  // the ranker does not always rank the heuristic's top-1 high
 }
 
+// The timed shortlist keeps the heuristic's top-1 unless another is measured more than
+// kShortlistMargin faster; without it in the list, the fastest.
+TEST(GemmRanker, ShortlistWinnerKeepsTheHeuristicWithinTheMargin) {
+  const double h = 100.0;
+  const double close = h * (1.0 - kShortlistMargin) + 0.01, clear = h * (1.0 - kShortlistMargin) - 0.01;
+  EXPECT_EQ(shortlist_winner({close, 120.0, h}, 2), 2u);
+  EXPECT_EQ(shortlist_winner({120.0, clear, h}, 2), 1u);
+  EXPECT_EQ(shortlist_winner({h, 120.0, close}, 0), 0u);
+  EXPECT_EQ(shortlist_winner({120.0, close, 130.0}, -1), 1u);
+  EXPECT_EQ(shortlist_winner({h}, 0), 0u);
+  EXPECT_THROW(shortlist_winner({}, -1), InternalError);
+}
+
 // A record written before the returned structs were timed one by one: the heuristic's top-1
 // is a candidate twice, rebuilt from its key (the enumeration's time) and as the library
 // returned it (the heuristic's own time), as the engine offers it.
