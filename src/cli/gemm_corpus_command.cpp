@@ -153,7 +153,8 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
                   e.routed_time_weighted, e.routed_learned, e.heuristic_geomean, e.heuristic_p5,
                   e.heuristic_time_weighted, cost.per_shape_us, cost.per_shape_max_us, cost.ranked_path_us, cost.ranked_path_max_us, heuristic_query_us(oracle),
                   cost.cache_hit_us);
-      std::printf("timed shortlist (the fastest of the ranker's top k and the heuristic's top-1):");
+      std::printf("timed shortlist (of the ranker's top k and the heuristic's top-1, the fastest unless within %.0f%% of "
+                  "the heuristic's):", 100.0 * kShortlistMargin);
       for (const ShortlistFigures& f : e.shortlist)
         std::printf(" | top-%d %.4f p5 %.4f time-weighted %.4f", f.k, f.geomean, f.p5, f.time_weighted);
       std::printf("\n");
@@ -182,9 +183,10 @@ void add_gemm_corpus_commands(CLI::App* gemm, Action& action) {
            {{"geomean", e.heuristic_geomean}, {"p5", e.heuristic_p5}, {"time_weighted", e.heuristic_time_weighted}}},
           {"routed_over_heuristic_time_weighted", e.routed_time_weighted / e.heuristic_time_weighted},
           {"timed_shortlist",
-           {{"what", "per shape the fastest measured of the held-out ranker's k best-scored candidates and the "
-                     "heuristic's top-1 as returned: what timing those k + 1 once per new shape would choose "
-                     "(not zero timing)"},
+           {{"what", "per shape, of the held-out ranker's k best-scored candidates and the heuristic's top-1 as "
+                     "returned, the fastest measured unless the heuristic's top-1 is within the margin of it: what "
+                     "timing those k + 1 once per new shape would choose (not zero timing)"},
+            {"margin", kShortlistMargin},
             {"sizes", std::move(shortlist)}}},
           {"selection_cpu_us_per_new_shape",
            {{"router_mean", cost.per_shape_us},
