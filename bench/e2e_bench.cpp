@@ -327,7 +327,7 @@ int run(int argc, char** argv) {
               gemm_counts.by_model, gemm_counts.from_cache, gemm_counts.predicted_us, gemm_counts.by_library);
   if (!gemm_counts.ranker.empty())
     std::printf("  learned ranker %s: %zu learned picks, %zu of the heuristic's list run as returned; %zu shortlists "
-                "timed (%zu where the fastest was not the router's pick)\n",
+                "timed (%zu kept another than the router's pick)\n",
                 gemm_counts.ranker.c_str(), gemm_counts.learned, gemm_counts.as_returned, gemm_counts.timed,
                 gemm_counts.timed_other);
 

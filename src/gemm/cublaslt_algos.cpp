@@ -4,12 +4,17 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <string>
 
 #include "core/error.h"
 
 namespace hetrec::inline gemm::cublaslt {
+
+bool same_algo(const cublasLtMatmulAlgo_t& a, const cublasLtMatmulAlgo_t& b) {
+  return std::memcmp(&a, &b, sizeof(cublasLtMatmulAlgo_t)) == 0;
+}
 
 namespace {
 

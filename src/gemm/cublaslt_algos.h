@@ -33,6 +33,10 @@ struct EnumeratedAlgo {
   std::size_t workspace = 0;
 };
 
+// Whether two algorithm structs are the same bytes (a listed struct and its rebuilt twin can
+// be: they run the same kernel).
+bool same_algo(const cublasLtMatmulAlgo_t& a, const cublasLtMatmulAlgo_t& b);
+
 struct AlgoEnumeration {
   std::vector<EnumeratedAlgo> valid;  // in enumeration order (algo id, tile, stages, variant)
   int algo_ids = 0;                   // ids cuBLASLt lists for the types

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -147,12 +146,14 @@ void Gemm::model_choice(const Problem& p, std::size_t workspace_bytes, const Ali
     pl.pick_list_rank = choice->list_rank;
     return;  // kept once timed
   }
-  keep_choice(p, choice->config, choice->predicted_us,
-              algo_key(choice->algo.config) + (choice->list_rank >= 0 ? std::string(kReturnedSuffix) : ""));
+  keep_choice(p, choice->algo.config, choice->config, choice->predicted_us, choice->list_rank);
 }
 
-void Gemm::keep_choice(const Problem& p, const GemmConfig& config, double predicted_us, const std::string& recorded) {
+void Gemm::keep_choice(const Problem& p, const AlgoConfig& algo, const GemmConfig& config, double predicted_us,
+                       int list_rank) {
   if (!selection_cache_) return;
+  // A listed struct is recorded as "<key>@returned": found again in the list, not rebuilt.
+  const std::string recorded = algo_key(algo) + (list_rank >= 0 ? std::string(kReturnedSuffix) : "");
   selection_cache_->insert(model_problem(p), CachedGemmChoice{config, predicted_us, recorded},
                            static_cast<int>(p.epilogue) + 1);
   try {
@@ -177,18 +178,15 @@ void Gemm::settle_shortlist(Plan& pl, const Problem& p, const Operands& o, gpu::
   for (std::size_t i = 0; i < pl.shortlist.size(); ++i)
     if (pl.shortlist[i].list_rank == 0) heuristic = static_cast<int>(i);
   const ShortlistEntry& e = pl.shortlist[shortlist_winner(*us, heuristic)];
-  const auto same = [](const cublasLtMatmulAlgo_t& x, const cublasLtMatmulAlgo_t& y) {
-    return std::memcmp(&x, &y, sizeof(cublasLtMatmulAlgo_t)) == 0;
-  };
   ++counts_.timed;
-  if (!same(e.algo.algo, *pl.algo)) ++counts_.timed_other;
+  if (!same_algo(e.algo.algo, *pl.algo)) ++counts_.timed_other;
   // The router's pick was counted when chosen; the fastest replaces it, as recorded.
   if (pl.pick_list_rank >= 0) --counts_.as_returned;
   if (e.list_rank >= 0) ++counts_.as_returned;
   counts_.predicted_us += e.predicted_us - pl.predicted_us.value_or(0.0);
   pl.algo = e.algo.algo;
   pl.predicted_us = e.predicted_us;
-  keep_choice(p, e.config, e.predicted_us, algo_key(e.algo.config) + (e.list_rank >= 0 ? std::string(kReturnedSuffix) : ""));
+  keep_choice(p, e.algo.config, e.config, e.predicted_us, e.list_rank);
   pl.shortlist.clear();
 }
 #endif

@@ -20,6 +20,8 @@
 
 namespace hetrec::inline gemm::cublaslt {
 
+struct AlgoConfig;  // gemm/cublaslt_algo_ids.h
+
 // One cuBLASLt handle with its workspace and a cache of per-problem plans (descriptors
 // and the selected algorithm), so a training step never queries the heuristic twice for
 // one shape. Not thread-safe; a workspace serves one stream at a time: GEMMs that run
@@ -69,7 +71,7 @@ class Gemm {
     std::size_t learned = 0;      // of by_model, the learned ranker's picks (not from the file)
     std::size_t as_returned = 0;  // of by_model, the heuristic's listed structs run as it returned them
     std::size_t timed = 0;        // of by_model, problems whose shortlist was timed
-    std::size_t timed_other = 0;  // of those, ones where a configuration other than the router's pick was fastest
+    std::size_t timed_other = 0;  // of those, ones that kept a configuration other than the router's pick
     std::string ranker;           // the learned ranker in use (its file's name and checksum), "" for none
   };
   const SelectionCounts& selection_counts() const { return counts_; }
@@ -105,11 +107,13 @@ class Gemm {
                          int, int, int, int>;
   Plan& plan(const Problem& problem, const Alignment& alignment);
   // A plan with a shortlist still to time: times it on the call's operands and stream and
-  // keeps the fastest (a no-op while the stream is being captured).
+  // keeps shortlist_winner's pick (a no-op while the stream is being captured).
   void settle_shortlist(Plan& pl, const Problem& problem, const Operands& operands, gpu::stream_t stream,
                         const Tensor& workspace);
   // The choice of a problem joins the selections file (when there is one).
-  void keep_choice(const Problem& problem, const GemmConfig& config, double predicted_us, const std::string& recorded);
+  // `list_rank` >= 0: the heuristic's listed struct, run as returned.
+  void keep_choice(const Problem& problem, const AlgoConfig& algo, const GemmConfig& config, double predicted_us,
+                   int list_rank);
   static Key key_of(const Problem& p, const Alignment& al);
 
   struct Timer;  // the events of the timed calls (cublaslt_gemm.cpp)

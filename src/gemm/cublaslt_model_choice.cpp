@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <limits>
 #include <string>
 
@@ -118,9 +117,8 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
       // A listed struct and its rebuilt twin can be the same bytes: one launch of them is
       // timed, kept in the form the selections file finds again in the heuristic's list.
       ShortlistEntry add = entry(i);
-      const auto twin = std::find_if(out.shortlist.begin(), out.shortlist.end(), [&](const ShortlistEntry& have) {
-        return std::memcmp(&have.algo.algo, &add.algo.algo, sizeof(cublasLtMatmulAlgo_t)) == 0;
-      });
+      const auto twin = std::find_if(out.shortlist.begin(), out.shortlist.end(),
+                                     [&](const ShortlistEntry& have) { return same_algo(have.algo.algo, add.algo.algo); });
       if (twin == out.shortlist.end())
         out.shortlist.push_back(std::move(add));
       else if (twin->list_rank < 0 && add.list_rank >= 0)
@@ -128,7 +126,7 @@ std::optional<ModelChoice> route_by_ranker(const ModelSelection& s, const GemmPr
     }
   // The pick in the form its shortlist keeps it.
   for (const ShortlistEntry& have : out.shortlist)
-    if (std::memcmp(&have.algo.algo, &out.algo.algo, sizeof(cublasLtMatmulAlgo_t)) == 0) out.list_rank = have.list_rank;
+    if (same_algo(have.algo.algo, out.algo.algo)) out.list_rank = have.list_rank;
   return out;
 }
 
