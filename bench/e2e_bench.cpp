@@ -386,6 +386,7 @@ int run(int argc, char** argv) {
                     {"overlap_exchanges", ranks > 1 && !no_overlap && !profile},
                     {"model_small_gemms", !no_model_small_gemms},
                     {"relu_backward", relu_backward_name(m.relu_backward)},
+                    {"unaligned_gemms", m.unaligned_tf32 ? "tf32" : "fp32"},
                     {"overlap_weight_gradients", overlap_weight_gradients},
                     {"overlap_embedding_backward", ranks == 1 && !no_overlap_embedding_backward && !profile},
                     {"batch_copied_ahead", true},  // every step announces the next (prepare_next)

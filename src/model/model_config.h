@@ -61,6 +61,13 @@ struct ModelConfig : FeatureSpec {
   // GPU, 16-bit GEMMs: the cross net's residual stream x_l kept in the GEMM operand type
   // ("16bit") instead of fp32 ("fp32"); model/gpu/gpu_cross_net.h. fp32 GEMMs ignore it.
   bool cross_residual_16bit = false;
+  // GPU, 16-bit GEMMs: the layers whose widths are not multiples of 8 keep fp32 operands
+  // (model/gpu/sixteen_bit_widths.h) and run their GEMMs on the TF32 pipe ("tf32") or in
+  // plain fp32 ("fp32"). TF32's 10-bit mantissa rounds no coarser than the bf16 (7-bit) or
+  // fp16 (10-bit) operands of the other layers, at 7x fp32's rate on Hopper (494.7 against
+  // 67 dense TFLOP/s on an H100 SXM, hw/h100_sxm.toml); a DLRM's 479-wide interaction
+  // puts its top MLP's first layer there. model.unaligned_gemms.
+  bool unaligned_tf32 = true;
   // GPU, 16-bit GEMMs: a ReLU layer's backward (mask and bias gradient) in cuBLASLt's
   // epilogues where the library fuses them, or as the engine's own pass over the
   // input-gradient GEMM's output (ReluBackward; docs/architecture.md says why each exists).

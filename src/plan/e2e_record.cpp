@@ -48,6 +48,12 @@ E2eRecord read_e2e_record(const std::string& path) {
   if (!relu_set)
     r.overrides.push_back("model.relu_backward=\"" +
                           (m.contains("relu_backward") ? text(m, "relu_backward", where) : std::string("epilogue")) + "\"");
+  // Likewise the unaligned layers' GEMMs under 16-bit compute: fp32 before the key existed.
+  bool unaligned_set = false;
+  for (const std::string& o : r.overrides) unaligned_set = unaligned_set || o.rfind("model.unaligned_gemms=", 0) == 0;
+  if (!unaligned_set)
+    r.overrides.push_back("model.unaligned_gemms=\"" +
+                          (m.contains("unaligned_gemms") ? text(m, "unaligned_gemms", where) : std::string("fp32")) + "\"");
   const double batch = number(m, "batch", where);
   if (!(batch >= 1.0) || batch != std::floor(batch)) throw ConfigError(where + ".batch: expected a positive integer");
   r.batch = static_cast<int64_t>(batch);

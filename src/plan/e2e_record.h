@@ -26,7 +26,8 @@ struct E2eRecord {
   std::string precision;  // GEMM precision: "fp32" or "tf32"
   std::string row_dtype;  // "" = the config's
   // "key=value" config overrides the run was made with, and its model.relu_backward (the
-  // record's own, else "epilogue") unless they name one.
+  // record's own, else "epilogue") and model.unaligned_gemms (the record's own, else
+  // "fp32") unless they name them.
   std::vector<std::string> overrides;
   int64_t batch = 0;
   double step_ms = 0.0;   // median step

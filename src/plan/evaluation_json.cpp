@@ -43,6 +43,7 @@ nlohmann::json evaluation_to_json(const RecipeEvaluation& e, const ModelConfig& 
                 {"dense", std::string(dense_precision_name(r.dense))},
                 {"row_dtype", std::string(dtype_name(r.row_dtype))},
                 {"cross_residual", std::string(cross_residual_name(r.cross_residual_16bit))},
+                {"unaligned_gemms", r.unaligned_tf32 ? "tf32" : "fp32"},
                 {"host_tables", host_tables},
                 {"gpus", r.gpus},
                 {"sharding", sharding},

@@ -55,6 +55,12 @@ PlannerRecord read_planner_record(const std::string& path) {
       if (!run.cross_residual_16bit)
         throw ConfigError(where + ".recipe.cross_residual: expected \"fp32\" or \"16bit\", got \"" + stream + "\"");
     }
+    if (recipe.contains("unaligned_gemms")) {
+      const std::string g = text(recipe, "unaligned_gemms", where + ".recipe");
+      if (g != "tf32" && g != "fp32")
+        throw ConfigError(where + ".recipe.unaligned_gemms: expected \"tf32\" or \"fp32\", got \"" + g + "\"");
+      run.unaligned_tf32 = g == "tf32";
+    }
     run.step_ms = number(member(e, "measured", where), "step_ms_median", where + ".measured");
     if (e.contains("batch_copied_ahead")) {
       if (!e.at("batch_copied_ahead").is_boolean()) throw ConfigError(where + ".batch_copied_ahead: expected true or false");
@@ -77,6 +83,7 @@ Recipe planner_recipe(const PlannerRun& run, const ModelConfig& model, const std
   recipe.dense = run.dense;
   recipe.row_dtype = run.row_dtype;
   if (run.cross_residual_16bit) recipe.cross_residual_16bit = *run.cross_residual_16bit;
+  recipe.unaligned_tf32 = run.unaligned_tf32;
   for (const std::string& name : run.host_tables) {
     bool found = false;
     for (std::size_t t = 0; t < model.tables.size(); ++t)

@@ -26,6 +26,9 @@ struct PlannerRun {
   // The cross net's residual stream (recipe.cross_residual, "fp32" or "16bit"); records
   // without the field ran the config's.
   std::optional<bool> cross_residual_16bit;
+  // The unaligned layers' GEMMs under 16-bit compute (recipe.unaligned_gemms, "tf32" or
+  // "fp32"); records without the field ran them in fp32.
+  bool unaligned_tf32 = false;
   double step_ms = 0.0;  // measured median train_step
   // cudaMemGetInfo's used bytes at the end of the run (measured.device_used_bytes); 0 when
   // the record does not have it.

@@ -47,6 +47,7 @@ Recipe recipe_of_model(const ModelConfig& model, int64_t batch, const std::strin
                                               : DensePrecision::fp32;
   r.row_dtype = model.row_dtype;
   r.cross_residual_16bit = model.cross_residual_16bit;
+  r.unaligned_tf32 = model.unaligned_tf32;
   r.placement.assign(model.tables.size(), TablePlacement::hbm);
   for (std::size_t t = 0; t < model.tables.size(); ++t)
     for (const std::string& name : model.host_tables)

@@ -46,6 +46,9 @@ struct Recipe {
   // 16-bit dense compute: the DCNv2 cross net keeps its residual stream in 16 bits
   // (model.cross_residual = "16bit"; model/gpu/gpu_cross_net.h).
   bool cross_residual_16bit = false;
+  // 16-bit dense compute: the layers that keep fp32 operands (widths not multiples of 8)
+  // run TF32 GEMMs (model.unaligned_gemms = "tf32"), else fp32 ones.
+  bool unaligned_tf32 = true;
   std::vector<TablePlacement> placement;  // one per table of the model
   // GPUs of one host the job runs on (`mpirun -np gpus hetrec train`); 1: the
   // single-device engine, and `sharding` is empty.

@@ -64,7 +64,9 @@ class WorkBuilder {
     return {kind, {m, n, k, ta, tb, e, false, half ? sixteen() : DType::f32, half && d_16bit ? sixteen() : DType::f32, tf32()}};
   }
   DType sixteen() const { return recipe_.dense == DensePrecision::fp16 ? DType::f16 : DType::bf16; }
-  bool tf32() const { return recipe_.dense == DensePrecision::tf32; }
+  // Whether GEMMs on fp32 operands run on the TF32 pipe: a tf32 recipe's, and under a 16-bit
+  // recipe those of the layers that keep fp32 operands unless unaligned_gemms = "fp32".
+  bool tf32() const { return recipe_.dense == DensePrecision::tf32 || (sixteen_bit() && recipe_.unaligned_tf32); }
   // The rounding pass that makes one 16-bit operand copy of `elements` fp32 values. bf16
   // rounds with integer operations and streams at the HBM rate; fp16 rounds in double
   // precision and is bound by that arithmetic, not by its 6 B per value. `factor` prices

@@ -293,6 +293,7 @@ void parse_model(Section m, ModelConfig& model) {
   model.cross_layers = static_cast<int>(m.integer("cross_layers", 3, 0, 64));
   model.cross_rank = static_cast<int>(m.integer("cross_rank", 0, 0, 1 << 20));
   model.cross_residual_16bit = m.choice("cross_residual", "fp32", {"fp32", "16bit"}) == "16bit";
+  model.unaligned_tf32 = m.choice("unaligned_gemms", "tf32", {"tf32", "fp32"}) == "tf32";
   const std::string relu_backward = m.choice("relu_backward", "mask_pass", {"epilogue", "split", "pass", "mask_pass"});
   model.relu_backward = relu_backward == "split"       ? ReluBackward::split
                         : relu_backward == "pass"      ? ReluBackward::pass

@@ -50,6 +50,7 @@ nlohmann::json model_json(const ModelConfig& m) {
           {"cross_layers", m.cross_layers},
           {"cross_rank", m.cross_rank},
           {"cross_residual", m.cross_residual_16bit ? "16bit" : "fp32"},
+          {"unaligned_gemms", m.unaligned_tf32 ? "tf32" : "fp32"},
           {"relu_backward", relu_backward_name(m.relu_backward)},
           {"row_dtype", dtype_key(m.row_dtype)},
           {"dense_dtype", dtype_key(m.dense_dtype)},

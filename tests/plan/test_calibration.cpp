@@ -45,12 +45,14 @@ const Recorded kRecords[] = {
 };
 
 // The model of a record: the config's, with the record's overrides (these records
-// override the dense precision only; the reader adds the ReLU backward they ran).
+// override the dense precision only; the reader adds the ReLU backward and the unaligned
+// layers' GEMMs they ran).
 ModelConfig recorded_model(const E2eRecord& rec, int64_t cap, Arch arch) {
   ModelConfig m = mlperf_model(cap, arch);
   for (const std::string& o : rec.overrides) {
     if (o == "model.dense_dtype=\"bf16\"") m.dense_dtype = DType::bf16;
     else if (o == "model.relu_backward=\"epilogue\"") m.relu_backward = ReluBackward::epilogue;
+    else if (o == "model.unaligned_gemms=\"fp32\"") m.unaligned_tf32 = false;
     else ADD_FAILURE() << rec.path << ": an override the test does not apply: " << o;
   }
   return m;

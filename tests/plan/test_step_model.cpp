@@ -230,7 +230,7 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   EXPECT_GT(d.phase(StepPhase::embedding_bwd_update), b.phase(StepPhase::embedding_bwd_update));
 
   // 16-bit GEMMs: the 16-bit pipe (the bottom MLP's first layer, 13 wide, and the logit
-  // layer stay fp32). Operands are written in 16 bits by their producers: X is rounded
+  // layer keep fp32 operands, on the TF32 pipe unless unaligned_gemms = "fp32"). Operands are written in 16 bits by their producers: X is rounded
   // once, the cross net hands the top MLP its input and each 16-bit layer the next one,
   // so the top MLP's forward has no rounding pass. fp16 adds the loss-scale pass before
   // the updates.
@@ -238,10 +238,18 @@ TEST(StepModel, PrecisionRowsAndPlacementMoveTheRightPhases) {
   bf16.dense = DensePrecision::bf16;
   const StepWork bw = step_work(m, o, bf16, h200.gemm, IdDistribution{});
   EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_16bit), 4);
-  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_fp32), 1);
+  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_tf32), 1);
+  EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::gemm_fp32), 0);
   EXPECT_EQ(count_terms(bw, StepPhase::top_mlp_fwd, StepFactor::elementwise), 0);
   EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::cross_forward), 4);  // X's copy, 3 passes
-  EXPECT_EQ(count_terms(bw, StepPhase::bottom_mlp_fwd, StepFactor::gemm_fp32), 1);
+  EXPECT_EQ(count_terms(bw, StepPhase::bottom_mlp_fwd, StepFactor::gemm_tf32), 1);
+  Recipe bf16_fp32_unaligned = bf16;
+  bf16_fp32_unaligned.unaligned_tf32 = false;
+  const StepWork bu = step_work(m, o, bf16_fp32_unaligned, h200.gemm, IdDistribution{});
+  EXPECT_EQ(count_terms(bu, StepPhase::top_mlp_fwd, StepFactor::gemm_fp32), 1);
+  EXPECT_EQ(count_terms(bu, StepPhase::bottom_mlp_fwd, StepFactor::gemm_fp32), 1);
+  EXPECT_EQ(count_terms(bu, StepPhase::top_mlp_fwd, StepFactor::gemm_tf32), 0);
+  EXPECT_GE(predict_step(bu, h200.step).step_ms, predict_step(bw, h200.step).step_ms);
   EXPECT_EQ(count_terms(bw, StepPhase::interaction_fwd, StepFactor::gemm_16bit), 6);
   EXPECT_LT(predict_step(bw, h200.step).phase(StepPhase::interaction_bwd), b.phase(StepPhase::interaction_bwd));
   // The 16-bit residual stream: each cross pass reads x0 and x_l in 16 bits and writes

@@ -193,7 +193,8 @@ TEST(TunedKernelRatios, PredictsTheTunedH200Step) {
   ModelConfig m = mlperf_model(0);
   m.dense_dtype = DType::bf16;
   m.cross_residual_16bit = true;
-  m.relu_backward = ReluBackward::epilogue;  // the default of the day the step was measured
+  m.relu_backward = ReluBackward::epilogue;  // the defaults of the day the step was measured
+  m.unaligned_tf32 = false;
   StepMeasurement tuned = e2e_measurement(run, m, mlperf_optim(), t.gemm);
   const StepWork builtin = tuned.work;
   const tune::WinnersStore winners = tune::WinnersStore::load(std::string(HETREC_SOURCE_DIR) + "/tune/winners.json");

@@ -104,6 +104,13 @@ TEST(Config, CrossResidualKey) {
   expect_config_error(kBase, {"model.cross_residual=\"bf16\""}, {"'model.cross_residual'", "expected one of fp32, 16bit"});
 }
 
+TEST(Config, UnalignedGemmsKey) {
+  EXPECT_TRUE(parse_run_config(kBase, "test.toml").model.unaligned_tf32);
+  EXPECT_FALSE(parse_run_config(kBase, "test.toml", {"model.unaligned_gemms=\"fp32\""}).model.unaligned_tf32);
+  EXPECT_TRUE(parse_run_config(kBase, "test.toml", {"model.unaligned_gemms=\"tf32\""}).model.unaligned_tf32);
+  expect_config_error(kBase, {"model.unaligned_gemms=\"bf16\""}, {"'model.unaligned_gemms'", "expected one of tf32, fp32"});
+}
+
 TEST(Config, ReluBackwardKey) {
   EXPECT_EQ(parse_run_config(kBase, "test.toml").model.relu_backward, ReluBackward::mask_pass);
   EXPECT_EQ(parse_run_config(kBase, "test.toml", {"model.relu_backward=\"epilogue\""}).model.relu_backward,

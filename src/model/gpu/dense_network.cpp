@@ -48,6 +48,10 @@ GpuDenseNetwork make_dense_network(const ModelConfig& model, const OptimConfig& 
                                      cross_16bit, relu_epilogues);
   if (cross_16bit) net.cross->set_output_16bit_only(net.top->layer_16bit(0));
   if (cross_16bit) net.cross->set_residual_16bit(model.cross_residual_16bit);
+  const cublaslt::Precision unaligned = model.unaligned_tf32 ? cublaslt::Precision::tf32 : cublaslt::Precision::fp32;
+  net.bottom->set_unaligned_precision(unaligned);
+  net.top->set_unaligned_precision(unaligned);
+  if (net.cross) net.cross->set_unaligned_precision(unaligned);
   return net;
 }
 

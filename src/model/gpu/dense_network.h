@@ -28,8 +28,9 @@ struct GpuDenseNetwork {
 GpuDenseNetwork make_dense_network(const ModelConfig& model, const OptimConfig& optim, cublaslt::Precision precision,
                                    Allocator& device, gpu::stream_t stream);
 
-// The layers of a 16-bit network that run fp32 GEMMs instead (a width not a multiple of
-// 8), as "bottom_mlp[0], cross_net"; empty when none.
+// The layers of a 16-bit network that keep fp32 operands (a width not a multiple of 8; their
+// GEMMs run on the TF32 pipe, kSixteenBitFallbackTf32), as "bottom_mlp[0], cross_net";
+// empty when none.
 std::string fp32_layers(const GpuMlp& bottom, const GpuCrossNet* cross, const GpuMlp& top);
 
 }  // namespace hetrec::model::gpu_model

@@ -13,7 +13,8 @@ GpuCrossNet::GpuCrossNet(int width, int num_layers, int rank, const DenseParamet
   const bool sixteen = precision == cublaslt::Precision::bf16 || precision == cublaslt::Precision::fp16;
   const bool eligible = sixteen_bit_widths(width, rank);
   if (sixteen && eligible) op_type_ = precision == cublaslt::Precision::fp16 ? DType::f16 : DType::bf16;
-  if (sixteen && !eligible) precision_ = cublaslt::Precision::fp32;
+  unaligned_ = sixteen && !eligible;
+  if (unaligned_) precision_ = cublaslt::Precision::tf32;  // set_unaligned_precision may change it
   if (half() && num_layers > 0 && !params.value_16bit(first_param))
     throw InternalError("GpuCrossNet: 16-bit layers need the parameters' 16-bit copy");
   int p = first_param;

@@ -50,6 +50,12 @@ class GpuCrossNet {
   // unless set_output_16bit_only). Ignored in fp32 mode. Call before reserve().
   void set_residual_16bit(bool on);
   bool residual_16bit() const { return residual_16bit_; }
+  // 16-bit mode with a width or rank that is not a multiple of 8: the GEMMs' precision on
+  // their fp32 operands, tf32 (the default) or fp32 (model.unaligned_gemms). Ignored
+  // otherwise.
+  void set_unaligned_precision(cublaslt::Precision p) {
+    if (unaligned_) precision_ = p;
+  }
 
   void reserve(int64_t batch, Allocator& device);
 
@@ -114,6 +120,7 @@ class GpuCrossNet {
   int rank_;
   cublaslt::Precision precision_;
   DType op_type_ = DType::f32;  // the GEMM operand type: f32, or bf16 / f16 in 16-bit mode
+  bool unaligned_ = false;      // 16-bit mode, but the widths keep fp32 operands
   bool output_16bit_only_ = false;
   bool residual_16bit_ = false;
   std::vector<Layer> layers_;

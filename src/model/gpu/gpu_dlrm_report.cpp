@@ -49,7 +49,7 @@ std::string GpuDlrm::describe() const {
   if (options_.precision == cublaslt::Precision::bf16 || options_.precision == cublaslt::Precision::fp16) {
     const std::string fp32 = fp32_layers(*bottom_, cross_.get(), *top_);
     s += std::string("; ") + precision_name(options_.precision) + " GEMMs with fp32 master weights" +
-         (fp32.empty() ? std::string() : " (fp32 GEMMs in " + fp32 + ")");
+         (fp32.empty() ? std::string() : " (TF32 GEMMs on fp32 operands in " + fp32 + ")");
     if (loss_scale_.defined())
       s += ", dynamic loss scaling (initial scale " + std::to_string(static_cast<int64_t>(optim_.loss_scale)) +
            ", doubled after " + std::to_string(optim_.loss_scale_growth_interval) + " steps without overflow)";

@@ -24,7 +24,8 @@
 //  - an input from elsewhere is rounded by kernels/convert.h unless the caller hands in
 //    its 16-bit copy.
 // The GEMMs accumulate and write gradients in fp32. Other layers (e.g. the 13-wide first
-// layer, the 1-wide logit layer) run in fp32.
+// layer, the 1-wide logit layer) keep fp32 operands and run TF32 GEMMs, or fp32 ones with
+// set_unaligned_precision.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -62,6 +63,9 @@ class GpuMlp {
   int num_layers() const { return static_cast<int>(layers_.size()); }
   // Whether layer i runs its GEMMs on 16-bit operands.
   bool layer_16bit(int i) const { return layers_.at(static_cast<std::size_t>(i)).half; }
+  // 16-bit mode: the precision of the layers that keep fp32 operands, tf32 (the default) or
+  // fp32 (model.unaligned_gemms). Ignored in fp32 and tf32 mode.
+  void set_unaligned_precision(cublaslt::Precision p) { unaligned_ = p; }
 
   // GEMMs of narrow layers that run a tuned small-GEMM kernel instead of cuBLASLt
   // (model/gpu/tuned_small_gemms.h); call before reserve(). The kernels must outlive the MLP.
@@ -93,8 +97,9 @@ class GpuMlp {
                 int64_t ldx_grad, int64_t batch, const Scratch& scratch, gpu::stream_t stream);
 
  private:
-  // What a layer that does not run in 16 bits uses: the configured fp32 or tf32.
-  cublaslt::Precision fp32_precision() const { return half_type_ == DType::f32 ? precision_ : cublaslt::Precision::fp32; }
+  // What a layer that does not run in 16 bits uses: the configured fp32 or tf32, and under
+  // 16-bit compute the unaligned layers' precision.
+  cublaslt::Precision fp32_precision() const { return half_type_ == DType::f32 ? precision_ : unaligned_; }
   struct Layer {
     int in = 0, out = 0;
     bool relu = false;
@@ -112,6 +117,7 @@ class GpuMlp {
   std::vector<Layer> layers_;
   cublaslt::Precision precision_;
   DType half_type_ = DType::f32;  // bf16 or f16 with 16-bit precision, else f32
+  cublaslt::Precision unaligned_ = cublaslt::Precision::tf32;
   int64_t capacity_ = 0;
   bool input_16bit_ = false;
   // [i]: output of layer i: fp32, or 16-bit when out16 (unused for the last when redirected)
