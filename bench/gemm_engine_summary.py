@@ -5,9 +5,11 @@ e2e-<pair>-library.json, e2e-<pair>-timed.json and, where run, e2e-<pair>-timed2
 e2e-<pair>-library2.json: the same step with model.gemm_selection = "library" and with
 "model" and a timed shortlist, run back to back in one device call. Each side's step time
 is the mean of its runs' medians; the pair's ratio is library_ms / model_ms (above 1: the
-model's selection is faster).
+model's selection is faster). Several RUN_DIRs (one per device call, each holding a pair's
+four runs) pool their runs per pair; library_spread_ms is the spread of the library's own
+runs, the noise a ratio below 1 is to be read against.
 
-Usage: bench/gemm_engine_summary.py RUN_DIR --date 20261207 --tag h100 [--out-dir bench/results]
+Usage: bench/gemm_engine_summary.py RUN_DIR [RUN_DIR ...] --date 20261207 --tag h100 [--out-dir bench/results]
 """
 import argparse
 import glob
@@ -24,21 +26,23 @@ def load(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("run_dir")
+    ap.add_argument("run_dirs", nargs="+", metavar="run_dir")
     ap.add_argument("--date", required=True)
     ap.add_argument("--tag", required=True)
     ap.add_argument("--out-dir", default=os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                                       "bench", "results"))
     a = ap.parse_args()
     pairs, gpu, commit = [], None, None
-    for lib in sorted(glob.glob(os.path.join(a.run_dir, "e2e-*-library.json"))):
-        name = re.match(r"e2e-(.*)-library\.json$", os.path.basename(lib)).group(1)
+    names = sorted({re.match(r"e2e-(.*)-library\.json$", os.path.basename(lib)).group(1)
+                    for d in a.run_dirs for lib in glob.glob(os.path.join(d, "e2e-*-library.json"))})
+    for name in names:
         sides = {"library": [], "model": []}
-        for side, suffixes in (("library", ("library", "library2")), ("model", ("timed", "timed2"))):
-            for s in suffixes:
-                p = os.path.join(a.run_dir, f"e2e-{name}-{s}.json")
-                if os.path.exists(p):
-                    sides[side].append(load(p))
+        for d in a.run_dirs:
+            for side, suffixes in (("library", ("library", "library2")), ("model", ("timed", "timed2"))):
+                for s in suffixes:
+                    p = os.path.join(d, f"e2e-{name}-{s}.json")
+                    if os.path.exists(p):
+                        sides[side].append(load(p))
         if not sides["model"]:
             sys.exit(f"gemm_engine_summary: {name} has no e2e-{name}-timed.json")
         first = sides["model"][0]
@@ -60,6 +64,7 @@ def main():
             "model_ms": sum(model_ms) / len(model_ms),
             "library_runs_ms": lib_ms,
             "model_runs_ms": model_ms,
+            "library_spread_ms": max(lib_ms) - min(lib_ms),
             "timed_shortlist": sel.get("timed_shortlist"),
             "shortlists_timed": sel.get("timed"),
             "kept_other_than_router": sel.get("timed_other"),
@@ -69,7 +74,7 @@ def main():
         pair["library_over_model"] = pair["library_ms"] / pair["model_ms"]
         pairs.append(pair)
     if not pairs:
-        sys.exit(f"gemm_engine_summary: no e2e-*-library.json in {a.run_dir}")
+        sys.exit(f"gemm_engine_summary: no e2e-*-library.json in {' '.join(a.run_dirs)}")
     worst = min(pairs, key=lambda p: p["library_over_model"])
     out = {
         "benchmark": "gemm-engine",
@@ -78,15 +83,15 @@ def main():
         "commit": commit,
         "command": "e2e_bench --config CONFIG --batch B --tuned-kernels tune/winners.json --set "
                    "model.gemm_selection=\"library\"|\"model\" --set model.gemm_timed_shortlist=0|5 --set "
-                   "model.gemm_cache=\"none\" (per pair: library, model, model, library in one device call); "
-                   "bench/gemm_engine_summary.py",
+                   "model.gemm_cache=\"none\" (per pair: library, model, model, library in one device call; "
+                   "tools/gpu_machine/gemm_engine_pairs.sh); bench/gemm_engine_summary.py",
         "metrics": {
             "pairs": pairs,
             "worst_model_vs_library": worst["library_over_model"],
             "worst_pair": worst["pair"],
             "what": "step time with cuBLASLt's heuristic (library) and with the model's selection and a timed "
                     "shortlist of 5 (model), mean of the runs' median steps; library_over_model above 1: the "
-                    "model's selection is faster",
+                    "model's selection is faster; library_spread_ms: max - min of the library's own runs",
         },
     }
     path = os.path.join(a.out_dir, f"gemm-engine-{a.date}-{a.tag}.json")
@@ -96,7 +101,8 @@ def main():
     print(f"{path}: {len(pairs)} pairs, worst library/model {worst['library_over_model']:.4f} ({worst['pair']})")
     for p in pairs:
         print(f"  {p['pair']:22s} library {p['library_ms']:8.3f} ms  model {p['model_ms']:8.3f} ms  "
-              f"ratio {p['library_over_model']:.4f}")
+              f"ratio {p['library_over_model']:.4f}  ({len(p['library_runs_ms'])} + {len(p['model_runs_ms'])} runs, "
+              f"library spread {p['library_spread_ms']:.3f} ms)")
 
 
 if __name__ == "__main__":

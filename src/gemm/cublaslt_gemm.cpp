@@ -224,8 +224,15 @@ void Gemm::use_model_selection(Hardware hw, GemmModelParams params, std::string 
 #endif
 }
 
-bool Gemm::supported(const Problem& problem) { return plan(problem, Alignment{}).algo.has_value(); }
+bool Gemm::times_candidates() const {
+#if defined(HETREC_WITH_CUDA)
+  return model_selection_ && model_selection_->timed_shortlist > 0;
+#else
+  return false;
+#endif
+}
 
+bool Gemm::supported(const Problem& problem) { return plan(problem, Alignment{}).algo.has_value(); }
 
 std::optional<double> Gemm::predicted_us(const Problem& problem, const Operands& operands) {
   return plan(problem, operand_alignment(problem, operands)).predicted_us;

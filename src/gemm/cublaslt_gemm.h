@@ -62,6 +62,11 @@ class Gemm {
                            std::shared_ptr<const GemmRanker> ranker = nullptr, const std::string& ranker_id = "",
                            int timed_shortlist = 0);
 
+  // Whether the one-time choices between runners of a new problem are timed on the device
+  // (model selection with a timed shortlist): the MLPs then time their small-GEMM kernels
+  // against cuBLASLt as well (model/gpu/small_gemm_choice.h).
+  bool times_candidates() const;
+
   // How the algorithms of the problems planned so far were chosen.
   struct SelectionCounts {
     std::size_t by_model = 0;

@@ -2,12 +2,11 @@
 #if defined(HETREC_WITH_CUDA)
 #include "gemm/cublaslt_shortlist_timing.h"
 
-#include <algorithm>
-#include <limits>
+#include <functional>
 
 #include "core/error.h"
 #include "gpu/blaslt.h"
-#include "gpu/event.h"
+#include "gpu/launch_timing.h"
 #include "gpu/stream.h"
 
 namespace hetrec::inline gemm::cublaslt {
@@ -36,26 +35,9 @@ std::optional<std::vector<double>> time_shortlist(cublasLtHandle_t handle, const
     HETREC_BLAS_CHECK(cublasLtMatmul(handle, desc.desc, &o.alpha, o.b, desc.a, o.a, desc.b, &o.beta, d, desc.d, d,
                                      desc.d, &algo, workspace, workspace_bytes, stream));
   };
-  for (const cublasLtMatmulAlgo_t& algo : algos) launch(algo);  // untimed: first-launch costs
-  std::vector<gpu::Event> events;
-  events.reserve(static_cast<std::size_t>(2 * kShortlistRounds) * algos.size());
-  for (int round = 0; round < kShortlistRounds; ++round)
-    for (const cublasLtMatmulAlgo_t& algo : algos) {
-      events.emplace_back();
-      events.back().record(stream);
-      for (int i = 0; i < kShortlistLaunches; ++i) launch(algo);
-      events.emplace_back();
-      events.back().record(stream);
-    }
-  events.back().synchronize();
-  std::vector<double> us(algos.size(), std::numeric_limits<double>::infinity());
-  for (int round = 0; round < kShortlistRounds; ++round)
-    for (std::size_t a = 0; a < algos.size(); ++a) {
-      const std::size_t e = 2 * (static_cast<std::size_t>(round) * algos.size() + a);
-      const double mean_us = 1000.0 * gpu::Event::elapsed_ms(events[e], events[e + 1]) / kShortlistLaunches;
-      us[a] = std::min(us[a], mean_us);
-    }
-  return us;
+  std::vector<std::function<void()>> launches;
+  for (const cublasLtMatmulAlgo_t& algo : algos) launches.push_back([&launch, &algo] { launch(algo); });
+  return gpu::time_launches(launches, stream);
 }
 
 }  // namespace hetrec::gemm::cublaslt

@@ -21,12 +21,7 @@
 
 namespace hetrec::inline gemm::cublaslt {
 
-// One untimed launch, then kShortlistRounds rounds over the configurations, each timing
-// kShortlistLaunches back-to-back launches of one; a configuration's time is its best
-// round's mean. Rounds interleave the configurations, so a clock that ramps up during the
-// timing does not favour the last.
-inline constexpr int kShortlistRounds = 3;
-inline constexpr int kShortlistLaunches = 3;
+// The configurations are timed against each other by gpu::time_launches (gpu/launch_timing.h).
 inline constexpr std::size_t kMaxScratchBytes = std::size_t{1} << 30;
 
 // Microseconds per launch of each of `algos` (in their order), or nullopt where the problem

@@ -12,6 +12,7 @@
 
 #include "../gpu/device_test_support.h"
 #include "core/rng.h"
+#include "gemm_perf/gemm_ranker.h"
 #include "gpu/device.h"
 #include "tunable/small_gemm/small_gemm_sources.h"
 #include "model/gpu/gpu_dlrm.h"
@@ -193,6 +194,43 @@ TEST(SmallGemmEngineGpu, ModelSelectionChoosesBetweenTheKernelsByPrediction) {
     EXPECT_GT(small, 0) << "batch " << size;
     EXPECT_NE(b->describe().find("small-GEMM kernels where the model predicts them faster"), std::string::npos)
         << b->describe();
+  }
+}
+
+// With a timed shortlist (model.gemm_timed_shortlist), each decision between a small-GEMM
+// kernel and cuBLASLt is timed once on the operands at hand: both measured times are
+// recorded, and the kernel runs only where it measured at least kShortlistMargin faster.
+// The losses stay those of the library's path.
+TEST(SmallGemmEngineGpu, TimedShortlistTimesTheKernelsAgainstCublasLt) {
+  HETREC_REQUIRE_GPU();
+  const ModelConfig m = narrow_model(Arch::dlrm, 64, 13);
+  OptimConfig optim;
+  optim.dense = OptimizerKind::adagrad;
+  const StepRates rates{0.05f, 0.05f};
+  ModelConfig timed = m;
+  timed.gemm_selection = GemmSelection::model;
+  timed.gemm_cache = "none";
+  timed.gemm_timed_shortlist = 5;
+  const Batch batch = random_batch(m, 65536, 9);
+  auto a = make_gpu_model(m, optim);
+  auto b = make_gpu_model(timed, optim);
+  for (int step = 0; step < kSteps; ++step) {
+    const double la = a->train_step(batch, rates), lb = b->train_step(batch, rates);
+    ASSERT_TRUE(std::isfinite(lb));
+    EXPECT_NEAR(lb, la, kLossRelTolerance * std::fabs(la)) << "step " << step;
+  }
+  if (b->gemm_selection_counts().ranker.empty())
+    GTEST_SKIP() << "no GEMM ranker ships for " << gpu::device_properties(0).name << ": nothing is timed";
+  const auto decisions = b->small_gemm_decisions();
+  EXPECT_EQ(decisions.size(), 8u);
+  for (const auto& d : decisions) {
+    ASSERT_TRUE(d.small_gemm_measured_us && d.cublaslt_measured_us) << d.gemm;
+    EXPECT_GT(*d.small_gemm_measured_us, 0.0) << d.gemm;
+    EXPECT_GT(*d.cublaslt_measured_us, 0.0) << d.gemm;
+    EXPECT_EQ(d.small_gemm, *d.small_gemm_measured_us < (1.0 - kShortlistMargin) * *d.cublaslt_measured_us) << d.gemm;
+    std::printf("%-28s %-9s measured small-GEMM %.2f us, cuBLASLt %.2f us (predicted %.2f, %s)\n", d.gemm.c_str(),
+                d.small_gemm ? "small" : "cuBLASLt", *d.small_gemm_measured_us, *d.cublaslt_measured_us,
+                d.small_gemm_us, d.cublaslt_us ? std::to_string(*d.cublaslt_us).c_str() : "unpriced");
   }
 }
 

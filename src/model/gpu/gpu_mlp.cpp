@@ -133,13 +133,18 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
       p.bias_type = half_type_;
       o.bias = l.bias16;
     }
+    // An fp32 layer's kernel (16-bit layers have none): fp32 output, fp32 bias.
+    const SmallGemmChoice::Launches fwd{
+        stream,
+        [&](const kernels::TunedSmallGemm& k) {
+          k.launch({batch, o.a, p.lda, o.b, p.ldb, static_cast<float*>(y), p.ldd, l.bias, nullptr}, stream);
+        },
+        [&] { gemm.run(p, o, stream); }};
     if (const kernels::TunedSmallGemm* k =
-            small_gemms_.choose(static_cast<int>(i), tune::SmallGemmPass::forward, batch, gemm, p, o)) {
-      // An fp32 layer (16-bit layers have no small-GEMM kernel): fp32 output, fp32 bias.
-      k->launch({batch, o.a, p.lda, o.b, p.ldb, static_cast<float*>(y), p.ldd, l.bias, nullptr}, stream);
-    } else {
-      gemm.run(p, o, stream);
-    }
+            small_gemms_.choose(static_cast<int>(i), tune::SmallGemmPass::forward, batch, gemm, p, o, fwd))
+      fwd.small(*k);
+    else
+      fwd.library();
     input = l.out16 ? nullptr : static_cast<const float*>(y);
     input16 = l.out16 ? y : nullptr;
     ld_in = ld_y;
@@ -227,17 +232,22 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
     }
     const gpu::stream_t weight_stream = side_ ? side_->stream() : stream;
     if (side_) side_->fork(stream);
+    const SmallGemmChoice::Launches dw{
+        weight_stream,
+        [&](const kernels::TunedSmallGemm& k) {
+          // C = dZ^T X: the narrow operand is dZ when the layer's output is the small side.
+          const bool dz_narrow = k.shape().flag;
+          k.launch({batch, dz_narrow ? ow.a : ow.b, dz_narrow ? pw.lda : pw.ldb, dz_narrow ? ow.b : ow.a,
+                    dz_narrow ? pw.ldb : pw.lda, l.grad_weight, pw.ldd, nullptr, small_gemms_.workspace()},
+                   weight_stream);
+        },
+        [&] { gemm.run(pw, ow, weight_stream, side_ ? cublaslt::Gemm::Lane::side : cublaslt::Gemm::Lane::main); }};
     if (const kernels::TunedSmallGemm* k =
             bias_in_weight_gemm ? nullptr
-                                : small_gemms_.choose(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow)) {
-      // C = dZ^T X: the narrow operand is dZ when the layer's output is the small side.
-      const bool dz_narrow = k->shape().flag;
-      k->launch({batch, dz_narrow ? ow.a : ow.b, dz_narrow ? pw.lda : pw.ldb, dz_narrow ? ow.b : ow.a,
-                 dz_narrow ? pw.ldb : pw.lda, l.grad_weight, pw.ldd, nullptr, small_gemms_.workspace()},
-                weight_stream);
-    } else {
-      gemm.run(pw, ow, weight_stream, side_ ? cublaslt::Gemm::Lane::side : cublaslt::Gemm::Lane::main);
-    }
+                                : small_gemms_.choose(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow, dw))
+      dw.small(*k);
+    else
+      dw.library();
     // The input-gradient GEMM below overwrites the gradient buffer the layer above's
     // weight gradient reads.
     wait_for_above(i);
@@ -295,11 +305,17 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
       ox.a = dz_operand;
       ox.b = l.half ? static_cast<const void*>(l.weight16) : l.weight;
       ox.d = next;
+      const SmallGemmChoice::Launches dx_launches{
+          stream,
+          [&](const kernels::TunedSmallGemm& k) {
+            k.launch({batch, ox.a, px.lda, ox.b, px.ldb, next, px.ldd, nullptr, nullptr}, stream);
+          },
+          [&] { gemm.run(px, ox, stream); }};
       if (const kernels::TunedSmallGemm* k =
-              small_gemms_.choose(i, tune::SmallGemmPass::input_gradient, batch, gemm, px, ox))
-        k->launch({batch, ox.a, px.lda, ox.b, px.ldb, next, px.ldd, nullptr, nullptr}, stream);
+              small_gemms_.choose(i, tune::SmallGemmPass::input_gradient, batch, gemm, px, ox, dx_launches))
+        dx_launches.small(*k);
       else
-        gemm.run(px, ox, stream);
+        dx_launches.library();
     }
     grad = next;
     ld_grad = ld_next;

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include "gemm_perf/gemm_ranker.h"
+#include "gpu/launch_timing.h"
+
 namespace hetrec::inline model::gpu_model {
 
 void SmallGemmChoice::set_uses(std::vector<SmallGemmUse> uses) {
@@ -12,7 +15,7 @@ void SmallGemmChoice::set_uses(std::vector<SmallGemmUse> uses) {
 
 const kernels::TunedSmallGemm* SmallGemmChoice::choose(int layer, tune::SmallGemmPass pass, int64_t batch,
                                                        cublaslt::Gemm& gemm, const cublaslt::Problem& problem,
-                                                       const cublaslt::Operands& operands) {
+                                                       const cublaslt::Operands& operands, const Launches& launches) {
   for (std::size_t i = 0; i < uses_.size(); ++i) {
     const SmallGemmUse& u = uses_[i];
     if (u.layer != layer || u.pass != pass) continue;
@@ -27,6 +30,14 @@ const kernels::TunedSmallGemm* SmallGemmChoice::choose(int layer, tune::SmallGem
       d.small_gemm_us = u.predicted_us(batch);
       d.cublaslt_us = gemm.predicted_us(problem, operands);
       d.small_gemm = !d.cublaslt_us || d.small_gemm_us < *d.cublaslt_us;
+      if (gemm.times_candidates()) {
+        const kernels::TunedSmallGemm& kernel = *u.kernel;
+        const auto us = gpu::time_launches({launches.library, [&] { launches.small(kernel); }}, launches.stream);
+        if (!us) return d.small_gemm ? u.kernel : nullptr;  // being captured: timed at a later call
+        d.cublaslt_measured_us = (*us)[0];
+        d.small_gemm_measured_us = (*us)[1];
+        d.small_gemm = shortlist_winner(*us, /*heuristic=*/0) == 1;
+      }
       it = decisions_.emplace(key, d).first;
     }
     return it->second.small_gemm ? u.kernel : nullptr;

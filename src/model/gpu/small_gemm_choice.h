@@ -1,10 +1,16 @@
 #pragma once
 // Which of one MLP's GEMMs run a small-GEMM kernel instead of cuBLASLt
 // (model/gpu/tuned_small_gemms.h): the uses handed in, for uses with a prediction the
-// decision per batch (the kernel's predicted time against the model's prediction for the
-// cuBLASLt configuration of the same GEMM), and the weight-gradient kernels' workspace.
+// decision per batch, and the weight-gradient kernels' workspace. A decision compares the
+// kernel's predicted time with the model's prediction for the cuBLASLt configuration of the
+// same GEMM; where the GEMM selection times its candidates (cublaslt::Gemm::times_candidates),
+// it times both on the operands at hand, once, and the kernel runs only if it measured at
+// least kShortlistMargin faster (gemm_perf/gemm_ranker.h's shortlist_winner, cuBLASLt as
+// the incumbent): a prediction a few percent off would otherwise cost a step the library's
+// choice does not.
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <utility>
@@ -21,10 +27,22 @@ class SmallGemmChoice {
   // Replaces the uses (and forgets the decisions taken); call reserve() again after.
   void set_uses(std::vector<SmallGemmUse> uses);
 
+  // The GEMM both ways, on the stream it runs on, for timing them against each other:
+  // `small` launches the given kernel, `library` runs cuBLASLt. Each writes only what the
+  // GEMM itself then writes.
+  struct Launches {
+    gpu::stream_t stream = nullptr;
+    std::function<void(const kernels::TunedSmallGemm&)> small;
+    std::function<void()> library;
+  };
+
   // The kernel that runs `layer`'s `pass` at `batch`, or null: cuBLASLt, which would run
-  // `problem` on `operands` (what the model prices for the comparison).
+  // `problem` on `operands` (what the model prices for the comparison). While the stream is
+  // being captured, a decision to be timed follows the prediction and is timed at a later
+  // call.
   const kernels::TunedSmallGemm* choose(int layer, tune::SmallGemmPass pass, int64_t batch, cublaslt::Gemm& gemm,
-                                        const cublaslt::Problem& problem, const cublaslt::Operands& operands);
+                                        const cublaslt::Problem& problem, const cublaslt::Operands& operands,
+                                        const Launches& launches);
 
   // Every decision taken so far, named `prefix`.<layer> <pass>.
   std::vector<SmallGemmDecision> decisions(const std::string& prefix) const;

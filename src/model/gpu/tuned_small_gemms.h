@@ -37,6 +37,9 @@ struct SmallGemmDecision {
   bool small_gemm = false;       // the small-GEMM kernel ran (else cuBLASLt)
   double small_gemm_us = 0.0;    // its prediction
   std::optional<double> cublaslt_us;  // the prediction for cuBLASLt's configuration (none: its heuristic chose)
+  // Where the selection timed them against each other (small_gemm_choice.h), the measured
+  // microseconds per launch; the decision then follows these.
+  std::optional<double> small_gemm_measured_us, cublaslt_measured_us;
 };
 
 struct TunedSmallGemms {
