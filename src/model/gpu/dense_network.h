@@ -29,7 +29,7 @@ GpuDenseNetwork make_dense_network(const ModelConfig& model, const OptimConfig& 
                                    Allocator& device, gpu::stream_t stream);
 
 // The layers of a 16-bit network that keep fp32 operands (a width not a multiple of 8; their
-// GEMMs run on the TF32 pipe, kSixteenBitFallbackTf32), as "bottom_mlp[0], cross_net";
+// GEMMs run on the TF32 pipe unless model.unaligned_gemms = "fp32"), as "bottom_mlp[0], cross_net";
 // empty when none.
 std::string fp32_layers(const GpuMlp& bottom, const GpuCrossNet* cross, const GpuMlp& top);
 
