@@ -43,17 +43,15 @@ E2eRecord read_e2e_record(const std::string& path) {
   }
   // The ReLU backward the run used, as an override for the planner's config: a record
   // from before e2e_bench wrote the key ran the default of its day, "epilogue".
-  bool relu_set = false;
-  for (const std::string& o : r.overrides) relu_set = relu_set || o.rfind("model.relu_backward=", 0) == 0;
-  if (!relu_set)
-    r.overrides.push_back("model.relu_backward=\"" +
-                          (m.contains("relu_backward") ? text(m, "relu_backward", where) : std::string("epilogue")) + "\"");
-  // Likewise the unaligned layers' GEMMs under 16-bit compute: fp32 before the key existed.
-  bool unaligned_set = false;
-  for (const std::string& o : r.overrides) unaligned_set = unaligned_set || o.rfind("model.unaligned_gemms=", 0) == 0;
-  if (!unaligned_set)
-    r.overrides.push_back("model.unaligned_gemms=\"" +
-                          (m.contains("unaligned_gemms") ? text(m, "unaligned_gemms", where) : std::string("fp32")) + "\"");
+  // The same for the unaligned layers' GEMMs under 16-bit compute: fp32 before the key.
+  const auto ran = [&](const std::string& key, const char* before_the_key) {
+    const std::string prefix = "model." + key + "=";
+    for (const std::string& o : r.overrides)
+      if (o.rfind(prefix, 0) == 0) return;  // the run's own override says it
+    r.overrides.push_back(prefix + "\"" + (m.contains(key) ? text(m, key, where) : std::string(before_the_key)) + "\"");
+  };
+  ran("relu_backward", "epilogue");
+  ran("unaligned_gemms", "fp32");
   const double batch = number(m, "batch", where);
   if (!(batch >= 1.0) || batch != std::floor(batch)) throw ConfigError(where + ".batch: expected a positive integer");
   r.batch = static_cast<int64_t>(batch);

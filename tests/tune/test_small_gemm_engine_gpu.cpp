@@ -75,6 +75,17 @@ Batch random_batch(const ModelConfig& m, int64_t size, uint64_t seed) {
   return batch;
 }
 
+// Trains both models kSteps steps on `batch`: b's losses equal a's within `tolerance`
+// (relative) at every step.
+void expect_same_losses(GpuModel& a, GpuModel& b, const Batch& batch, const StepRates& rates, double tolerance,
+                        const std::string& what) {
+  for (int step = 0; step < kSteps; ++step) {
+    const double la = a.train_step(batch, rates), lb = b.train_step(batch, rates);
+    ASSERT_TRUE(std::isfinite(lb)) << what << " step " << step;
+    EXPECT_NEAR(lb, la, tolerance * std::fabs(la)) << what << " step " << step;
+  }
+}
+
 TEST(SmallGemmEngineGpu, NarrowLayersRunTheTunedKernelWithTheSameLosses) {
   HETREC_REQUIRE_GPU();
   // bottom 13 -> 32 (narrow input) -> 16 (narrow output), top ... -> 32 -> 1 (the logit)
@@ -126,13 +137,9 @@ TEST(SmallGemmEngineGpu, NarrowLayersRunTheTunedKernelWithTheSameLosses) {
       EXPECT_NE(d.find(role), std::string::npos) << role << " in " << d;
     // bottom_mlp.1 (32 -> 16) is a 16-bit layer with bf16: it stays on cuBLASLt.
     EXPECT_EQ(d.find("bottom_mlp.1 forward") == std::string::npos, precision == cublaslt::Precision::bf16) << d;
-    for (int step = 0; step < kSteps; ++step) {
-      const double la = a->train_step(batch, rates), lb = b->train_step(batch, rates);
-      ASSERT_TRUE(std::isfinite(lb));
-      const double tolerance = precision == cublaslt::Precision::bf16 ? kLossRelToleranceBf16 : kLossRelTolerance;
-      EXPECT_NEAR(lb, la, tolerance * std::fabs(la))
-          << cublaslt::precision_name(precision) << " step " << step;
-    }
+    expect_same_losses(*a, *b, batch, rates,
+                       precision == cublaslt::Precision::bf16 ? kLossRelToleranceBf16 : kLossRelTolerance,
+                       std::string(cublaslt::precision_name(precision)));
   }
 
   // Winners measured with another driver are stale: every GEMM stays on cuBLASLt.
@@ -169,11 +176,7 @@ TEST(SmallGemmEngineGpu, ModelSelectionChoosesBetweenTheKernelsByPrediction) {
     const Batch batch = random_batch(m, size, 5);
     auto a = make_gpu_model(m, optim);
     auto b = make_gpu_model(by_model, optim);
-    for (int step = 0; step < kSteps; ++step) {
-      const double la = a->train_step(batch, rates), lb = b->train_step(batch, rates);
-      ASSERT_TRUE(std::isfinite(lb));
-      EXPECT_NEAR(lb, la, kLossRelTolerance * std::fabs(la)) << "batch " << size << " step " << step;
-    }
+    expect_same_losses(*a, *b, batch, rates, kLossRelTolerance, "batch " + std::to_string(size));
     EXPECT_TRUE(a->small_gemm_decisions().empty());
     const auto decisions = b->small_gemm_decisions();
     // bottom_mlp.0: forward, weight gradient; bottom_mlp.1: forward, weight gradient, input
@@ -214,11 +217,7 @@ TEST(SmallGemmEngineGpu, TimedShortlistTimesTheKernelsAgainstCublasLt) {
   const Batch batch = random_batch(m, 65536, 9);
   auto a = make_gpu_model(m, optim);
   auto b = make_gpu_model(timed, optim);
-  for (int step = 0; step < kSteps; ++step) {
-    const double la = a->train_step(batch, rates), lb = b->train_step(batch, rates);
-    ASSERT_TRUE(std::isfinite(lb));
-    EXPECT_NEAR(lb, la, kLossRelTolerance * std::fabs(la)) << "step " << step;
-  }
+  expect_same_losses(*a, *b, batch, rates, kLossRelTolerance, "timed shortlist");
   if (b->gemm_selection_counts().ranker.empty())
     GTEST_SKIP() << "no GEMM ranker ships for " << gpu::device_properties(0).name << ": nothing is timed";
   const auto decisions = b->small_gemm_decisions();

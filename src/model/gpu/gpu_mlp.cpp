@@ -144,7 +144,7 @@ float* GpuMlp::forward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, int64_
             small_gemms_.choose(static_cast<int>(i), tune::SmallGemmPass::forward, batch, gemm, p, o, fwd))
       fwd.small(*k);
     else
-      fwd.library();
+      fwd.cublaslt();
     input = l.out16 ? nullptr : static_cast<const float*>(y);
     input16 = l.out16 ? y : nullptr;
     ld_in = ld_y;
@@ -247,7 +247,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
                                 : small_gemms_.choose(i, tune::SmallGemmPass::weight_gradient, batch, gemm, pw, ow, dw))
       dw.small(*k);
     else
-      dw.library();
+      dw.cublaslt();
     // The input-gradient GEMM below overwrites the gradient buffer the layer above's
     // weight gradient reads.
     wait_for_above(i);
@@ -315,7 +315,7 @@ void GpuMlp::backward(cublaslt::Gemm& gemm, const float* x, int64_t ldx, float* 
               small_gemms_.choose(i, tune::SmallGemmPass::input_gradient, batch, gemm, px, ox, dx_launches))
         dx_launches.small(*k);
       else
-        dx_launches.library();
+        dx_launches.cublaslt();
     }
     grad = next;
     ld_grad = ld_next;

@@ -32,7 +32,7 @@ const kernels::TunedSmallGemm* SmallGemmChoice::choose(int layer, tune::SmallGem
       d.small_gemm = !d.cublaslt_us || d.small_gemm_us < *d.cublaslt_us;
       if (gemm.times_candidates()) {
         const kernels::TunedSmallGemm& kernel = *u.kernel;
-        const auto us = gpu::time_launches({launches.library, [&] { launches.small(kernel); }}, launches.stream);
+        const auto us = gpu::time_launches({launches.cublaslt, [&] { launches.small(kernel); }}, launches.stream);
         if (!us) return d.small_gemm ? u.kernel : nullptr;  // being captured: timed at a later call
         d.cublaslt_measured_us = (*us)[0];
         d.small_gemm_measured_us = (*us)[1];

@@ -28,12 +28,12 @@ class SmallGemmChoice {
   void set_uses(std::vector<SmallGemmUse> uses);
 
   // The GEMM both ways, on the stream it runs on, for timing them against each other:
-  // `small` launches the given kernel, `library` runs cuBLASLt. Each writes only what the
-  // GEMM itself then writes.
+  // `small` launches the given kernel, `cublaslt` runs the library's GEMM. Each writes only
+  // what the GEMM itself then writes.
   struct Launches {
     gpu::stream_t stream = nullptr;
     std::function<void(const kernels::TunedSmallGemm&)> small;
-    std::function<void()> library;
+    std::function<void()> cublaslt;
   };
 
   // The kernel that runs `layer`'s `pass` at `batch`, or null: cuBLASLt, which would run
