@@ -16,7 +16,7 @@ GemmProblem gemm_request_problem(const GemmRequest& r) {
   p.allow_tf32 = r.allow_tf32 && r.operands == DType::f32;
   p.accumulate = r.accumulate;
   p.epilogue = r.epilogue;
-  return p;
+  return with_packed_alignment(p);
 }
 
 std::string_view gemm_runner_name(GemmRunner r) { return r == GemmRunner::library ? "library" : "small_gemm"; }

@@ -22,7 +22,9 @@
 namespace hetrec::inline dispatch {
 
 // D (m x n) = op(A) op(B) [+ C] with the fused epilogue. Operands are fp32 or 16-bit copies
-// (bf16, fp16); D is fp32 or the operands' 16-bit type.
+// (bf16, fp16), packed as the layers keep them (a layer of width 479 has rows 479 values
+// apart: gemm_request_problem gives the problem their alignment); D is fp32 or the
+// operands' 16-bit type.
 struct GemmRequest {
   int64_t m = 0, n = 0, k = 0;
   bool trans_a = false, trans_b = false;

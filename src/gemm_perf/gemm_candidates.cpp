@@ -255,4 +255,17 @@ std::vector<GemmConfig> gemm_candidates(const Hardware& hw, MatrixPrecision prec
   return list.take();
 }
 
+std::vector<GemmConfig> gemm_unaligned_candidates(const Hardware& hw, MatrixPrecision precision) {
+  CandidateList list(hw, precision);
+  const MatrixInstruction* warp_matrix = nullptr;
+  bool tma_fed = false;
+  for (const MatrixInstruction& mi : hw.matrix_instructions) {
+    if (mi.precision != precision) continue;
+    if (mi.scope != IssueScope::warp) tma_fed = true;
+    if (mi.scope == IssueScope::warp && mi.m > 1 && !warp_matrix) warp_matrix = &mi;
+  }
+  if (tma_fed && warp_matrix && hw.vendor == Vendor::nvidia) add_ampere(precision, *warp_matrix, list);
+  return list.take();
+}
+
 }  // namespace hetrec::gemm_perf::gemm_perf

@@ -20,4 +20,13 @@ namespace hetrec::inline gemm_perf {
 
 std::vector<GemmConfig> gemm_candidates(const Hardware& hw, MatrixPrecision precision);
 
+// The kernels for operands whose rows TMA cannot load (GemmProblem::a_alignment below 16
+// bytes) on a GPU whose candidates above are TMA-fed (Hopper, Blackwell) but which still
+// issues the Ampere generation's mma.sync for the precision: the CUTLASS-sm80-like tiles
+// fed by cp.async, the kind of kernel the library runs for such operands (its heuristic's
+// pick has a fixed stage count, not a TMA kernel's "K x AUTO", on 361 of the 363 unaligned
+// 16-bit and TF32 shapes of the H100's broad corpus and on all 78 of the H200's 20261130d
+// corpus). Empty elsewhere: there the candidates above load any alignment.
+std::vector<GemmConfig> gemm_unaligned_candidates(const Hardware& hw, MatrixPrecision precision);
+
 }  // namespace hetrec::gemm_perf::gemm_perf

@@ -262,6 +262,19 @@ double simt_issue_share(const GemmConfig& c, int warp_size) {
   return fragment / (fragment + loads + kSimtExtraIssuesPerK);
 }
 
+std::string gemm_alignment_block(const GemmProblem& p, const GemmKernelTraits& t) {
+  if (t.warp_scope || operands_fully_aligned(p)) return {};
+  return "its TMA loads need rows aligned to " + std::to_string(kFullOperandAlignment) +
+         " bytes; A's rows are aligned to " + std::to_string(p.a_alignment) + " and B's to " +
+         std::to_string(p.b_alignment);
+}
+
+double gemm_narrow_load_factor(const GemmProblem& p, const GemmConfig&, const GemmKernelTraits& t) {
+  if (!t.warp_scope || t.simt || operands_fully_aligned(p)) return 1.0;
+  const int copy = std::min({p.a_alignment, p.b_alignment, kNarrowCopyBytes});
+  return double(kFullOperandAlignment) / double(copy);
+}
+
 double gemm_compulsory_bytes(const GemmProblem& p, double a_bytes, double b_bytes) {
   const double m = double(p.m), n = double(p.n), k = double(p.k), batch = double(p.batch);
   const double c_bytes = double(dtype_size(p.c_type));
@@ -329,7 +342,8 @@ GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, co
   s.iter_math_us = t.iter_math_us / s.issue_share;
   s.iter_feed_us = t.iter_feed_us / s.issue_share;
   s.iter_latency_us = t.iter_latency_us * t.ctas_per_unit / s.resident_ctas;
-  s.iter_us = std::max({s.iter_math_us, s.iter_feed_us, t.iter_l2_us, s.iter_latency_us});
+  s.iter_l2_us = t.iter_l2_us * gemm_narrow_load_factor(p, c, t);
+  s.iter_us = std::max({s.iter_math_us, s.iter_feed_us, s.iter_l2_us, s.iter_latency_us});
 
   // Epilogue of one tile: store (and read C), plus a few vector operations per element.
   const double c_bytes = double(dtype_size(p.c_type));
@@ -463,7 +477,7 @@ GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& par
   e.unit_us = s.unit_us;
   e.math_us = s.iters_on_busiest_unit * s.iter_math_us;
   e.feed_us = s.iters_on_busiest_unit * s.iter_feed_us;
-  e.l2_us = s.iters_on_busiest_unit * t.iter_l2_us;
+  e.l2_us = s.iters_on_busiest_unit * s.iter_l2_us;
   e.latency_us = s.iters_on_busiest_unit * s.iter_latency_us;
   e.tile_overhead_us = s.tile_overhead_us + s.fixup_us;
   e.reduction_us = s.reduction_us;
@@ -482,7 +496,7 @@ GemmEstimate finish_gemm_estimate(const Hardware& hw, const GemmModelParams& par
     e.limiter = GemmLimiter::math;
   else if (s.iter_us == s.iter_feed_us)
     e.limiter = GemmLimiter::shared_memory;
-  else if (s.iter_us == t.iter_l2_us)
+  else if (s.iter_us == s.iter_l2_us)
     e.limiter = GemmLimiter::l2;
   else
     e.limiter = GemmLimiter::latency;
@@ -498,6 +512,9 @@ GemmEstimate predict_gemm(const Hardware& hw, const GemmProblem& problem, const 
     throw ConfigError("GEMM config [" + to_string(config) + "] cannot run " +
                       std::string(precision_name(precision)) + " on " + hw.name + ": " +
                       traits.infeasible_reason);
+  if (const std::string blocked = gemm_alignment_block(problem, traits); !blocked.empty())
+    throw ConfigError("GEMM config [" + to_string(config) + "] cannot run " + describe_gemm_problem(problem) +
+                      ": " + blocked);
   const GemmSchedule schedule = schedule_gemm(hw, params, problem, config, traits);
   return finish_gemm_estimate(hw, params, problem, config, traits, schedule);
 }
@@ -511,7 +528,8 @@ double predict_best_of(const Hardware& hw, const GemmModelParams& params, const 
   const MatrixPrecision precision = gemm_precision(problem, hw);
   const auto predict = [&](const GemmConfig& c) {
     const GemmKernelTraits traits = gemm_kernel_traits(hw, params, precision, c);
-    if (!traits.feasible) return std::numeric_limits<double>::quiet_NaN();
+    if (!traits.feasible || !gemm_alignment_block(problem, traits).empty())
+      return std::numeric_limits<double>::quiet_NaN();
     const GemmSchedule schedule = schedule_gemm(hw, params, problem, c, traits);
     return finish_gemm_estimate(hw, params, problem, c, traits, schedule).time_us;
   };

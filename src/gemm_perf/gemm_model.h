@@ -131,6 +131,8 @@ struct GemmSchedule {
   double iter_math_us = 0.0;
   double iter_feed_us = 0.0;
   double iter_latency_us = 0.0;
+  // L2 -> shared memory loads with the problem's operand alignment (gemm_narrow_load_factor).
+  double iter_l2_us = 0.0;
   double iter_us = 0.0;
   double epilogue_us = 0.0;       // one tile's epilogue on its unit
   double tile_overhead_us = 0.0;  // exposed fill + epilogue summed on the busiest unit
@@ -142,6 +144,23 @@ struct GemmSchedule {
   double padded_flops = 0.0;
   double lower_bound_us = 0.0;  // <= the finished prediction, for pruning
 };
+
+// Why a kernel with `traits` cannot load the problem's operands, or empty when it can:
+// TMA-fed kernels (warpgroup and CTA-scope instructions) need rows aligned to
+// kFullOperandAlignment bytes, the global strides a TMA descriptor accepts.
+std::string gemm_alignment_block(const GemmProblem& problem, const GemmKernelTraits& traits);
+// The widest copy of the library's kernels for operands whose rows are aligned to fewer
+// than 16 bytes: one kernel serves both operands, and 8-byte-aligned rows run no faster
+// than 4-byte-aligned ones (the H100's broad corpus, docs/perf_model.md), so such kernels
+// copy 4 bytes at a time (cp.async's narrowest size, PTX ISA), or one 2-byte element.
+inline constexpr int kNarrowCopyBytes = 4;
+// How much longer an asynchronous-copy kernel (warp-scope matrix instructions fed by
+// cp.async) takes to move one iteration's A and B tiles from the L2 when an operand's rows
+// are aligned to fewer than 16 bytes: every copy moves min(alignments, kNarrowCopyBytes)
+// bytes instead of 16. 1 for aligned operands, for TMA-fed kernels (which cannot run
+// them: gemm_alignment_block) and for SIMT kernels, whose loads pass through registers
+// anyway (the H100 corpus times fp32 SIMT GEMMs at 49-51 TFLOP/s either way).
+double gemm_narrow_load_factor(const GemmProblem& problem, const GemmConfig& config, const GemmKernelTraits& traits);
 
 // Bytes every input read once and every output written once (the HBM floor).
 double gemm_compulsory_bytes(const GemmProblem& problem, double a_bytes, double b_bytes);

@@ -72,6 +72,28 @@ void validate_gemm_problem(const GemmProblem& p) {
   if (p.fp8_scaling != Fp8Scaling::none && !both_fp8)
     fail("fp8_scaling", "scales apply to fp8 operands only");
   if (p.allow_tf32 && p.a_type != DType::f32) fail("allow_tf32", "applies to fp32 operands only");
+  auto alignment = [&](const char* field, int a) {
+    if (a < 1 || a > kFullOperandAlignment || (a & (a - 1)) != 0)
+      fail(field, "expected a power of two from 1 to " + std::to_string(kFullOperandAlignment) + " bytes, found " +
+                      std::to_string(a));
+  };
+  alignment("a_alignment", p.a_alignment);
+  alignment("b_alignment", p.b_alignment);
+}
+
+int packed_row_alignment(int64_t row_elements, int64_t rows, DType type) {
+  if (rows <= 1 || row_elements <= 1) return kFullOperandAlignment;
+  const int64_t stride = row_elements * static_cast<int64_t>(dtype_size(type));
+  int a = 1;
+  while (a < kFullOperandAlignment && stride % (2 * a) == 0) a *= 2;
+  return a;
+}
+
+GemmProblem with_packed_alignment(GemmProblem p) {
+  // Row-major: A is stored M x K (K x M when trans_a), B K x N (N x K when trans_b).
+  p.a_alignment = p.trans_a ? packed_row_alignment(p.m, p.k, p.a_type) : packed_row_alignment(p.k, p.m, p.a_type);
+  p.b_alignment = p.trans_b ? packed_row_alignment(p.k, p.n, p.b_type) : packed_row_alignment(p.n, p.k, p.b_type);
+  return p;
 }
 
 MatrixPrecision gemm_precision(const GemmProblem& p, const Hardware& hw) {
@@ -87,6 +109,7 @@ GemmProblem transposed_product(const GemmProblem& e) {
   p.m = e.n;
   p.n = e.m;
   std::swap(p.a_type, p.b_type);
+  std::swap(p.a_alignment, p.b_alignment);
   // The new A is op(B)^T: K-contiguous exactly when B is (stored transposed), which in the
   // row-major convention of GemmProblem means not transposed; likewise the new B.
   p.trans_a = !e.trans_b;
@@ -104,6 +127,8 @@ std::string describe_gemm_problem(const GemmProblem& p) {
   if (p.accumulate) s += " +C";
   s += " epilogue=" + std::string(epilogue_name(p.epilogue));
   if (p.fp8_scaling != Fp8Scaling::none) s += " scales=" + std::string(fp8_scaling_name(p.fp8_scaling));
+  if (!operands_fully_aligned(p))
+    s += " rows aligned A=" + std::to_string(p.a_alignment) + "B B=" + std::to_string(p.b_alignment) + "B";
   return s;
 }
 

@@ -15,6 +15,11 @@ enum class GemmEpilogue { none, bias, bias_relu };
 // column of B.
 enum class Fp8Scaling { none, per_tensor, per_row_col };
 
+// Bytes to which an operand's rows must be aligned for every load path to be open: the
+// global strides of a TMA descriptor are multiples of 16 bytes (CUDA Driver API,
+// cuTensorMapEncodeTiled), and 16 bytes is the widest cp.async copy (PTX ISA).
+inline constexpr int kFullOperandAlignment = 16;
+
 struct GemmProblem {
   int64_t m = 0;
   int64_t n = 0;
@@ -30,6 +35,11 @@ struct GemmProblem {
   bool accumulate = false;          // D = A x B + C: C is read
   GemmEpilogue epilogue = GemmEpilogue::none;
   Fp8Scaling fp8_scaling = Fp8Scaling::none;
+  // The largest power of two, at most kFullOperandAlignment, that divides the byte stride
+  // between consecutive rows of A (of B) as stored (its leading dimension): 16 unless a
+  // caller says otherwise (packed_operand_alignment gives it for packed operands).
+  int a_alignment = kFullOperandAlignment;
+  int b_alignment = kFullOperandAlignment;
 
   double flops() const { return 2.0 * double(m) * double(n) * double(k) * double(batch); }
 };
@@ -47,6 +57,18 @@ void validate_gemm_problem(const GemmProblem& p);
 // The pipe the problem runs on on `hw`: fp8 for fp8 operands, bf16/fp16 for 16-bit ones,
 // tf32 for fp32 operands when allowed and the GPU has a TF32 pipe, fp32 otherwise.
 MatrixPrecision gemm_precision(const GemmProblem& p, const Hardware& hw);
+
+// The alignment (as GemmProblem::a_alignment) of a packed operand whose rows hold
+// `row_elements` values of `type` each; a single row, or rows of one value, are one
+// contiguous run and count as aligned.
+int packed_row_alignment(int64_t row_elements, int64_t rows, DType type);
+// `p` with a_alignment and b_alignment of packed A and B (leading dimension K or M for A,
+// N or K for B, by their layouts).
+GemmProblem with_packed_alignment(GemmProblem p);
+// Whether both operands' rows are aligned to kFullOperandAlignment bytes.
+inline bool operands_fully_aligned(const GemmProblem& p) {
+  return p.a_alignment >= kFullOperandAlignment && p.b_alignment >= kFullOperandAlignment;
+}
 
 // The same product computed transposed, D^T = op(B)^T op(A)^T: M and N exchanged, A and B
 // exchanged with their K-contiguity kept (a K-contiguous B becomes a K-contiguous A).

@@ -28,8 +28,10 @@ std::string gemm_select_report(const Hardware& hw, const GemmProblem& problem,
                                const GemmModelParams& params) {
   validate_gemm_problem(problem);
   const MatrixPrecision precision = gemm_precision(problem, hw);
-  const std::vector<GemmConfig> candidates = gemm_candidates(hw, precision);
-  const GemmSelector selector(hw, params, candidates);
+  std::vector<GemmConfig> candidates = gemm_candidates(hw, precision);
+  const std::vector<GemmConfig> unaligned = gemm_unaligned_candidates(hw, precision);
+  const GemmSelector selector(hw, params, candidates, unaligned);
+  if (!operands_fully_aligned(problem)) candidates.insert(candidates.end(), unaligned.begin(), unaligned.end());
 
   const auto start = std::chrono::steady_clock::now();
   const RankedConfig best = selector.select(problem);

@@ -37,7 +37,10 @@ std::string problem_text(const GemmProblem& p) {
          " acc=" + std::string(dtype_name(p.compute_type)) + " trans_a=" + flag(p.trans_a) +
          " trans_b=" + flag(p.trans_b) + " tf32=" + flag(p.allow_tf32) + " accumulate=" + flag(p.accumulate) +
          " epilogue=" + std::string(epilogue_name(p.epilogue)) +
-         " fp8_scaling=" + std::string(fp8_scaling_name(p.fp8_scaling));
+         " fp8_scaling=" + std::string(fp8_scaling_name(p.fp8_scaling)) +
+         (operands_fully_aligned(p)
+              ? std::string()
+              : " align_a=" + std::to_string(p.a_alignment) + " align_b=" + std::to_string(p.b_alignment));
 }
 
 // Thrown inside load() for a damaged line; turned into a warning and an empty cache.
@@ -97,6 +100,10 @@ GemmProblem parse_problem(std::string_view text, int& variant) {
     p.epilogue = parse_epilogue(take("epilogue"), "epilogue");
     p.fp8_scaling = parse_fp8_scaling(take("fp8_scaling"), "fp8_scaling");
     variant = f.count("variant") ? static_cast<int>(parse_count(take("variant"), "variant")) : 0;
+    // Written only for operands aligned to fewer than kFullOperandAlignment bytes.
+    if (f.count("align_a")) p.a_alignment = static_cast<int>(parse_count(take("align_a"), "align_a"));
+    if (f.count("align_b")) p.b_alignment = static_cast<int>(parse_count(take("align_b"), "align_b"));
+    validate_gemm_problem(p);
   } catch (const ConfigError& e) {
     throw Damaged{e.what()};
   }
@@ -130,7 +137,8 @@ std::size_t GemmSelectionCache::KeyHash::operator()(const Key& k) const {
   mix(uint64_t(k.trans_a) | uint64_t(k.trans_b) << 8 | uint64_t(k.a_type) << 16 | uint64_t(k.b_type) << 24 |
       uint64_t(k.c_type) << 32 | uint64_t(k.compute_type) << 40 | uint64_t(k.allow_tf32) << 48 |
       uint64_t(k.accumulate) << 56);
-  mix(uint64_t(k.epilogue) | uint64_t(k.fp8_scaling) << 8);
+  mix(uint64_t(k.epilogue) | uint64_t(k.fp8_scaling) << 8 | uint64_t(k.a_alignment) << 16 |
+      uint64_t(k.b_alignment) << 24);
   mix(uint64_t(uint32_t(k.variant)));
   return h;
 }
@@ -150,6 +158,8 @@ GemmSelectionCache::Key GemmSelectionCache::key_of(const GemmProblem& p, int var
              uint8_t(p.accumulate),
              uint8_t(p.epilogue),
              uint8_t(p.fp8_scaling),
+             uint8_t(p.a_alignment),
+             uint8_t(p.b_alignment),
              variant};
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // Remembered GEMM selections, keyed by everything that makes two GEMMs the same problem
-// (shape, dtypes, layouts, epilogue). The file starts with validator lines (GPU name,
+// (shape, dtypes, layouts, epilogue, operand alignment). The file starts with validator lines (GPU name,
 // driver version, library version, model-parameter fingerprint); a file written under
 // other validators is discarded on load, so a stale selection is never reused.
 //
@@ -8,6 +8,8 @@
 //   hetrec-gemm-selection-cache 1
 //   validator <name>=<value>
 //   entry <problem fields>[ variant=<n>] | <config fields> | predicted_us=<time>[ library=<key>]
+//   (the problem fields end with align_a=<n> align_b=<n> where an operand's rows are aligned
+//   to fewer than 16 bytes)
 //   end entries=<count> crc32c=<hex of every line before this one>
 #include <cstddef>
 #include <cstdint>
@@ -67,7 +69,7 @@ class GemmSelectionCache {
   struct Key {
     int64_t m, n, k, batch;
     uint8_t trans_a, trans_b, a_type, b_type, c_type, compute_type, allow_tf32, accumulate, epilogue,
-        fp8_scaling;
+        fp8_scaling, a_alignment, b_alignment;
     int variant;
     bool operator==(const Key&) const = default;
   };

@@ -82,7 +82,7 @@ std::vector<RankedConfig> rank_configs(const Hardware& hw, const GemmProblem& pr
   std::vector<RankedConfig> ranked;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const GemmKernelTraits traits = gemm_kernel_traits(hw, params, precision, candidates[i]);
-    if (!traits.feasible) continue;
+    if (!traits.feasible || !gemm_alignment_block(problem, traits).empty()) continue;
     const GemmSchedule schedule = schedule_gemm(hw, params, problem, candidates[i], traits);
     ranked.push_back(
         {candidates[i], finish_gemm_estimate(hw, params, problem, candidates[i], traits, schedule), i});
@@ -93,58 +93,67 @@ std::vector<RankedConfig> rank_configs(const Hardware& hw, const GemmProblem& pr
   return ranked;
 }
 
-GemmSelector::GemmSelector(Hardware hw, GemmModelParams params, std::vector<GemmConfig> candidates)
+GemmSelector::GemmSelector(Hardware hw, GemmModelParams params, std::vector<GemmConfig> candidates,
+                           std::vector<GemmConfig> unaligned_extra)
     : hw_(std::move(hw)), params_(std::move(params)), candidates_(std::move(candidates)) {
+  const std::size_t aligned_count = candidates_.size();
+  candidates_.insert(candidates_.end(), unaligned_extra.begin(), unaligned_extra.end());
   for (MatrixPrecision p : kAllMatrixPrecisions) {
     if (hw_.dense_tflops_for(p) <= 0.0) continue;
-    std::vector<Group> groups;
-    std::map<KernelKey, std::size_t> index_of;
-    for (std::size_t i = 0; i < candidates_.size(); ++i) {
-      const KernelKey key = kernel_key(candidates_[i]);
-      auto it = index_of.find(key);
-      if (it == index_of.end()) {
-        GemmKernelTraits traits = gemm_kernel_traits(hw_, params_, p, candidates_[i]);
-        if (!traits.feasible) {
-          index_of.emplace(key, kInfeasible);
-          continue;
-        }
-        it = index_of.emplace(key, groups.size()).first;
-        Group group;
-        group.traits = std::move(traits);
-        groups.push_back(std::move(group));
-      }
-      if (it->second != kInfeasible) groups[it->second].members.push_back(i);
-    }
-    // Drop a kernel when an earlier-listed twin (another pipeline depth or kernel family of
-    // the same tile, decomposition and instruction) is never slower, offering each of its
-    // launch orders at a smaller index: it can then never be the (earliest) fastest one.
-    std::map<KernelKey, std::vector<std::size_t>> twins;
-    std::vector<bool> dominated(groups.size(), false);
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const GemmConfig& mine = candidates_[groups[g].members.front()];
-      std::vector<std::size_t>& earlier = twins[twin_key(mine)];
-      for (std::size_t e : earlier) {
-        if (dominated[e]) continue;
-        const Group& other = groups[e];
-        if (!never_slower(other.traits, groups[g].traits)) continue;
-        const bool covers =
-            std::all_of(groups[g].members.begin(), groups[g].members.end(), [&](std::size_t m) {
-              return std::any_of(other.members.begin(), other.members.end(), [&](std::size_t o) {
-                return o < m && same_launch_order(candidates_[o], candidates_[m]);
-              });
-            });
-        if (covers) {
-          dominated[g] = true;
-          break;
-        }
-      }
-      earlier.push_back(g);
-    }
-    PrecisionGroups& pg = groups_[std::size_t(p)];
-    for (std::size_t g = 0; g < groups.size(); ++g)
-      if (!dominated[g]) pg.groups.push_back(std::move(groups[g]));
-    add_quick_bound_classes(pg);
+    groups_[std::size_t(p)] = build_groups(p, aligned_count, false);
+    unaligned_groups_[std::size_t(p)] = build_groups(p, candidates_.size(), true);
   }
+}
+
+GemmSelector::PrecisionGroups GemmSelector::build_groups(MatrixPrecision p, std::size_t count, bool unaligned) {
+  std::vector<Group> groups;
+  std::map<KernelKey, std::size_t> index_of;
+  for (std::size_t i = 0; i < count; ++i) {
+    const KernelKey key = kernel_key(candidates_[i]);
+    auto it = index_of.find(key);
+    if (it == index_of.end()) {
+      GemmKernelTraits traits = gemm_kernel_traits(hw_, params_, p, candidates_[i]);
+      if (!traits.feasible || (unaligned && !traits.warp_scope)) {
+        index_of.emplace(key, kInfeasible);
+        continue;
+      }
+      it = index_of.emplace(key, groups.size()).first;
+      Group group;
+      group.traits = std::move(traits);
+      groups.push_back(std::move(group));
+    }
+    if (it->second != kInfeasible) groups[it->second].members.push_back(i);
+  }
+  // Drop a kernel when an earlier-listed twin (another pipeline depth or kernel family of
+  // the same tile, decomposition and instruction) is never slower, offering each of its
+  // launch orders at a smaller index: it can then never be the (earliest) fastest one.
+  std::map<KernelKey, std::vector<std::size_t>> twins;
+  std::vector<bool> dominated(groups.size(), false);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const GemmConfig& mine = candidates_[groups[g].members.front()];
+    std::vector<std::size_t>& earlier = twins[twin_key(mine)];
+    for (std::size_t e : earlier) {
+      if (dominated[e]) continue;
+      const Group& other = groups[e];
+      if (!never_slower(other.traits, groups[g].traits)) continue;
+      const bool covers =
+          std::all_of(groups[g].members.begin(), groups[g].members.end(), [&](std::size_t m) {
+            return std::any_of(other.members.begin(), other.members.end(), [&](std::size_t o) {
+              return o < m && same_launch_order(candidates_[o], candidates_[m]);
+            });
+          });
+      if (covers) {
+        dominated[g] = true;
+        break;
+      }
+    }
+    earlier.push_back(g);
+  }
+  PrecisionGroups pg;
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    if (!dominated[g]) pg.groups.push_back(std::move(groups[g]));
+  add_quick_bound_classes(pg);
+  return pg;
 }
 
 void GemmSelector::add_quick_bound_classes(PrecisionGroups& pg) {
@@ -178,23 +187,28 @@ void GemmSelector::add_quick_bound_classes(PrecisionGroups& pg) {
 }
 
 GemmSelector GemmSelector::for_hardware(const Hardware& hw, const GemmModelParams& params) {
-  std::vector<GemmConfig> all;
+  std::vector<GemmConfig> all, unaligned;
   for (MatrixPrecision p : kAllMatrixPrecisions) {
     if (hw.dense_tflops_for(p) <= 0.0) continue;
     std::vector<GemmConfig> mine = gemm_candidates(hw, p);
     all.insert(all.end(), mine.begin(), mine.end());
+    std::vector<GemmConfig> narrow = gemm_unaligned_candidates(hw, p);
+    unaligned.insert(unaligned.end(), narrow.begin(), narrow.end());
   }
-  return GemmSelector(hw, params, std::move(all));
+  return GemmSelector(hw, params, std::move(all), std::move(unaligned));
 }
 
 RankedConfig GemmSelector::select(const GemmProblem& problem) const {
   validate_gemm_problem(problem);
   const MatrixPrecision precision = gemm_precision(problem, hw_);
-  const PrecisionGroups& pg = groups_[std::size_t(precision)];
+  // Operands TMA cannot load: the kernels that load any alignment (gemm_alignment_block).
+  const bool aligned = operands_fully_aligned(problem);
+  const PrecisionGroups& pg = (aligned ? groups_ : unaligned_groups_)[std::size_t(precision)];
   const std::vector<Group>& groups = pg.groups;
   if (groups.empty())
     throw ConfigError("GEMM " + describe_gemm_problem(problem) + ": no candidate configuration runs " +
-                      std::string(precision_name(precision)) + " on " + hw_.name);
+                      std::string(precision_name(precision)) + (aligned ? "" : " on operands of this alignment") +
+                      " on " + hw_.name);
 
   // Pass 1, quick bound per group: launch + max(time of the busiest unit, HBM floor) +
   // split-K reduction + operand transposes, leaving out only terms that can only add. It

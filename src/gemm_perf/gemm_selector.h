@@ -34,9 +34,13 @@ std::vector<RankedConfig> rank_configs(const Hardware& hw, const GemmProblem& pr
 class GemmSelector {
  public:
   // `candidates` may mix precisions; each is considered for the problems of the precision
-  // it can run.
-  GemmSelector(Hardware hw, GemmModelParams params, std::vector<GemmConfig> candidates);
-  // Candidates of gemm_candidates() for every precision the GPU has.
+  // it can run. `unaligned_extra` are considered only for problems whose operands' rows are
+  // aligned to fewer than 16 bytes (gemm_unaligned_candidates), beside the candidates that
+  // can load them.
+  GemmSelector(Hardware hw, GemmModelParams params, std::vector<GemmConfig> candidates,
+               std::vector<GemmConfig> unaligned_extra = {});
+  // Candidates of gemm_candidates() and gemm_unaligned_candidates() for every precision the
+  // GPU has.
   static GemmSelector for_hardware(const Hardware& hw, const GemmModelParams& params);
 
   // The configuration rank_configs would put first (same time; the same config unless two
@@ -48,6 +52,9 @@ class GemmSelector {
   const std::vector<GemmConfig>& candidates() const { return candidates_; }
   // Groups kept for a precision after dropping dominated kernels (for diagnostics).
   std::size_t group_count(MatrixPrecision p) const { return groups_[std::size_t(p)].groups.size(); }
+  std::size_t unaligned_group_count(MatrixPrecision p) const {
+    return unaligned_groups_[std::size_t(p)].groups.size();
+  }
 
  private:
   struct Group {
@@ -86,11 +93,15 @@ class GemmSelector {
     std::vector<ScheduleClass> schedule_classes;
   };
   void add_quick_bound_classes(PrecisionGroups& pg);
+  // The groups of candidates_[0, count) that precision `p` can run; with `unaligned`, only
+  // the kernels that load operands of any alignment (gemm_alignment_block).
+  PrecisionGroups build_groups(MatrixPrecision p, std::size_t count, bool unaligned);
 
   Hardware hw_;
   GemmModelParams params_;
-  std::vector<GemmConfig> candidates_;
+  std::vector<GemmConfig> candidates_;  // the candidates, then the unaligned extra ones
   PrecisionGroups groups_[std::size(kAllMatrixPrecisions)];
+  PrecisionGroups unaligned_groups_[std::size(kAllMatrixPrecisions)];
 };
 
 // One-off selection over an explicit candidate list (builds a GemmSelector).

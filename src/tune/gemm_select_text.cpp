@@ -26,7 +26,7 @@ GemmProblem gemm_problem_of(const GemmSelectRequest& r, const std::string& key_p
   p.allow_tf32 = r.tf32;
   p.epilogue = parse_epilogue(r.epilogue, key_prefix + "epilogue");
   if (p.a_type == DType::f8e4m3 || p.a_type == DType::f8e5m2) p.fp8_scaling = Fp8Scaling::per_tensor;
-  return p;
+  return with_packed_alignment(p);  // the operands as stored: packed
 }
 
 std::string gemm_select_text(const Hardware& hw, const GemmProblem& p, const GemmModelParams& params) {

@@ -64,6 +64,8 @@ TEST(GemmSelectionCache, SaveLoadRoundTripsEveryField) {
   std::vector<GemmProblem> problems;
   for (int i = 0; i < 30; ++i) {
     problems.push_back(random_problem(rng, f.hw));
+    // Every third as packed operands: some with rows aligned to fewer than 16 bytes.
+    if (i % 3 == 0 && problems.back().a_type != DType::f8e4m3) problems.back() = with_packed_alignment(problems.back());
     select_cached(f.selector, cache, problems.back());
   }
   ASSERT_GT(cache.size(), 20u);
@@ -85,7 +87,7 @@ TEST(GemmSelectionCache, SaveLoadRoundTripsEveryField) {
   EXPECT_EQ(read_text(again), read_text(path));
 }
 
-TEST(GemmSelectionCache, KeyCoversLayoutDtypesAndEpilogue) {
+TEST(GemmSelectionCache, KeyCoversLayoutDtypesEpilogueAndAlignment) {
   Fixture f;
   GemmSelectionCache cache(f.validators);
   GemmProblem p;
@@ -99,7 +101,8 @@ TEST(GemmSelectionCache, KeyCoversLayoutDtypesAndEpilogue) {
            [](GemmProblem& q) { q.c_type = DType::f32; },
            [](GemmProblem& q) { q.epilogue = GemmEpilogue::bias; },
            [](GemmProblem& q) { q.accumulate = true; }, [](GemmProblem& q) { q.batch = 2; },
-           [](GemmProblem& q) { q.a_type = q.b_type = DType::f16; }, [](GemmProblem& q) { q.k = 257; }}) {
+           [](GemmProblem& q) { q.a_type = q.b_type = DType::f16; }, [](GemmProblem& q) { q.k = 257; },
+           [](GemmProblem& q) { q.a_alignment = 4; }, [](GemmProblem& q) { q.b_alignment = 2; }}) {
     GemmProblem q = p;
     change(q);
     EXPECT_FALSE(cache.find(q).has_value()) << describe_gemm_problem(q);

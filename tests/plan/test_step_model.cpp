@@ -34,7 +34,8 @@ int count_terms(const StepWork& w, StepPhase p, StepFactor f) {
   return n;
 }
 
-// The GEMM model's time for one of the model's GEMMs, without its launch.
+// The GEMM model's time for one of the model's GEMMs (packed, as the layers keep them),
+// without its launch.
 double gemm_us(const GemmSelector& sel, int64_t m, int64_t n, int64_t k, bool ta, bool tb, GemmEpilogue ep, bool acc) {
   GemmProblem p;
   p.m = m;
@@ -46,7 +47,7 @@ double gemm_us(const GemmSelector& sel, int64_t m, int64_t n, int64_t k, bool ta
   p.allow_tf32 = true;
   p.epilogue = ep;
   p.accumulate = acc;
-  const GemmEstimate e = sel.select(p).estimate;
+  const GemmEstimate e = sel.select(with_packed_alignment(p)).estimate;
   return e.time_us - e.launch_us;
 }
 

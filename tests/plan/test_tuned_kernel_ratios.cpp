@@ -143,17 +143,20 @@ TEST(TunedKernelRatios, EachRatioScalesItsFamilysWorkOnly) {
 // is one of the calibration records).
 const std::string kTunedH200Profile = "e2e-20261206-h200-current-mlperf-b128k-bf16-profile.json";
 
-// Its phases of 0.3 ms or more, predicted as below: each error as recorded when the cross
-// net's passes got factors of their own and the lookup its per-read term (docs/planner.md),
-// by the model calibrated on every record, and by the model calibrated without that profile.
+// Its phases of 0.3 ms or more, predicted as below: each error as recorded when the GEMM
+// model learned operand alignment and the DLRM profile joined the calibration records
+// (docs/planner.md), by the model calibrated on every record, and by the model calibrated
+// without that profile. (The DLRM profile's top MLP runs plain ReLU-bias epilogues, faster
+// than this run's RELU_AUX_BIAS ones, which the step model prices alike: its top_mlp_fwd
+// went from +11.3% to +13.1%.)
 struct PhaseErrors {
   const char* phase;
   double calibrated_pct, held_out_pct;
 };
 constexpr PhaseErrors kTunedH200PhaseErrorsPct[] = {
-    {"bottom_mlp_fwd", -8.1, -8.1},  {"embedding_fwd", -9.8, -12.9},   {"interaction_fwd", +7.7, +8.5},
-    {"top_mlp_fwd", +11.3, +10.9},   {"top_mlp_bwd", -7.4, -7.6},      {"interaction_bwd", -1.4, -1.5},
-    {"bottom_mlp_bwd", -15.0, -15.0}, {"embedding_bwd_update", -1.3, -1.6},
+    {"bottom_mlp_fwd", -8.4, -8.5},  {"embedding_fwd", -10.4, -13.5},  {"interaction_fwd", +8.2, +9.2},
+    {"top_mlp_fwd", +13.1, +13.1},   {"top_mlp_bwd", -6.5, -6.5},      {"interaction_bwd", -1.0, -1.1},
+    {"bottom_mlp_bwd", -15.4, -15.5}, {"embedding_bwd_update", -1.2, -1.5},
 };
 constexpr double kPhaseErrorSlackPct = 1.0;
 
