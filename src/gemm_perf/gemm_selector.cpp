@@ -100,19 +100,23 @@ GemmSelector::GemmSelector(Hardware hw, GemmModelParams params, std::vector<Gemm
   candidates_.insert(candidates_.end(), unaligned_extra.begin(), unaligned_extra.end());
   for (MatrixPrecision p : kAllMatrixPrecisions) {
     if (hw_.dense_tflops_for(p) <= 0.0) continue;
-    groups_[std::size_t(p)] = build_groups(p, aligned_count, false);
-    unaligned_groups_[std::size_t(p)] = build_groups(p, candidates_.size(), true);
+    std::map<KernelKey, GemmKernelTraits> traits;  // computed once for both group sets
+    groups_[std::size_t(p)] = build_groups(p, aligned_count, false, traits);
+    unaligned_groups_[std::size_t(p)] = build_groups(p, candidates_.size(), true, traits);
   }
 }
 
-GemmSelector::PrecisionGroups GemmSelector::build_groups(MatrixPrecision p, std::size_t count, bool unaligned) {
+GemmSelector::PrecisionGroups GemmSelector::build_groups(MatrixPrecision p, std::size_t count, bool unaligned,
+                                                         std::map<std::array<int, 15>, GemmKernelTraits>& known) {
   std::vector<Group> groups;
   std::map<KernelKey, std::size_t> index_of;
   for (std::size_t i = 0; i < count; ++i) {
     const KernelKey key = kernel_key(candidates_[i]);
     auto it = index_of.find(key);
     if (it == index_of.end()) {
-      GemmKernelTraits traits = gemm_kernel_traits(hw_, params_, p, candidates_[i]);
+      auto cached = known.find(key);
+      if (cached == known.end()) cached = known.emplace(key, gemm_kernel_traits(hw_, params_, p, candidates_[i])).first;
+      GemmKernelTraits traits = cached->second;
       if (!traits.feasible || (unaligned && !traits.warp_scope)) {
         index_of.emplace(key, kInfeasible);
         continue;

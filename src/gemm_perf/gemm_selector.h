@@ -8,7 +8,9 @@
 // listed earlier always beats. Per shape it bounds each group from below (first from the
 // main-loop time of the busiest unit and the HBM floor alone, then from the whole schedule
 // without the cache model) and fully predicts only the groups that can still win.
+#include <array>
 #include <cstddef>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -94,8 +96,10 @@ class GemmSelector {
   };
   void add_quick_bound_classes(PrecisionGroups& pg);
   // The groups of candidates_[0, count) that precision `p` can run; with `unaligned`, only
-  // the kernels that load operands of any alignment (gemm_alignment_block).
-  PrecisionGroups build_groups(MatrixPrecision p, std::size_t count, bool unaligned);
+  // the kernels that load operands of any alignment (gemm_alignment_block). `known`: the
+  // traits computed so far, by kernel (gemm_selector.cpp's kernel_key).
+  PrecisionGroups build_groups(MatrixPrecision p, std::size_t count, bool unaligned,
+                               std::map<std::array<int, 15>, GemmKernelTraits>& known);
 
   Hardware hw_;
   GemmModelParams params_;
