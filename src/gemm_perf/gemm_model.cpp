@@ -269,8 +269,8 @@ std::string gemm_alignment_block(const GemmProblem& p, const GemmKernelTraits& t
          std::to_string(p.b_alignment);
 }
 
-double gemm_narrow_load_factor(const GemmProblem& p, const GemmConfig&, const GemmKernelTraits& t) {
-  if (!t.warp_scope || t.simt || operands_fully_aligned(p)) return 1.0;
+double gemm_narrow_load_factor(const Hardware& hw, const GemmProblem& p, const GemmKernelTraits& t) {
+  if (hw.vendor != Vendor::nvidia || !t.warp_scope || t.simt || operands_fully_aligned(p)) return 1.0;
   const int copy = std::min({p.a_alignment, p.b_alignment, kNarrowCopyBytes});
   return double(kFullOperandAlignment) / double(copy);
 }
@@ -342,7 +342,7 @@ GemmSchedule schedule_gemm(const Hardware& hw, const GemmModelParams& params, co
   s.iter_math_us = t.iter_math_us / s.issue_share;
   s.iter_feed_us = t.iter_feed_us / s.issue_share;
   s.iter_latency_us = t.iter_latency_us * t.ctas_per_unit / s.resident_ctas;
-  s.iter_l2_us = t.iter_l2_us * gemm_narrow_load_factor(p, c, t);
+  s.iter_l2_us = t.iter_l2_us * gemm_narrow_load_factor(hw, p, t);
   s.iter_us = std::max({s.iter_math_us, s.iter_feed_us, s.iter_l2_us, s.iter_latency_us});
 
   // Epilogue of one tile: store (and read C), plus a few vector operations per element.

@@ -154,13 +154,14 @@ std::string gemm_alignment_block(const GemmProblem& problem, const GemmKernelTra
 // than 4-byte-aligned ones (the H100's broad corpus, docs/perf_model.md), so such kernels
 // copy 4 bytes at a time (cp.async's narrowest size, PTX ISA), or one 2-byte element.
 inline constexpr int kNarrowCopyBytes = 4;
-// How much longer an asynchronous-copy kernel (warp-scope matrix instructions fed by
-// cp.async) takes to move one iteration's A and B tiles from the L2 when an operand's rows
-// are aligned to fewer than 16 bytes: every copy moves min(alignments, kNarrowCopyBytes)
-// bytes instead of 16. 1 for aligned operands, for TMA-fed kernels (which cannot run
-// them: gemm_alignment_block) and for SIMT kernels, whose loads pass through registers
-// anyway (the H100 corpus times fp32 SIMT GEMMs at 49-51 TFLOP/s either way).
-double gemm_narrow_load_factor(const GemmProblem& problem, const GemmConfig& config, const GemmKernelTraits& traits);
+// How much longer an asynchronous-copy kernel (NVIDIA's warp-scope matrix instructions fed
+// by cp.async) takes to move one iteration's A and B tiles from the L2 when an operand's
+// rows are aligned to fewer than 16 bytes: every copy moves min(alignments,
+// kNarrowCopyBytes) bytes instead of 16. 1 for aligned operands, for TMA-fed kernels
+// (which cannot run them: gemm_alignment_block), for SIMT kernels, whose loads pass
+// through registers anyway (the H100 corpus times fp32 SIMT GEMMs at 49-51 TFLOP/s either
+// way), and on other vendors' GPUs (not measured).
+double gemm_narrow_load_factor(const Hardware& hw, const GemmProblem& problem, const GemmKernelTraits& traits);
 
 // Bytes every input read once and every output written once (the HBM floor).
 double gemm_compulsory_bytes(const GemmProblem& problem, double a_bytes, double b_bytes);

@@ -57,8 +57,9 @@ TEST_P(GemmPredictionReplay, ErrorsNoWorseThanRecorded) {
 INSTANTIATE_TEST_SUITE_P(Records, GemmPredictionReplay,
                          ::testing::Values("gemm-prediction-20261207-h100-corpus.json",
                                            "gemm-prediction-20261207-h200-20261130d.json"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.index == 0 ? "H100Corpus" : "H200");
+                         [](const ::testing::TestParamInfo<const char*>& record) {
+                           return std::string(record.param).find("h100") != std::string::npos ? std::string("H100Corpus")
+                                                                                             : std::string("H200");
                          });
 
 }  // namespace
