@@ -37,7 +37,7 @@ struct GemmProblem {
   Fp8Scaling fp8_scaling = Fp8Scaling::none;
   // The largest power of two, at most kFullOperandAlignment, that divides the byte stride
   // between consecutive rows of A (of B) as stored (its leading dimension): 16 unless a
-  // caller says otherwise (packed_operand_alignment gives it for packed operands).
+  // caller says otherwise (with_packed_alignment sets it for packed operands).
   int a_alignment = kFullOperandAlignment;
   int b_alignment = kFullOperandAlignment;
 
